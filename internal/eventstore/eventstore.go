@@ -1,0 +1,120 @@
+// Package eventstore keeps the events of every aggregate in streams, and all
+// streams in one log that can be read in commit order.
+//
+// A stream is the history of one aggregate, numbered from version 1. Appends
+// are optimistic: the caller states the version it decided on ([Any],
+// [NoStream] or an exact version), and a stream that moved meanwhile makes
+// [Store.Append] return [ErrConcurrency], so the unit of work can be retried
+// on fresh state. The log is what projections follow: [Store.ReadAll] returns
+// events in the order their transactions committed and never passes over an
+// event whose transaction was still in flight.
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// ErrConcurrency is returned by [Store.Append] when the stream is not at the
+// expected version, including when a concurrent transaction appended to it
+// first. Retry the unit of work on the stream's new state.
+var ErrConcurrency = errors.New("eventstore: stream changed concurrently")
+
+// ErrDuplicateEvent is returned by [Store.Append] when an event's ID is
+// already stored in another stream, or when only some of the appended events
+// are already in the stream. Appending events that are all already in the
+// stream is not an error: it changes nothing.
+var ErrDuplicateEvent = errors.New("eventstore: event already stored")
+
+// ErrInvalidEvent is returned by [Store.Append] for an event that cannot be
+// stored: no ID, no stream or type, or data that is not JSON.
+var ErrInvalidEvent = errors.New("eventstore: invalid event")
+
+// Expected is the version a stream must be at for an append to succeed. A
+// positive value is an exact version.
+type Expected int64
+
+const (
+	// Any appends whatever the stream's version.
+	Any Expected = -1
+	// NoStream appends only to a stream that has no events yet.
+	NoStream Expected = 0
+)
+
+// Exactly returns the expectation that the stream is at version v; 0 means
+// the stream has no events.
+func Exactly(v int64) Expected { return Expected(v) }
+
+// Metadata is what an event carries besides its data.
+type Metadata struct {
+	// CorrelationID ties together everything caused by one request.
+	CorrelationID string `json:"correlation_id,omitempty"`
+	// CausationID names the command or event that caused this event.
+	CausationID string `json:"causation_id,omitempty"`
+	// Extra holds any other key and value.
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Event is one fact in a stream.
+type Event struct {
+	// ID identifies the event; appending an ID the stream has is a no-op.
+	// NewEvent sets a UUIDv7.
+	ID uuid.UUID
+	// Stream names the aggregate the event belongs to.
+	Stream string
+	// Version is the event's place in its stream, from 1. Append sets it.
+	Version int64
+	// Type names the kind of event, such as "user.signed_in".
+	Type string
+	// Data is the event's JSON body.
+	Data     []byte
+	Metadata Metadata
+	// RecordedAt is the time of the unit of work that appended the event.
+	// Append sets it from the transaction.
+	RecordedAt time.Time
+	// Position is the event's place in the log. Append leaves it zero;
+	// Load and ReadAll set it.
+	Position Position
+}
+
+// Position is a place in the log, in commit order. The zero Position lies
+// before every event. Positions compare with [Position.Less]; their fields
+// mean something only to the backend that made them.
+type Position struct {
+	// Commit orders the transactions that appended events.
+	Commit uint64
+	// Seq orders events within and across transactions.
+	Seq int64
+}
+
+// Less reports whether p comes before q in the log.
+func (p Position) Less(q Position) bool {
+	if p.Commit != q.Commit {
+		return p.Commit < q.Commit
+	}
+	return p.Seq < q.Seq
+}
+
+// Store keeps streams of events.
+type Store interface {
+	// Append adds events to the end of stream as part of tx, numbering them
+	// from the stream's current version, and returns them with Version and
+	// RecordedAt set. It returns [ErrConcurrency] when the stream is not at
+	// expected, [ErrDuplicateEvent] or [ErrInvalidEvent] as those say, and
+	// the stored events unchanged when all of them are already in the
+	// stream. Errors leave tx usable but the caller should roll it back.
+	Append(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
+	// Load returns the events of stream whose version is at least from, in
+	// version order. A stream with no events returns none and no error.
+	Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]Event, error)
+	// ReadAll returns up to limit events of every stream that come after
+	// position in commit order. It returns an event only once every
+	// transaction that could still commit an earlier one has ended, so a
+	// reader that resumes from the last position it saw never misses one.
+	ReadAll(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
+}

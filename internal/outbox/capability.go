@@ -1,0 +1,53 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ErrNotFound is returned by [Store.Retry] and [Store.Bury] for a message the
+// store does not hold, for example one that another relay has acknowledged.
+// [Store.Ack] of such a message succeeds: the message is gone either way.
+var ErrNotFound = errors.New("outbox: message not found")
+
+// The interfaces below are optional capabilities. A [Relay] uses one when its
+// store implements it and does without it otherwise, as Watermill does with
+// optional interfaces of its publishers and subscribers.
+
+// BatchAcker is implemented by stores that can remove many delivered
+// messages in one call. The relay acknowledges a batch through it, which is
+// what lets one database round trip settle a whole claim.
+type BatchAcker interface {
+	// AckAll removes the delivered messages with the given IDs. IDs the store
+	// does not hold are skipped, as [Store.Ack] does.
+	AckAll(ctx context.Context, ids []uuid.UUID) error
+}
+
+// Waker is implemented by stores that can tell a relay when messages may have
+// become due, so that delivery need not wait for the next poll.
+type Waker interface {
+	// Wakeups returns a channel that receives a value soon after a
+	// transaction that added messages commits. Wake-ups may coalesce and may
+	// be spurious; the channel is closed when ctx is done.
+	Wakeups(ctx context.Context) <-chan struct{}
+}
+
+// Inspector is implemented by stores that can describe their backlog to
+// metrics and operators.
+type Inspector interface {
+	// OldestDue returns the due time of the message that has been due the
+	// longest at now, and false when no message is due.
+	OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error)
+	// Buried returns up to limit buried messages, oldest first.
+	Buried(ctx context.Context, limit int) ([]BuriedMessage, error)
+}
+
+// BuriedMessage is a message the relay stopped delivering, with the reason.
+type BuriedMessage struct {
+	Message
+	Reason   string
+	BuriedAt time.Time
+}

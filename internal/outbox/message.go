@@ -1,0 +1,73 @@
+// Package outbox keeps side effects beside the changes that cause them.
+//
+// A command adds a [Message] to a [Store] in the same [uow.Tx] as its change,
+// so the message exists exactly when the change does. A [Relay] then claims
+// due messages, hands each to the [Handler] for its topic, and acknowledges,
+// retries with [Backoff], or buries it. Delivery is at least once: a handler
+// must make a repeat harmless, and the message ID is the tool for that.
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// NewMessage returns a message for topic with payload encoded as JSON.
+func NewMessage(topic string, payload any, now time.Time) (Message, error) {
+	data, err := json.Marshal(payload)
+	if err != nil {
+		return Message{}, fmt.Errorf("outbox: encode %s: %w", topic, err)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Message{}, fmt.Errorf("outbox: id for %s: %w", topic, err)
+	}
+	return Message{
+		ID:        id,
+		Topic:     topic,
+		Payload:   data,
+		CreatedAt: now.UTC().Truncate(time.Millisecond),
+	}, nil
+}
+
+// Message is one side effect to deliver.
+type Message struct {
+	ID    uuid.UUID
+	Topic string
+	// Payload is JSON.
+	Payload   []byte
+	CreatedAt time.Time
+	// Attempts counts the times the message was claimed, this one included.
+	// Store.Claim sets it.
+	Attempts int
+}
+
+// Store keeps messages until they are delivered.
+type Store interface {
+	// Add stores messages as part of tx. Each becomes due at its CreatedAt.
+	Add(ctx context.Context, tx uow.Tx, msgs ...Message) error
+	// Claim leases up to limit due messages, earliest due first, until now+lease,
+	// and increments their attempts. A due message is one that isn't buried,
+	// whose retry time has passed and whose lease, if any, has ended, so a
+	// message claimed by a relay that crashed is claimed again. Concurrent
+	// claims never return the same message.
+	Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Message, error)
+	// Ack removes a delivered message.
+	Ack(ctx context.Context, id uuid.UUID) error
+	// Retry ends a message's lease and makes it due again at at, keeping
+	// reason as its last error.
+	Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error
+	// Bury stops delivering a message and keeps it, with reason, for an
+	// operator to inspect.
+	Bury(ctx context.Context, id uuid.UUID, reason string) error
+}
+
+// Handler delivers one message. Returning an error makes the relay retry
+// the message later.
+type Handler func(ctx context.Context, m Message) error

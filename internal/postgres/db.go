@@ -1,0 +1,116 @@
+// Package postgres is the PostgreSQL backend: the unit of work, the event
+// store and the outbox store on pgx/v5. All PostgreSQL SQL of the project
+// lives here; the rest of the project knows no SQL dialect.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/eventsourced/accounts/migrations"
+)
+
+// DB is a connection to one PostgreSQL database and the stores over it.
+//
+// It holds two pools. Units of work use the main pool with the server's
+// settings. The relay's own bookkeeping (claims, acknowledgements, retries,
+// burials) uses a second pool with synchronous_commit off: a crash of the
+// server can then lose the last few of those writes, which only makes the
+// relay deliver a message again, as at-least-once delivery allows, and in
+// return the relay does not wait for a disk flush per batch.
+type DB struct {
+	pool  *pgxpool.Pool
+	relay *pgxpool.Pool
+}
+
+// Open connects to the database at url, a postgres:// URL or key=value
+// string as pgx accepts, and checks that it answers.
+func Open(ctx context.Context, url string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	relayCfg := cfg.Copy()
+	relayCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	relayCfg.ConnConfig.RuntimeParams["application_name"] = "outbox-relay"
+	relayCfg.MaxConns = min(cfg.MaxConns, 4)
+	relay, err := pgxpool.NewWithConfig(ctx, relayCfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect relay pool: %w", err)
+	}
+	db := &DB{pool: pool, relay: relay}
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes both pools, waiting for connections in use to be returned.
+func (db *DB) Close() {
+	db.relay.Close()
+	db.pool.Close()
+}
+
+// Ping reports whether the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Pool returns the main pool, for code of this backend outside this package
+// such as tests and benchmarks.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// Runner returns a unit-of-work runner whose transactions take their time
+// from now; nil means time.Now.
+func (db *DB) Runner(now func() time.Time) *Runner {
+	if now == nil {
+		now = time.Now
+	}
+	return &Runner{pool: db.pool, now: now}
+}
+
+// Events returns the event store.
+func (db *DB) Events() *EventStore { return &EventStore{} }
+
+// Outbox returns the outbox store. Its bookkeeping runs on the relay pool;
+// [Outbox.Add] runs in the unit of work's transaction.
+func (db *DB) Outbox() *Outbox { return &Outbox{pool: db.relay} }
+
+// Migrate applies every migration that the database lacks and returns the
+// versions it applied.
+func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
+	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	defer sqlDB.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres())
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		var partial *goose.PartialError
+		if errors.As(err, &partial) {
+			return nil, fmt.Errorf("postgres: migrate: %w", partial.Err)
+		}
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	applied := make([]int64, 0, len(results))
+	for _, r := range results {
+		applied = append(applied, r.Source.Version)
+	}
+	return applied, nil
+}

@@ -1,0 +1,281 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// notifyChannel is the LISTEN/NOTIFY channel on which [Outbox.Add] tells
+// relays that messages were committed.
+const notifyChannel = "outbox_messages"
+
+// Outbox is the [outbox.Store] of this backend, with every optional
+// capability: [outbox.BatchAcker], [outbox.Waker] and [outbox.Inspector].
+type Outbox struct {
+	pool *pgxpool.Pool
+}
+
+var (
+	_ outbox.Store      = (*Outbox)(nil)
+	_ outbox.BatchAcker = (*Outbox)(nil)
+	_ outbox.Waker      = (*Outbox)(nil)
+	_ outbox.Inspector  = (*Outbox)(nil)
+)
+
+// Add stores msgs as part of t and notifies listening relays, which hear it
+// when t commits and not at all when it rolls back.
+func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) error {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return fmt.Errorf("outbox: add: %w", err)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(msgs))
+	topics := make([]string, len(msgs))
+	payloads := make([]string, len(msgs))
+	created := make([]time.Time, len(msgs))
+	for i, m := range msgs {
+		if err := checkMessage(m); err != nil {
+			return err
+		}
+		ids[i], topics[i], payloads[i], created[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt
+	}
+	// One statement inserts every message and queues the notification.
+	const q = `
+WITH added AS (
+	INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
+	SELECT id, topic, payload, created_at, created_at
+	FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[]) AS m(id, topic, payload, created_at)
+	RETURNING 1
+)
+SELECT pg_notify('` + notifyChannel + `', '') FROM (SELECT 1 FROM added LIMIT 1) AS any_added`
+	if _, err := ptx.Exec(ctx, q, ids, topics, payloads, created); err != nil {
+		return fmt.Errorf("outbox: add: %w", err)
+	}
+	return nil
+}
+
+func checkMessage(m outbox.Message) error {
+	switch {
+	case m.ID == uuid.Nil:
+		return fmt.Errorf("outbox: add: message for %q has no ID", m.Topic)
+	case m.Topic == "":
+		return fmt.Errorf("outbox: add: message %s has no topic", m.ID)
+	case !json.Valid(m.Payload):
+		return fmt.Errorf("outbox: add: message %s: payload is not JSON", m.ID)
+	case m.CreatedAt.IsZero():
+		return fmt.Errorf("outbox: add: message %s has no creation time", m.ID)
+	}
+	return nil
+}
+
+// Claim leases due messages as [outbox.Store.Claim] describes. One
+// statement picks them with FOR UPDATE SKIP LOCKED, so concurrent claims
+// pass over each other's rows instead of waiting for them or taking them
+// twice, and moves their due time to the end of the lease.
+func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("outbox: claim: limit must be at least 1, got %d", limit)
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("outbox: claim: lease must be positive, got %s", lease)
+	}
+	const q = `
+WITH due AS (
+	SELECT id, due_at FROM outbox_messages
+	WHERE buried_at IS NULL AND due_at <= $1
+	ORDER BY due_at, id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox_messages AS m
+SET due_at = $2, attempts = m.attempts + 1
+FROM due
+WHERE m.id = due.id
+RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, due.due_at`
+	rows, err := o.pool.Query(ctx, q, now, now.Add(lease), limit)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	type claimed struct {
+		msg outbox.Message
+		due time.Time
+	}
+	var got []claimed
+	for rows.Next() {
+		var c claimed
+		var payload string
+		if err := rows.Scan(&c.msg.ID, &c.msg.Topic, &payload, &c.msg.CreatedAt, &c.msg.Attempts, &c.due); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("outbox: claim: %w", err)
+		}
+		c.msg.Payload = []byte(payload)
+		c.msg.CreatedAt = c.msg.CreatedAt.UTC()
+		got = append(got, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	// RETURNING keeps no order; restore the one the claim chose.
+	slices.SortFunc(got, func(a, b claimed) int {
+		if c := a.due.Compare(b.due); c != 0 {
+			return c
+		}
+		return slices.Compare(a.msg.ID[:], b.msg.ID[:])
+	})
+	msgs := make([]outbox.Message, len(got))
+	for i, c := range got {
+		msgs[i] = c.msg
+	}
+	return msgs, nil
+}
+
+// Ack removes a delivered message; a message already gone is not an error.
+func (o *Outbox) Ack(ctx context.Context, id uuid.UUID) error {
+	if _, err := o.pool.Exec(ctx, `DELETE FROM outbox_messages WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("outbox: ack %s: %w", id, err)
+	}
+	return nil
+}
+
+// AckAll removes delivered messages in one statement.
+func (o *Outbox) AckAll(ctx context.Context, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := o.pool.Exec(ctx, `DELETE FROM outbox_messages WHERE id = ANY($1)`, ids); err != nil {
+		return fmt.Errorf("outbox: ack %d messages: %w", len(ids), err)
+	}
+	return nil
+}
+
+// Retry makes a message due again at at, keeping reason.
+func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error {
+	tag, err := o.pool.Exec(ctx,
+		`UPDATE outbox_messages SET due_at = $2, last_error = $3 WHERE id = $1 AND buried_at IS NULL`,
+		id, at, reason)
+	if err != nil {
+		return fmt.Errorf("outbox: retry %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("outbox: retry %s: %w", id, outbox.ErrNotFound)
+	}
+	return nil
+}
+
+// Bury stops delivering a message and keeps it with reason. Burying a
+// buried message replaces its reason.
+func (o *Outbox) Bury(ctx context.Context, id uuid.UUID, reason string) error {
+	tag, err := o.pool.Exec(ctx,
+		`UPDATE outbox_messages SET buried_at = coalesce(buried_at, now()), last_error = $2 WHERE id = $1`,
+		id, reason)
+	if err != nil {
+		return fmt.Errorf("outbox: bury %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("outbox: bury %s: %w", id, outbox.ErrNotFound)
+	}
+	return nil
+}
+
+// OldestDue returns the due time of the longest-due message.
+func (o *Outbox) OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	var due *time.Time
+	err := o.pool.QueryRow(ctx,
+		`SELECT min(due_at) FROM outbox_messages WHERE buried_at IS NULL AND due_at <= $1`, now).Scan(&due)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("outbox: oldest due: %w", err)
+	}
+	if due == nil {
+		return time.Time{}, false, nil
+	}
+	return due.UTC(), true, nil
+}
+
+// Buried returns up to limit buried messages, oldest burial first.
+func (o *Outbox) Buried(ctx context.Context, limit int) ([]outbox.BuriedMessage, error) {
+	rows, err := o.pool.Query(ctx, `
+SELECT id, topic, payload::text, created_at, attempts, coalesce(last_error, ''), buried_at
+FROM outbox_messages WHERE buried_at IS NOT NULL
+ORDER BY buried_at, id LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: buried: %w", err)
+	}
+	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (outbox.BuriedMessage, error) {
+		var b outbox.BuriedMessage
+		var payload string
+		err := row.Scan(&b.ID, &b.Topic, &payload, &b.CreatedAt, &b.Attempts, &b.Reason, &b.BuriedAt)
+		b.Payload, b.CreatedAt, b.BuriedAt = []byte(payload), b.CreatedAt.UTC(), b.BuriedAt.UTC()
+		return b, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: buried: %w", err)
+	}
+	return msgs, nil
+}
+
+// Wakeups listens for the notifications of [Outbox.Add] on a connection of
+// its own. When the connection fails it reconnects with a growing pause and
+// sends a wake-up once listening again, since notifications sent while it was
+// away are lost.
+func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		defer close(ch)
+		pause := 100 * time.Millisecond
+		for ctx.Err() == nil {
+			err := o.listen(ctx, wake)
+			if ctx.Err() != nil {
+				return
+			}
+			_ = err // The relay's poll covers the gap; the next try says more.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, 5*time.Second)
+		}
+	}()
+	return ch
+}
+
+func (o *Outbox) listen(ctx context.Context, wake func()) error {
+	conn, err := pgx.ConnectConfig(ctx, o.pool.Config().ConnConfig)
+	if err != nil {
+		return fmt.Errorf("outbox: listen: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return fmt.Errorf("outbox: listen: %w", err)
+	}
+	wake()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return fmt.Errorf("outbox: listen: %w", err)
+		}
+		wake()
+	}
+}

@@ -1,0 +1,43 @@
+// Package uow defines the unit of work: one database transaction in which a
+// command loads events, appends new ones, updates inline projections and adds
+// outbox messages, so that all of them commit together or not at all.
+//
+// Each backend (PostgreSQL, SQLite) implements [Runner] and hands its own
+// [Tx] to the function it runs. Stores of one backend accept only that
+// backend's Tx; any other Tx is reported as [ErrForeignTx].
+package uow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrForeignTx is returned by a store that is handed a [Tx] made by another
+// backend's [Runner].
+var ErrForeignTx = errors.New("uow: transaction belongs to another backend")
+
+// Tx is an open unit of work. It is valid only inside the function passed to
+// [Runner.Do]; stores assert it to their backend's concrete type.
+type Tx interface {
+	// Now is the time of the unit of work: one clock reading taken when it
+	// began, so that everything it writes carries the same time and tests
+	// control that time through the runner's clock.
+	Now() time.Time
+}
+
+// Runner runs units of work.
+type Runner interface {
+	// Do begins a transaction and calls fn with it. It commits when fn
+	// returns nil and rolls back when fn returns an error or panics; a panic
+	// is re-raised after the rollback. The error of fn is returned as it is,
+	// so callers can test it with errors.Is.
+	Do(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+}
+
+// Foreign returns an error wrapping [ErrForeignTx] that names the backend
+// that refused tx and the type it was given.
+func Foreign(backend string, tx Tx) error {
+	return fmt.Errorf("%s: %w: got %T", backend, ErrForeignTx, tx)
+}

@@ -1,0 +1,21 @@
+// Package migrations holds the numbered SQL migrations of each backend,
+// embedded in the binary so that `app migrate` and the app's start apply
+// them with nothing but the binary at hand.
+package migrations
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed postgres/*.sql
+var files embed.FS
+
+// Postgres returns the PostgreSQL migrations, named NNNNN_description.sql.
+func Postgres() fs.FS {
+	sub, err := fs.Sub(files, "postgres")
+	if err != nil {
+		panic(err) // The folder is embedded above; a missing one cannot build.
+	}
+	return sub
+}
