@@ -1,0 +1,458 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// fixture is a relay on a fresh PostgreSQL schema whose clock stands still
+// until the test moves f.now, with one handler for topic "mail" that calls
+// f.handle.
+type fixture struct {
+	db     *postgres.DB
+	store  *postgres.Outbox
+	runner uow.Runner
+	relay  *outbox.Relay
+	now    time.Time
+	handle outbox.Handler
+}
+
+var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newFixture(t *testing.T, opts ...outbox.RelayOption) *fixture {
+	t.Helper()
+	return newFixtureWith(t, outbox.RelayConfig{MaxAttempts: 3}, opts...)
+}
+
+func newFixtureWith(t *testing.T, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *fixture {
+	t.Helper()
+	t.Parallel()
+	db := pgtest.New(t)
+	f := &fixture{db: db, store: db.Outbox(), now: epoch}
+	f.runner = db.Runner(func() time.Time { return f.now })
+	f.handle = func(context.Context, outbox.Message) error { return nil }
+	handlers := map[string]outbox.Handler{
+		"mail": func(ctx context.Context, m outbox.Message) error { return f.handle(ctx, m) },
+	}
+	opts = append([]outbox.RelayOption{outbox.WithClock(func() time.Time { return f.now })}, opts...)
+	relay, err := outbox.NewRelay(f.store, handlers, cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.relay = relay
+	return f
+}
+
+// add commits one message for topic, created at f.now.
+func (f *fixture) add(t *testing.T, topic string) outbox.Message {
+	t.Helper()
+	m, err := outbox.NewMessage(topic, map[string]string{"to": "ada@example.com"}, f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		return f.store.Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// drain runs one synchronous pass of the relay at f.now.
+func (f *fixture) drain(t *testing.T) outbox.DrainStats {
+	t.Helper()
+	stats, err := f.relay.Drain(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats
+}
+
+// buried returns the buried message with id, failing t if there is none.
+func (f *fixture) buried(t *testing.T, id uuid.UUID) outbox.BuriedMessage {
+	t.Helper()
+	all, err := f.store.Buried(t.Context(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range all {
+		if b.ID == id {
+			return b
+		}
+	}
+	t.Fatalf("message %s is not buried; buried: %v", id, all)
+	return outbox.BuriedMessage{}
+}
+
+func TestRelayRetriesUntilDelivered(t *testing.T) {
+	f := newFixture(t)
+	var calls []int
+	var delivered []uuid.UUID
+	f.handle = func(_ context.Context, m outbox.Message) error {
+		calls = append(calls, m.Attempts)
+		if len(calls) < 3 {
+			return errors.New("smtp: connection refused")
+		}
+		delivered = append(delivered, m.ID)
+		return nil
+	}
+	m := f.add(t, "mail")
+
+	f.drain(t) // fails, retry in 1s
+	f.drain(t) // not due yet
+	f.now = f.now.Add(outbox.Backoff(1))
+	f.drain(t) // fails, retry in 2s
+	f.now = f.now.Add(outbox.Backoff(2))
+	f.drain(t) // succeeds
+	f.now = f.now.Add(time.Hour)
+	f.drain(t) // nothing left
+
+	if !slices.Equal(calls, []int{1, 2, 3}) {
+		t.Errorf("handler saw attempts %v, want [1 2 3]", calls)
+	}
+	if !slices.Equal(delivered, []uuid.UUID{m.ID}) {
+		t.Errorf("delivered %v, want exactly %s", delivered, m.ID)
+	}
+}
+
+func TestRelayBuriesAfterMaxAttempts(t *testing.T) {
+	f := newFixture(t) // MaxAttempts 3
+	calls := 0
+	f.handle = func(context.Context, outbox.Message) error {
+		calls++
+		return errors.New("550 mailbox unavailable")
+	}
+	m := f.add(t, "mail")
+	for attempt := 1; attempt <= 3; attempt++ {
+		if got := f.drain(t); got.Claimed != 1 {
+			t.Fatalf("attempt %d: claimed %d, want 1", attempt, got.Claimed)
+		}
+		f.now = f.now.Add(outbox.Backoff(attempt))
+	}
+	f.now = f.now.Add(24 * time.Hour)
+	if got := f.drain(t); got.Claimed != 0 {
+		t.Errorf("a buried message was claimed again: %+v", got)
+	}
+	if calls != 3 {
+		t.Errorf("handler called %d times, want 3", calls)
+	}
+	b := f.buried(t, m.ID)
+	if b.Reason != "550 mailbox unavailable" || b.Attempts != 3 {
+		t.Errorf("buried with reason %q after %d attempts, want the last error after 3", b.Reason, b.Attempts)
+	}
+}
+
+func TestRelayBuriesTopicWithoutHandler(t *testing.T) {
+	f := newFixture(t)
+	called := false
+	f.handle = func(context.Context, outbox.Message) error { called = true; return nil }
+	m := f.add(t, "sms.login_code")
+	f.drain(t)
+	if called {
+		t.Error("the mail handler was called for another topic")
+	}
+	if b := f.buried(t, m.ID); !strings.Contains(b.Reason, `no handler for topic "sms.login_code"`) {
+		t.Errorf("reason %q does not name the missing handler", b.Reason)
+	}
+}
+
+// A relay that crashed mid-delivery never settles its claim. Once the lease
+// ends the message is claimed again, and after MaxAttempts such claims it is
+// buried without running the handler, which may be what crashes the relay.
+func TestRelayRedeliversAfterCrashAndBuriesWhatKeepsCrashing(t *testing.T) {
+	f := newFixture(t) // MaxAttempts 3, lease 2m
+	var seen []int
+	f.handle = func(_ context.Context, m outbox.Message) error {
+		seen = append(seen, m.Attempts)
+		return nil
+	}
+	f.add(t, "mail")
+	crash := func() {
+		t.Helper()
+		got, err := f.store.Claim(t.Context(), f.now, outbox.DefaultLease, 10)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("crashing relay claimed %v, %v; want the message", got, err)
+		}
+	}
+
+	crash()
+	f.drain(t)
+	if len(seen) != 0 {
+		t.Fatalf("message delivered while a crashed relay's lease held it")
+	}
+	f.now = f.now.Add(outbox.DefaultLease)
+	f.drain(t)
+	if !slices.Equal(seen, []int{2}) {
+		t.Fatalf("after the lease ended the handler saw attempts %v, want [2]", seen)
+	}
+
+	m2 := f.add(t, "mail")
+	for range 3 {
+		crash()
+		f.now = f.now.Add(outbox.DefaultLease)
+	}
+	f.drain(t)
+	if len(seen) != 1 {
+		t.Errorf("handler ran for a message claimed 4 times with MaxAttempts 3")
+	}
+	if b := f.buried(t, m2.ID); !strings.Contains(b.Reason, "claimed more often than allowed") {
+		t.Errorf("reason %q does not say the message was claimed too often", b.Reason)
+	}
+}
+
+func TestRelayTreatsPanicAsFailure(t *testing.T) {
+	f := newFixture(t)
+	calls := 0
+	f.handle = func(context.Context, outbox.Message) error {
+		calls++
+		if calls == 1 {
+			panic("template: nil map")
+		}
+		return nil
+	}
+	f.add(t, "mail")
+	if got := f.drain(t); got.Delivered != 0 {
+		t.Fatalf("a panicking handler counted as delivered: %+v", got)
+	}
+	f.now = f.now.Add(outbox.Backoff(1))
+	if got := f.drain(t); got.Delivered != 1 {
+		t.Fatalf("retry after the panic: %+v, want one delivered", got)
+	}
+	if calls != 2 {
+		t.Errorf("handler called %d times, want 2", calls)
+	}
+}
+
+func TestRelayBoundsEachDeliveryByTimeout(t *testing.T) {
+	f := newFixtureWith(t, outbox.RelayConfig{Timeout: 50 * time.Millisecond, MaxAttempts: 1})
+	f.handle = func(ctx context.Context, _ outbox.Message) error {
+		<-ctx.Done() // A handler that hangs until its context ends.
+		return ctx.Err()
+	}
+	m := f.add(t, "mail")
+	f.drain(t)
+	if b := f.buried(t, m.ID); !strings.Contains(b.Reason, "deadline exceeded") {
+		t.Errorf("reason %q, want the timeout", b.Reason)
+	}
+}
+
+func TestRelayKeepsTheReasonOfARetry(t *testing.T) {
+	f := newFixture(t)
+	f.handle = func(context.Context, outbox.Message) error { return errors.New("421 try again later") }
+	m := f.add(t, "mail")
+	f.drain(t)
+	// Not due until the backoff has passed; then it fails twice more.
+	if got := f.drain(t); got.Claimed != 0 {
+		t.Fatalf("claimed %d before the backoff passed", got.Claimed)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		f.now = f.now.Add(outbox.Backoff(attempt))
+		f.drain(t)
+	}
+	if b := f.buried(t, m.ID); b.Reason != "421 try again later" {
+		t.Errorf("reason %q", b.Reason)
+	}
+}
+
+// recorder is a handler that counts deliveries per message and signals
+// when want distinct messages have been delivered.
+type recorder struct {
+	mu    sync.Mutex
+	count map[uuid.UUID]int
+	want  int
+	done  chan struct{}
+}
+
+func newRecorder(want int) *recorder {
+	return &recorder{count: map[uuid.UUID]int{}, want: want, done: make(chan struct{})}
+}
+
+func (r *recorder) handle(_ context.Context, m outbox.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count[m.ID]++
+	if len(r.count) == r.want && r.count[m.ID] == 1 {
+		close(r.done)
+	}
+	return nil
+}
+
+func (r *recorder) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		t.Fatalf("delivered %d of %d messages", len(r.count), r.want)
+	}
+}
+
+func TestRelaysOnOneDatabaseNeverDeliverAMessageTwice(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store, runner := db.Outbox(), db.Runner(nil)
+	const n = 600
+	rec := newRecorder(n)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for range 3 {
+		relay, err := outbox.NewRelay(store, map[string]outbox.Handler{"mail": rec.handle},
+			outbox.RelayConfig{Batch: 7, Interval: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			if err := relay.Run(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for i := 0; i < n; i += 50 {
+		err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			msgs := make([]outbox.Message, 50)
+			for j := range msgs {
+				m, err := outbox.NewMessage("mail", map[string]int{"n": i + j}, tx.Now())
+				if err != nil {
+					return err
+				}
+				msgs[j] = m
+			}
+			return store.Add(ctx, tx, msgs...)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.wait(t)
+	cancel()
+	wg.Wait()
+	for id, c := range rec.count {
+		if c != 1 {
+			t.Errorf("message %s delivered %d times", id, c)
+		}
+	}
+	left, err := store.Claim(t.Context(), time.Now().Add(time.Hour), time.Minute, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("%d delivered messages were not acknowledged", len(left))
+	}
+}
+
+// claimSpy is a store that reports how many messages each claim returned.
+type claimSpy struct {
+	*postgres.Outbox
+	claims chan int
+}
+
+func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	msgs, err := s.Outbox.Claim(ctx, now, lease, limit)
+	s.claims <- len(msgs)
+	return msgs, err
+}
+
+// A relay that polls once an hour still delivers at once: the commit of an
+// Add wakes it.
+func TestRelayWakesOnCommit(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	spy := &claimSpy{Outbox: db.Outbox(), claims: make(chan int, 1000)}
+	rec := newRecorder(1)
+	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{"mail": rec.handle},
+		outbox.RelayConfig{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	// The relay claims once at start and once more when its listener
+	// connects. After that only a wake-up can make it claim within the
+	// test's deadline.
+	for range 2 {
+		select {
+		case <-spy.claims:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the relay did not claim at start")
+		}
+	}
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		m, err := outbox.NewMessage("mail", "hi", tx.Now())
+		if err != nil {
+			return err
+		}
+		return spy.Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stopping a relay lets the delivery in flight finish and acknowledges it.
+func TestRelayFinishesDeliveryInFlightOnShutdown(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store := db.Outbox()
+	started, release := make(chan struct{}), make(chan struct{})
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		"mail": func(ctx context.Context, m outbox.Message) error {
+			close(started)
+			<-release
+			return ctx.Err()
+		},
+	}, outbox.RelayConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		m, err := outbox.NewMessage("mail", "hi", tx.Now())
+		if err != nil {
+			return err
+		}
+		return store.Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	<-started
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v while a delivery was in flight", err)
+	default:
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	left, err := store.Claim(t.Context(), time.Now().Add(time.Hour), time.Minute, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("the delivery finished during shutdown was not acknowledged")
+	}
+}
