@@ -18,7 +18,7 @@ import (
 
 // Metadata keys of the Watermill messages a relay hands to its router.
 const (
-	MetadataTopic    = "outbox_topic"
+	MetadataTopic     = "outbox_topic"
 	MetadataAttempts  = "outbox_attempts"
 	MetadataCreatedAt = "outbox_created_at"
 	// metadataDelivered marks a message whose handler succeeded, so that
@@ -35,7 +35,7 @@ const routerTopic = "outbox"
 const settleTimeout = 10 * time.Second
 
 var (
-	errNoHandler  = errors.New("no handler for topic")
+	errNoHandler   = errors.New("no handler for topic")
 	errOverclaimed = errors.New("claimed more often than allowed without finishing")
 )
 
