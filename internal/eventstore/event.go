@@ -1,8 +1,11 @@
 package eventstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -32,8 +35,49 @@ func Check(stream string, e Event) error {
 		return fmt.Errorf("%w: event of type %q has no ID", ErrInvalidEvent, e.Type)
 	case e.Type == "":
 		return fmt.Errorf("%w: event %s has no type", ErrInvalidEvent, e.ID)
-	case !json.Valid(e.Data):
-		return fmt.Errorf("%w: event %s: data is not JSON", ErrInvalidEvent, e.ID)
+	case !json.Valid(e.Data) || !utf8.Valid(e.Data):
+		return fmt.Errorf("%w: event %s: data is not JSON in UTF-8", ErrInvalidEvent, e.ID)
+	case hasNulEscape(e.Data):
+		return fmt.Errorf("%w: event %s: data holds a NUL character (\\u0000)", ErrInvalidEvent, e.ID)
+	case !storableText(stream, e.Type, e.Metadata.CorrelationID, e.Metadata.CausationID):
+		return fmt.Errorf("%w: event %s: stream, type or metadata is not UTF-8 text without NUL", ErrInvalidEvent, e.ID)
+	}
+	for k, v := range e.Metadata.Extra {
+		if !storableText(k, v) {
+			return fmt.Errorf("%w: event %s: metadata %q is not UTF-8 text without NUL", ErrInvalidEvent, e.ID, k)
+		}
 	}
 	return nil
+}
+
+// storableText reports whether every s is valid UTF-8 without a NUL
+// character, which text columns refuse.
+func storableText(ss ...string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// hasNulEscape reports whether the JSON text data escapes a NUL character,
+// which no backend's JSON column can store.
+func hasNulEscape(data []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte(`\u0000`))
+		if j < 0 {
+			return false
+		}
+		j += i
+		// The escape counts only if the backslash is not itself escaped.
+		backslashes := 0
+		for k := j - 1; k >= 0 && data[k] == '\\'; k-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return true
+		}
+		i = j + 1
+	}
 }

@@ -107,7 +107,10 @@ type Store interface {
 	// RecordedAt set. It returns [ErrConcurrency] when the stream is not at
 	// expected, [ErrDuplicateEvent] or [ErrInvalidEvent] as those say, and
 	// the stored events unchanged when all of them are already in the
-	// stream. Errors leave tx usable but the caller should roll it back.
+	// stream. Appending no events does nothing and returns nothing, whatever
+	// expected says. Errors leave tx usable but the caller should roll it
+	// back. Under [Any] an append can still lose a race with a concurrent
+	// one and return ErrConcurrency.
 	Append(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.

@@ -2,27 +2,234 @@ package postgres
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// EventStore is the [eventstore.Store] of this backend.
+// EventStore is the [eventstore.Store] of this backend. Its zero value is
+// ready to use: it keeps no state of its own and works in the transaction of
+// the unit of work it is given.
 type EventStore struct{}
 
 var _ eventstore.Store = (*EventStore)(nil)
 
-var errTODO = errors.New("postgres: event store not implemented yet")
+// eventColumns are the columns that scanEvent reads, in its order.
+const eventColumns = `id, stream, version, type, data, metadata, recorded_at, transaction_id, position`
 
+// Append adds events to stream as [eventstore.Store.Append] describes.
+//
+// It reads the stream's version and which of the event IDs are stored, then
+// inserts every event in one statement that skips rows taken meanwhile
+// (ON CONFLICT DO NOTHING), so that losing a race to a concurrent append
+// returns an error instead of aborting the transaction. When rows were
+// skipped it deletes the ones it inserted and reads again to tell
+// [eventstore.ErrConcurrency] from [eventstore.ErrDuplicateEvent], or from a
+// concurrent commit of these very events, which is not an error.
+//
+// An ID given twice in events is [eventstore.ErrDuplicateEvent]. Appending
+// no events does nothing and returns nothing, whatever expected says.
 func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
-	return nil, errTODO
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	if expected < eventstore.Any {
+		return nil, fmt.Errorf("eventstore: append %s: invalid expected version %d", stream, expected)
+	}
+	ids := make([]uuid.UUID, len(events))
+	seen := make(map[uuid.UUID]bool, len(events))
+	for i, e := range events {
+		if err := eventstore.Check(stream, e); err != nil {
+			return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		}
+		if seen[e.ID] {
+			return nil, fmt.Errorf("eventstore: append %s: %w: event %s given twice", stream, eventstore.ErrDuplicateEvent, e.ID)
+		}
+		seen[e.ID] = true
+		ids[i] = e.ID
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+
+	st, err := readAppendState(ctx, ptx, stream, ids)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	if st.found > 0 {
+		return s.settleDuplicates(ctx, ptx, stream, ids, st)
+	}
+	if expected != eventstore.Any && int64(expected) != st.version {
+		return nil, fmt.Errorf("eventstore: append %s: %w: stream is at version %d, expected %d",
+			stream, eventstore.ErrConcurrency, st.version, expected)
+	}
+
+	now := t.Now()
+	types := make([]string, len(events))
+	data := make([]string, len(events))
+	metadata := make([]string, len(events))
+	for i, e := range events {
+		md, err := json.Marshal(e.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("eventstore: append %s: encode metadata of %s: %w", stream, e.ID, err)
+		}
+		types[i], data[i], metadata[i] = e.Type, string(e.Data), string(md)
+	}
+	const insert = `
+INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
+SELECT e.id, $1, $2 + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $3
+FROM unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+ORDER BY e.n
+ON CONFLICT DO NOTHING
+RETURNING id`
+	rows, err := ptx.Query(ctx, insert, stream, st.version, now, ids, types, data, metadata)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	if len(inserted) < len(events) {
+		return s.settleConflict(ctx, ptx, stream, ids, inserted)
+	}
+
+	appended := make([]eventstore.Event, len(events))
+	for i, e := range events {
+		e.Stream, e.Version, e.RecordedAt, e.Position = stream, st.version+int64(i)+1, now, eventstore.Position{}
+		appended[i] = e
+	}
+	return appended, nil
 }
 
+// appendState is what [EventStore.Append] needs to know before it writes.
+type appendState struct {
+	// version is the stream's current version, 0 when it has no events.
+	version int64
+	// found counts the appended IDs stored in any stream; inStream those
+	// stored in this stream.
+	found, inStream int
+}
+
+func readAppendState(ctx context.Context, ptx pgx.Tx, stream string, ids []uuid.UUID) (appendState, error) {
+	const q = `
+SELECT (SELECT coalesce(max(version), 0) FROM events WHERE stream = $1),
+	count(*), count(*) FILTER (WHERE stream = $1)
+FROM events WHERE id = ANY($2)`
+	var st appendState
+	err := ptx.QueryRow(ctx, q, stream, ids).Scan(&st.version, &st.found, &st.inStream)
+	return st, err
+}
+
+// settleDuplicates handles an append some of whose IDs are stored already:
+// when all of them are in stream it returns the stored events, otherwise
+// [eventstore.ErrDuplicateEvent].
+func (s *EventStore) settleDuplicates(ctx context.Context, ptx pgx.Tx, stream string, ids []uuid.UUID, st appendState) ([]eventstore.Event, error) {
+	if st.inStream < len(ids) {
+		return nil, fmt.Errorf("eventstore: append %s: %w: %d of %d events stored, %d of them in this stream",
+			stream, eventstore.ErrDuplicateEvent, st.found, len(ids), st.inStream)
+	}
+	rows, err := ptx.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE id = ANY($1) ORDER BY version`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	stored, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	for i := range stored {
+		stored[i].Position = eventstore.Position{}
+	}
+	return stored, nil
+}
+
+// settleConflict handles an insert that skipped rows because a concurrent
+// transaction committed the same (stream, version) or event ID first. It
+// deletes the rows the insert did write, so that the append leaves nothing
+// behind, and then decides from what that transaction committed.
+func (s *EventStore) settleConflict(ctx context.Context, ptx pgx.Tx, stream string, ids, inserted []uuid.UUID) ([]eventstore.Event, error) {
+	if len(inserted) > 0 {
+		if _, err := ptx.Exec(ctx, `DELETE FROM events WHERE id = ANY($1)`, inserted); err != nil {
+			return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		}
+	}
+	st, err := readAppendState(ctx, ptx, stream, ids)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	if st.found > 0 {
+		return s.settleDuplicates(ctx, ptx, stream, ids, st)
+	}
+	return nil, fmt.Errorf("eventstore: append %s: %w: a concurrent transaction appended first, stream is at version %d",
+		stream, eventstore.ErrConcurrency, st.version)
+}
+
+// Load returns the events of stream from version from on, in version order,
+// with their Position set.
 func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int64) ([]eventstore.Event, error) {
-	return nil, errTODO
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
+	}
+	rows, err := ptx.Query(ctx,
+		`SELECT `+eventColumns+` FROM events WHERE stream = $1 AND version >= $2 ORDER BY version`,
+		stream, from)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
+	}
+	events, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
+	}
+	return events, nil
 }
 
+// ReadAll returns up to limit events after position in commit order, as
+// watermill-sql orders its PostgreSQL messages. A Position's Commit is the
+// id (xid8) of the transaction that appended the event and its Seq the
+// event's row number. Only events of transactions older than every
+// transaction still in flight (pg_snapshot_xmin) are returned, so an event
+// is never returned before one that may still commit ahead of it. That
+// horizon is the server's: any long transaction, even on another schema,
+// delays what ReadAll returns.
 func (s *EventStore) ReadAll(ctx context.Context, t uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error) {
-	return nil, errTODO
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: read all: %w", err)
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("eventstore: read all: limit must be at least 1, got %d", limit)
+	}
+	const q = `
+SELECT ` + eventColumns + ` FROM events
+WHERE (transaction_id, position) > ($1::xid8, $2)
+	AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY transaction_id, position
+LIMIT $3`
+	rows, err := ptx.Query(ctx, q, after.Commit, after.Seq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: read all: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: read all: %w", err)
+	}
+	return events, nil
+}
+
+// scanEvent reads a row of [eventColumns].
+func scanEvent(row pgx.CollectableRow) (eventstore.Event, error) {
+	var e eventstore.Event
+	var recorded time.Time
+	err := row.Scan(&e.ID, &e.Stream, &e.Version, &e.Type, &e.Data, &e.Metadata, &recorded,
+		&e.Position.Commit, &e.Position.Seq)
+	e.RecordedAt = recorded.UTC()
+	return e, err
 }

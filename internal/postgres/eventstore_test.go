@@ -1,0 +1,197 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/eventstore/eventstoretest"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+func TestEventStore(t *testing.T) {
+	t.Parallel()
+	eventstoretest.Run(t, eventstoretest.Features{ConcurrentWriters: true}, func(t *testing.T) eventstoretest.Harness {
+		db := pgtest.New(t)
+		return eventstoretest.Harness{Runner: db.Runner(nil), Store: db.Events()}
+	})
+}
+
+// eventStoreForeignTx is a [uow.Tx] of no backend.
+type eventStoreForeignTx struct{}
+
+func (eventStoreForeignTx) Now() time.Time { return time.Now() }
+
+func TestEventStoreForeignTx(t *testing.T) {
+	t.Parallel()
+	store := &postgres.EventStore{}
+	ctx := t.Context()
+	e, err := eventstore.NewEvent("test.happened", map[string]int{"n": 1}, eventstore.Metadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.Append(ctx, eventStoreForeignTx{}, "s", eventstore.Any, e)
+	if !errors.Is(err, uow.ErrForeignTx) {
+		t.Errorf("Append error = %v, want ErrForeignTx", err)
+	}
+	_, err = store.Load(ctx, eventStoreForeignTx{}, "s", 0)
+	if !errors.Is(err, uow.ErrForeignTx) {
+		t.Errorf("Load error = %v, want ErrForeignTx", err)
+	}
+	_, err = store.ReadAll(ctx, eventStoreForeignTx{}, eventstore.Position{}, 10)
+	if !errors.Is(err, uow.ErrForeignTx) {
+		t.Errorf("ReadAll error = %v, want ErrForeignTx", err)
+	}
+}
+
+// TestEventStoreAppendBlockedByOpenTx makes an append wait on a row that an
+// open transaction inserted, then lets that transaction commit, so that the
+// append always takes the path where its insert skips a conflicting row.
+func TestEventStoreAppendBlockedByOpenTx(t *testing.T) {
+	t.Parallel()
+	first, err := eventstore.NewEvent("test.happened", map[string]int{"n": 1}, eventstore.Metadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		// second returns what the blocked unit of work appends, at version 0.
+		second  func(t *testing.T) []eventstore.Event
+		wantErr error
+	}{
+		{
+			name: "a concurrent append wins",
+			second: func(t *testing.T) []eventstore.Event {
+				// Two events: the second one is inserted and must be removed.
+				return []eventstore.Event{newEventForTest(t), newEventForTest(t)}
+			},
+			wantErr: eventstore.ErrConcurrency,
+		},
+		{
+			name:   "a concurrent retry of the same events commits first",
+			second: func(*testing.T) []eventstore.Event { return []eventstore.Event{first} },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.New(t)
+			runner, store := db.Runner(nil), db.Events()
+			second := tc.second(t)
+
+			release := make(chan struct{})
+			releaseA := sync.OnceFunc(func() { close(release) })
+			// Runs before pgtest's cleanup, which waits for connections.
+			t.Cleanup(releaseA)
+			aAppended, aDone := make(chan error, 1), make(chan error, 1)
+			go func() {
+				aDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+					_, err := store.Append(ctx, tx, "s", eventstore.NoStream, first)
+					aAppended <- err
+					<-release
+					return err
+				})
+			}()
+			if err := <-aAppended; err != nil {
+				t.Fatalf("first append: %v", err)
+			}
+
+			pid := make(chan uint32, 1)
+			type result struct {
+				events []eventstore.Event
+				err    error
+			}
+			bResult, bDone := make(chan result, 1), make(chan error, 1)
+			go func() {
+				bDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+					ptx, err := postgres.PgxTx(tx)
+					if err != nil {
+						return err
+					}
+					var p uint32
+					if err := ptx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p); err != nil {
+						return err
+					}
+					pid <- p
+					events, err := store.Append(ctx, tx, "s", eventstore.NoStream, second...)
+					bResult <- result{events, err}
+					return nil // Commit anyway: a failed append must leave nothing.
+				})
+			}()
+			var bPID uint32
+			select {
+			case bPID = <-pid:
+			case err := <-bDone:
+				t.Fatalf("second unit of work ended early: %v", err)
+			}
+			waitUntilLockWait(t, db, bPID)
+			releaseA()
+			if err := <-aDone; err != nil {
+				t.Fatalf("first unit of work: %v", err)
+			}
+			if err := <-bDone; err != nil {
+				t.Fatalf("second unit of work: %v", err)
+			}
+			got := <-bResult
+			if tc.wantErr != nil {
+				if !errors.Is(got.err, tc.wantErr) {
+					t.Fatalf("blocked append: error = %v, want %v", got.err, tc.wantErr)
+				}
+			} else if got.err != nil || len(got.events) != 1 || got.events[0].ID != first.ID || got.events[0].Version != 1 {
+				t.Fatalf("blocked append returned %v, %v; want the first event at version 1", got.events, got.err)
+			}
+
+			var stored []eventstore.Event
+			err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+				var err error
+				stored, err = store.Load(ctx, tx, "s", 0)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(stored) != 1 || stored[0].ID != first.ID {
+				t.Fatalf("stream holds %d events %v, want only the first", len(stored), stored)
+			}
+		})
+	}
+}
+
+// waitUntilLockWait waits until the backend with process ID pid waits for a
+// lock, as an insert does on a key that an open transaction inserted.
+func waitUntilLockWait(t *testing.T, db *postgres.DB, pid uint32) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	poll := time.NewTicker(2 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		var waiting bool
+		err := db.Pool().QueryRow(t.Context(),
+			`SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting)
+		if err != nil {
+			t.Fatalf("read pg_stat_activity: %v", err)
+		}
+		if waiting {
+			return
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("backend %d never waited for a lock", pid)
+		case <-poll.C:
+		}
+	}
+}
+
+func newEventForTest(t *testing.T) eventstore.Event {
+	t.Helper()
+	e, err := eventstore.NewEvent("test.happened", map[string]int{"n": 2}, eventstore.Metadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
