@@ -10,8 +10,11 @@ package outbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -71,3 +74,23 @@ type Store interface {
 // Handler delivers one message. Returning an error makes the relay retry
 // the message later.
 type Handler func(ctx context.Context, m Message) error
+
+// ErrInvalidMessage is returned by [Store.Add] for a message that cannot be
+// stored: no ID, topic or creation time, or a payload that is not JSON.
+var ErrInvalidMessage = errors.New("outbox: invalid message")
+
+// Check returns an error wrapping [ErrInvalidMessage] when m cannot be
+// added. Backends call it before they write anything.
+func Check(m Message) error {
+	switch {
+	case m.ID == uuid.Nil:
+		return fmt.Errorf("%w: message for %q has no ID", ErrInvalidMessage, m.Topic)
+	case m.Topic == "" || !utf8.ValidString(m.Topic) || strings.IndexByte(m.Topic, 0) >= 0:
+		return fmt.Errorf("%w: message %s: topic %q is not a name", ErrInvalidMessage, m.ID, m.Topic)
+	case !json.Valid(m.Payload) || !utf8.Valid(m.Payload):
+		return fmt.Errorf("%w: message %s: payload is not JSON in UTF-8", ErrInvalidMessage, m.ID)
+	case m.CreatedAt.IsZero():
+		return fmt.Errorf("%w: message %s has no creation time", ErrInvalidMessage, m.ID)
+	}
+	return nil
+}

@@ -21,9 +21,16 @@ const (
 	MetadataTopic     = "outbox_topic"
 	MetadataAttempts  = "outbox_attempts"
 	MetadataCreatedAt = "outbox_created_at"
-	// metadataDelivered marks a message whose handler succeeded, so that
-	// the subscriber acknowledges it in the store.
-	metadataDelivered = "outbox_delivered"
+	// metadataOutcome records how process settled a message: one of the
+	// outcome constants. The subscriber acknowledges the delivered ones.
+	metadataOutcome = "outbox_outcome"
+)
+
+// Outcomes of one delivery.
+const (
+	outcomeDelivered = "delivered"
+	outcomeRetried   = "retried"
+	outcomeBuried    = "buried"
 )
 
 // routerTopic is the one topic the relay's subscriber serves: it claims
@@ -107,6 +114,9 @@ func NewRelay(store Store, handlers map[string]Handler, cfg RelayConfig, opts ..
 	if err != nil {
 		return nil, err
 	}
+	if err := m.observeBacklog(store, r.now); err != nil {
+		return nil, err
+	}
 	r.metrics = m
 	r.chain = middleware.Recoverer(middleware.Timeout(cfg.Timeout)(r.dispatch))
 	return r, nil
@@ -125,11 +135,6 @@ func (r *Relay) Run(ctx context.Context) error {
 		return fmt.Errorf("outbox: router: %w", err)
 	}
 	router.AddConsumerHandler("outbox-relay", routerTopic, newSubscriber(r), r.process)
-	unobserve, err := r.metrics.observeBacklog(r.store, r.now)
-	if err != nil {
-		return err
-	}
-	defer unobserve()
 	if err := router.Run(ctx); err != nil {
 		return fmt.Errorf("outbox: relay: %w", err)
 	}
@@ -159,8 +164,13 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 			if err := r.process(wm); err != nil {
 				r.log.ErrorContext(ctx, "outbox: settle", "id", m.ID, "topic", m.Topic, "error", err)
 			}
-			if wm.Metadata.Get(metadataDelivered) != "" {
+			switch wm.Metadata.Get(metadataOutcome) {
+			case outcomeDelivered:
 				delivered = append(delivered, m.ID)
+			case outcomeRetried:
+				stats.Retried++
+			case outcomeBuried:
+				stats.Buried++
 			}
 		}
 		if err := r.ack(ctx, delivered); err != nil {
@@ -188,9 +198,10 @@ func (r *Relay) dispatch(wm *message.Message) ([]*message.Message, error) {
 }
 
 // process is the router's handler: it delivers one claimed message and
-// records a failure in the store. A delivered message is marked for the
-// caller to acknowledge, together with the rest of its batch. An error means
-// the outcome could not be recorded; the message's lease then brings it back.
+// records a failure in the store. It marks the message with its outcome; the
+// caller acknowledges the delivered ones together with the rest of their
+// batch. An error means the outcome could not be recorded; the message's
+// lease then brings it back.
 func (r *Relay) process(wm *message.Message) error {
 	m, err := fromWatermill(wm)
 	if err != nil {
@@ -207,15 +218,20 @@ func (r *Relay) process(wm *message.Message) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(base), settleTimeout)
 	defer cancel()
 	if failure == nil {
-		wm.Metadata.Set(metadataDelivered, "true")
+		wm.Metadata.Set(metadataOutcome, outcomeDelivered)
 		r.metrics.delivered.Add(ctx, 1, topicAttr(m.Topic))
 		return nil
 	}
-	return r.fail(ctx, m, failure)
+	outcome, err := r.fail(ctx, m, failure)
+	if err != nil {
+		return err
+	}
+	wm.Metadata.Set(metadataOutcome, outcome)
+	return nil
 }
 
-// fail retries m after its backoff or buries it.
-func (r *Relay) fail(ctx context.Context, m Message, failure error) error {
+// fail retries m after its backoff or buries it, and returns which.
+func (r *Relay) fail(ctx context.Context, m Message, failure error) (string, error) {
 	reason := failure.Error()
 	var p middleware.RecoveredPanicError
 	if errors.As(failure, &p) {
@@ -225,19 +241,19 @@ func (r *Relay) fail(ctx context.Context, m Message, failure error) error {
 	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || m.Attempts >= r.cfg.MaxAttempts
 	if bury {
 		if err := r.store.Bury(ctx, m.ID, reason); err != nil {
-			return fmt.Errorf("outbox: bury %s: %w", m.ID, err)
+			return "", fmt.Errorf("outbox: bury %s: %w", m.ID, err)
 		}
 		r.metrics.buried.Add(ctx, 1, topicAttr(m.Topic))
 		r.log.ErrorContext(ctx, "outbox: message buried", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
-		return nil
+		return outcomeBuried, nil
 	}
 	at := r.now().Add(Backoff(m.Attempts))
 	if err := r.store.Retry(ctx, m.ID, at, reason); err != nil {
-		return fmt.Errorf("outbox: retry %s: %w", m.ID, err)
+		return "", fmt.Errorf("outbox: retry %s: %w", m.ID, err)
 	}
 	r.metrics.retried.Add(ctx, 1, topicAttr(m.Topic))
 	r.log.WarnContext(ctx, "outbox: delivery failed, will retry", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "retry_at", at, "reason", reason)
-	return nil
+	return outcomeRetried, nil
 }
 
 // ack removes delivered messages, in one call when the store can.

@@ -118,7 +118,7 @@ func (s *subscriber) deliver(ctx context.Context, out chan<- *message.Message, m
 	for i, wm := range sent {
 		select {
 		case <-wm.Acked():
-			if wm.Metadata.Get(metadataDelivered) != "" {
+			if wm.Metadata.Get(metadataOutcome) == outcomeDelivered {
 				delivered = append(delivered, msgs[i].ID)
 			}
 		case <-wm.Nacked():

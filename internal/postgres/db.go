@@ -36,6 +36,11 @@ func Open(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
+	return OpenConfig(ctx, cfg)
+}
+
+// OpenConfig is [Open] with a parsed pool configuration.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,8 +47,8 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	payloads := make([]string, len(msgs))
 	created := make([]time.Time, len(msgs))
 	for i, m := range msgs {
-		if err := checkMessage(m); err != nil {
-			return err
+		if err := outbox.Check(m); err != nil {
+			return fmt.Errorf("outbox: add: %w", err)
 		}
 		ids[i], topics[i], payloads[i], created[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt
 	}
@@ -64,20 +63,6 @@ WITH added AS (
 SELECT pg_notify('` + notifyChannel + `', '') FROM (SELECT 1 FROM added LIMIT 1) AS any_added`
 	if _, err := ptx.Exec(ctx, q, ids, topics, payloads, created); err != nil {
 		return fmt.Errorf("outbox: add: %w", err)
-	}
-	return nil
-}
-
-func checkMessage(m outbox.Message) error {
-	switch {
-	case m.ID == uuid.Nil:
-		return fmt.Errorf("outbox: add: message for %q has no ID", m.Topic)
-	case m.Topic == "":
-		return fmt.Errorf("outbox: add: message %s has no topic", m.ID)
-	case !json.Valid(m.Payload):
-		return fmt.Errorf("outbox: add: message %s: payload is not JSON", m.ID)
-	case m.CreatedAt.IsZero():
-		return fmt.Errorf("outbox: add: message %s has no creation time", m.ID)
 	}
 	return nil
 }

@@ -9,14 +9,10 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
 	"net/url"
 	"os"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/eventsourced/accounts/internal/postgres"
 )
@@ -32,59 +28,50 @@ func URL() string {
 	return DefaultURL
 }
 
-// NewURL creates a fresh schema, drops it when t ends, and returns a URL
-// whose connections use that schema. Nothing is migrated.
-func NewURL(t testing.TB) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	base := URL()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("pgtest: connect to %s (set TEST_DATABASE_URL to use another server): %v", base, err)
-	}
-	defer conn.Close(ctx)
-	schema := "test_" + strings.ToLower(rand.Text()[:16])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("pgtest: create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("pgtest: drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("pgtest: drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("pgtest: TEST_DATABASE_URL must be a postgres:// URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 // New returns a [postgres.DB] on a fresh, migrated schema, closed and
 // dropped when t ends.
 func New(t testing.TB) *postgres.DB {
 	t.Helper()
-	u := NewURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := postgres.Open(ctx, u)
+	db, drop, err := postgres.OpenScratch(ctx, URL(), "test_")
+	if err != nil {
+		t.Fatalf("pgtest: %v (set TEST_DATABASE_URL to use another server than %s)", err, URL())
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := drop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return db
+}
+
+// NewURL creates an empty schema, dropped when t ends, and returns a URL
+// whose connections use it, for tests of code that opens its own database
+// from a URL.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, err := url.Parse(URL())
+	if err != nil {
+		t.Fatalf("pgtest: TEST_DATABASE_URL must be a postgres:// URL: %v", err)
+	}
+	schema, drop, err := postgres.CreateSchema(ctx, URL(), "test_")
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	t.Cleanup(db.Close)
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	return db
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := drop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+)
+
+// getenv returns a getenv over m.
+func getenv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// runApp runs the app with args and environment and returns its output.
+func runApp(t *testing.T, ctx context.Context, env map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, args, getenv(env), &stdout, &stderr)
+	if t.Failed() || err != nil {
+		t.Logf("app %s: stderr:\n%s", strings.Join(args, " "), stderr.String())
+	}
+	return stdout.String(), err
+}
+
+func TestConfigListsEveryVariableWithItsDefault(t *testing.T) {
+	t.Parallel()
+	out, err := runApp(t, t.Context(), nil, "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^DATABASE_URL\s+-\s+\S`),
+		regexp.MustCompile(`(?m)^OUTBOX_BATCH\s+10\s+Messages claimed per poll\.$`),
+		regexp.MustCompile(`(?m)^OUTBOX_LEASE\s+2m\s+`),
+		regexp.MustCompile(`(?m)^OUTBOX_MAX_ATTEMPTS\s+8\s+`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("app config output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+func TestConfigThatCannotWorkStopsTheStart(t *testing.T) {
+	t.Parallel()
+	_, err := runApp(t, t.Context(), map[string]string{
+		"DATABASE_URL": pgtest.URL(), "OUTBOX_LEASE": "10s", "OUTBOX_TIMEOUT": "30s",
+	}, "serve")
+	if err == nil || !strings.Contains(err.Error(), "OUTBOX_LEASE") {
+		t.Errorf("serve with a lease shorter than the timeout: %v, want an error naming OUTBOX_LEASE", err)
+	}
+}
+
+func TestUnknownCommandIsAnError(t *testing.T) {
+	t.Parallel()
+	if _, err := runApp(t, t.Context(), nil, "frobnicate"); err == nil {
+		t.Error("unknown command accepted")
+	}
+}
+
+func TestMigrateThenServeUntilCancelled(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.NewURL(t)}
+	out, err := runApp(t, t.Context(), env, "migrate")
+	if err != nil || !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate: %q, %v", out, err)
+	}
+	out, err = runApp(t, t.Context(), env, "outbox", "drain")
+	if err != nil || out != "claimed 0, delivered 0\n" {
+		t.Fatalf("outbox drain on an empty outbox: %q, %v", out, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	logs := &signalWriter{want: "relay running", seen: make(chan struct{})}
+	go func() { done <- run(ctx, []string{"serve"}, getenv(env), io.Discard, logs) }()
+	select {
+	case <-logs.seen:
+	case err := <-done:
+		t.Fatalf("serve stopped before it ran: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after its context ended")
+	}
+}
+
+// signalWriter closes seen once a write contains want.
+type signalWriter struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(w.want)) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+func TestBenchmarksEndWithTheirSummaryLine(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtest.URL()}
+	for _, tc := range []struct {
+		args []string
+		want *regexp.Regexp
+	}{
+		{[]string{"bench", "drain", "--messages", "300"},
+			regexp.MustCompile(`\ndrain: 300 messages in \d+\.\d\ds, \d+ msgs/s\n$`)},
+		{[]string{"bench", "latency", "--rate", "100", "--duration", "300ms"},
+			regexp.MustCompile(`\nlatency: rate=100/s n=30 p50=\d+\.\dms p90=\d+\.\dms p99=\d+\.\dms max=\d+\.\dms\n$`)},
+	} {
+		out, err := runApp(t, t.Context(), env, tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if !tc.want.MatchString(out) {
+			t.Errorf("%v printed %q, want a last line matching %s", tc.args, out, tc.want)
+		}
+	}
+}

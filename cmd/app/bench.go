@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// benchTopic is the topic of the benchmarks' messages; its handler does
+// nothing but count, so the figures measure the outbox and the relay alone.
+const benchTopic = "bench.noop"
+
+// bench runs a benchmark against DATABASE_URL in a schema of its own, which
+// it drops afterwards, so it leaves no trace in the app's data. Each
+// benchmark prints one summary line last.
+func bench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("bench: want a benchmark: drain or latency")
+	}
+	name, args := args[0], args[1:]
+	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	messages := fs.Int("messages", 50000, "drain: messages to deliver")
+	rate := fs.Int("rate", 200, "latency: messages committed per second, one per transaction")
+	duration := fs.Duration("duration", 10*time.Second, "latency: how long to send")
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	e, err := load(getenv, stderr)
+	if err != nil {
+		return err
+	}
+	url, err := e.postgresURL()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	db, drop, err := postgres.OpenScratch(ctx, url, "bench_")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := drop(context.WithoutCancel(ctx)); err != nil {
+			e.log.Error("bench: clean up", "error", err)
+		}
+	}()
+	cfg := e.cfg.Outbox
+	fmt.Fprintf(stdout, "config: batch=%d interval=%s lease=%s timeout=%s max_attempts=%d\n",
+		cfg.Batch, cfg.Interval, cfg.Lease, cfg.Timeout, cfg.MaxAttempts)
+	switch name {
+	case "drain":
+		if *messages < 1 {
+			return errors.New("bench drain: --messages must be at least 1")
+		}
+		return benchDrain(ctx, db, cfg, *messages, stdout)
+	case "latency":
+		if *rate < 1 || *duration <= 0 {
+			return errors.New("bench latency: --rate and --duration must be positive")
+		}
+		return benchLatency(ctx, db, cfg, *rate, *duration, stdout)
+	default:
+		return fmt.Errorf("bench: unknown benchmark %q: want drain or latency", name)
+	}
+}
+
+// benchDrain fills the outbox with n messages, then times a relay with cfg
+// until its handler has seen all of them, and checks that all were
+// acknowledged.
+func benchDrain(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, n int, stdout io.Writer) error {
+	store, runner := db.Outbox(), db.Runner(nil)
+	const perTx = 1000
+	for start := 0; start < n; start += perTx {
+		err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+			msgs := make([]outbox.Message, 0, perTx)
+			for i := start; i < min(start+perTx, n); i++ {
+				m, err := outbox.NewMessage(benchTopic, map[string]int{"seq": i}, tx.Now())
+				if err != nil {
+					return err
+				}
+				msgs = append(msgs, m)
+			}
+			return store.Add(ctx, tx, msgs...)
+		})
+		if err != nil {
+			return fmt.Errorf("bench drain: fill: %w", err)
+		}
+	}
+	var seen atomic.Int64
+	done := make(chan struct{})
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		benchTopic: func(context.Context, outbox.Message) error {
+			if seen.Add(1) == int64(n) {
+				close(done)
+			}
+			return nil
+		},
+	}, cfg)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	began := time.Now()
+	go func() { ran <- relay.Run(runCtx) }()
+	select {
+	case <-done:
+	case err := <-ran:
+		return fmt.Errorf("bench drain: relay stopped after %d of %d messages: %v", seen.Load(), n, err)
+	case <-ctx.Done():
+		return fmt.Errorf("bench drain: %d of %d messages delivered: %w", seen.Load(), n, ctx.Err())
+	}
+	elapsed := time.Since(began)
+	stop()
+	if err := <-ran; err != nil {
+		return err
+	}
+	left, err := store.Claim(ctx, time.Now().Add(24*time.Hour), time.Minute, n)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 || seen.Load() != int64(n) {
+		return fmt.Errorf("bench drain: handler saw %d deliveries of %d messages, %d left unacknowledged", seen.Load(), n, len(left))
+	}
+	fmt.Fprintf(stdout, "drain: %d messages in %.2fs, %.0f msgs/s\n", n, elapsed.Seconds(), float64(n)/elapsed.Seconds())
+	return nil
+}
+
+// benchLatency commits rate messages a second for d, each in its own
+// transaction, on a schedule that does not wait for the relay, and measures
+// for each the time from the moment its transaction asked to commit to the
+// moment its handler ran.
+func benchLatency(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, rate int, d time.Duration, stdout io.Writer) error {
+	store, runner := db.Outbox(), db.Runner(nil)
+	n := int(d.Seconds() * float64(rate))
+	n = max(n, 1)
+	sent := make([]time.Time, n)
+	received := make([]time.Time, n)
+	var seen atomic.Int64
+	done, warm := make(chan struct{}), make(chan struct{})
+	var warmOnce sync.Once
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		benchTopic: func(_ context.Context, m outbox.Message) error {
+			at := time.Now()
+			var body struct{ Seq int }
+			if err := json.Unmarshal(m.Payload, &body); err != nil {
+				return err
+			}
+			if body.Seq < 0 {
+				warmOnce.Do(func() { close(warm) })
+				return nil
+			}
+			if m.Attempts == 1 {
+				received[body.Seq] = at
+				if seen.Add(1) == int64(n) {
+					close(done)
+				}
+			}
+			return nil
+		},
+	}, cfg)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	go func() { ran <- relay.Run(runCtx) }()
+
+	send := func(seq int) error {
+		return runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+			m, err := outbox.NewMessage(benchTopic, map[string]int{"seq": seq}, tx.Now())
+			if err != nil {
+				return err
+			}
+			if err := store.Add(ctx, tx, m); err != nil {
+				return err
+			}
+			if seq >= 0 {
+				sent[seq] = time.Now()
+			}
+			return nil
+		})
+	}
+	// One message first, so the relay is listening before timing starts.
+	if err := send(-1); err != nil {
+		return err
+	}
+	select {
+	case <-warm:
+	case <-ctx.Done():
+		return fmt.Errorf("bench latency: warm-up: %w", ctx.Err())
+	}
+
+	var senders sync.WaitGroup
+	errs := make(chan error, n)
+	period := time.Second / time.Duration(rate)
+	began := time.Now()
+	for i := range n {
+		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
+		senders.Go(func() {
+			if err := send(i); err != nil {
+				errs <- err
+			}
+		})
+	}
+	senders.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("bench latency: send: %w", err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("bench latency: %d of %d messages delivered: %w", seen.Load(), n, ctx.Err())
+	}
+	stop()
+	if err := <-ran; err != nil {
+		return err
+	}
+	lat := make([]time.Duration, n)
+	for i := range n {
+		lat[i] = received[i].Sub(sent[i])
+	}
+	slices.Sort(lat)
+	pct := func(p float64) string {
+		i := int(p*float64(n)+0.999999) - 1
+		return ms(lat[min(max(i, 0), n-1)])
+	}
+	fmt.Fprintf(stdout, "latency: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s\n",
+		rate, n, pct(0.50), pct(0.90), pct(0.99), ms(lat[n-1]))
+	return nil
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+}

@@ -1,0 +1,91 @@
+package config_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/config"
+	"github.com/eventsourced/accounts/internal/outbox"
+)
+
+func getenv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outbox.RelayConfig{}.WithDefaults()
+	if c.Outbox != want {
+		t.Errorf("relay config %+v, want the seed's defaults %+v", c.Outbox, want)
+	}
+	if c.LogLevel != slog.LevelInfo || !c.Relay {
+		t.Errorf("log level %v, relay %v", c.LogLevel, c.Relay)
+	}
+}
+
+func TestLoadReadsOutboxVariables(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(getenv(map[string]string{
+		"OUTBOX_INTERVAL":     "250ms",
+		"OUTBOX_LEASE":        "5m",
+		"OUTBOX_TIMEOUT":      "10s",
+		"OUTBOX_BATCH":        "500",
+		"OUTBOX_MAX_ATTEMPTS": "3",
+		"DATABASE_URL":        "postgres://localhost/accounts",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outbox.RelayConfig{Interval: 250 * time.Millisecond, Lease: 5 * time.Minute, Timeout: 10 * time.Second, Batch: 500, MaxAttempts: 3}
+	if c.Outbox != want || c.DatabaseURL != "postgres://localhost/accounts" {
+		t.Errorf("got %+v", c)
+	}
+}
+
+func TestLoadRejectsValuesThatCannotWork(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		name string
+	}{
+		{map[string]string{"OUTBOX_LEASE": "10s", "OUTBOX_TIMEOUT": "30s"}, "OUTBOX_LEASE"},
+		{map[string]string{"OUTBOX_LEASE": "30s"}, "OUTBOX_LEASE"},
+		{map[string]string{"OUTBOX_BATCH": "0"}, "OUTBOX_BATCH"},
+		{map[string]string{"OUTBOX_BATCH": "-5"}, "OUTBOX_BATCH"},
+		{map[string]string{"OUTBOX_MAX_ATTEMPTS": "0"}, "OUTBOX_MAX_ATTEMPTS"},
+		{map[string]string{"OUTBOX_INTERVAL": "-1s"}, "OUTBOX_INTERVAL"},
+		{map[string]string{"OUTBOX_BATCH": "ten"}, "OUTBOX_BATCH"},
+		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+	} {
+		_, err := config.Load(getenv(tc.env))
+		if err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%v: error %v does not name %s", tc.env, err, tc.name)
+		}
+	}
+}
+
+func TestDescribeListsEveryVariable(t *testing.T) {
+	t.Parallel()
+	got := map[string]config.Var{}
+	for _, v := range config.Describe() {
+		if v.Description == "" {
+			t.Errorf("%s has no description", v.Name)
+		}
+		got[v.Name] = v
+	}
+	for name, def := range map[string]string{
+		"DATABASE_URL": "", "OUTBOX_INTERVAL": "1s", "OUTBOX_LEASE": "2m",
+		"OUTBOX_TIMEOUT": "30s", "OUTBOX_BATCH": "10", "OUTBOX_MAX_ATTEMPTS": "8",
+	} {
+		v, ok := got[name]
+		if !ok || v.Default != def {
+			t.Errorf("%s: got %+v, want default %q", name, v, def)
+		}
+	}
+}
