@@ -1,0 +1,123 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/outboxtest"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+func TestOutboxStore(t *testing.T) {
+	t.Parallel()
+	outboxtest.Run(t, outboxtest.Features{}, func(t *testing.T) outboxtest.Harness {
+		db := pgtest.New(t)
+		return outboxtest.Harness{Runner: db.Runner(nil), Store: db.Outbox()}
+	})
+}
+
+// TestWakeups checks the [outbox.Waker] of the PostgreSQL store.
+//
+// The notification channel is global to the database, which every test and
+// test process shares, so any wake-up may be spurious: one caused by another
+// test's Add. A spurious wake-up can only make a wait below end sooner, never
+// make it fail. To keep such wake-ups from satisfying the waits, this test is
+// not parallel: it runs while no other test of this package does.
+//
+// That a rolled-back Add wakes nobody is not asserted. Wake-ups coalesce (the
+// channel holds one), so seeing one wake-up after a rolled-back and then a
+// committed Add does not prove the first sent none, and proving that nothing
+// arrives takes a wait of some length, which a test without sleeps cannot
+// make. The test checks instead that a rolled-back Add leaves the listener
+// working, and that the committed Add after it wakes it.
+func TestWakeups(t *testing.T) {
+	db := pgtest.New(t)
+	store := db.Outbox()
+	runner := db.Runner(nil)
+	var _ outbox.Waker = store
+
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	wakeups := store.Wakeups(ctx)
+	// The first wake-up says that the listener is listening.
+	awaitWakeup(t, wakeups, "the wake-up sent once listening")
+
+	for round := range 3 {
+		drainWakeup(wakeups)
+		addOne(t, runner, store, round)
+		awaitWakeup(t, wakeups, fmt.Sprintf("a wake-up after committed Add %d", round))
+	}
+
+	drainWakeup(wakeups)
+	errRollback := errors.New("roll back")
+	err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		m, err := outbox.NewMessage("test.wakeups", "rolled back", tx.Now())
+		if err != nil {
+			return err
+		}
+		if err := store.Add(ctx, tx, m); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatalf("rolled-back Add: Do = %v, want %v", err, errRollback)
+	}
+	addOne(t, runner, store, 3)
+	awaitWakeup(t, wakeups, "a wake-up after a rolled-back and a committed Add")
+
+	// The channel is closed when ctx is done.
+	stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-wakeups:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("Wakeups channel still open 10s after its context was cancelled")
+		}
+	}
+}
+
+// addOne adds one message in a committed unit of work.
+func addOne(t *testing.T, runner uow.Runner, store outbox.Store, n int) {
+	t.Helper()
+	err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		m, err := outbox.NewMessage("test.wakeups", n, tx.Now())
+		if err != nil {
+			return err
+		}
+		return store.Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatalf("add: %v", err)
+	}
+}
+
+// awaitWakeup waits for a wake-up; what names it in the failure.
+func awaitWakeup(t *testing.T, wakeups <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case _, ok := <-wakeups:
+		if !ok {
+			t.Fatalf("waiting for %s: channel closed", what)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10s", what)
+	}
+}
+
+// drainWakeup takes a pending wake-up, if any, without waiting.
+func drainWakeup(wakeups <-chan struct{}) {
+	select {
+	case <-wakeups:
+	default:
+	}
+}
