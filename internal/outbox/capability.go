@@ -41,13 +41,21 @@ type Inspector interface {
 	// OldestDue returns the due time of the message that has been due the
 	// longest at now, and false when no message is due.
 	OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error)
-	// Buried returns up to limit buried messages, oldest first.
-	Buried(ctx context.Context, limit int) ([]BuriedMessage, error)
+	// Buried returns up to limit buried messages, oldest burial first.
+	Buried(ctx context.Context, limit int) ([]Record, error)
+	// Lookup returns the message with id as the store holds it, or an error
+	// wrapping [ErrNotFound].
+	Lookup(ctx context.Context, id uuid.UUID) (Record, error)
 }
 
-// BuriedMessage is a message the relay stopped delivering, with the reason.
-type BuriedMessage struct {
+// Record is a stored message with its delivery state.
+type Record struct {
 	Message
-	Reason   string
+	// DueAt is when the message may next be claimed: its creation, its
+	// retry time, or the end of its lease.
+	DueAt time.Time
+	// LastError is the reason given by the last Retry or Bury, if any.
+	LastError string
+	// BuriedAt is when the message was buried; zero while it is not.
 	BuriedAt time.Time
 }

@@ -82,7 +82,7 @@ func (f *fixture) drain(t *testing.T) outbox.DrainStats {
 }
 
 // buried returns the buried message with id, failing t if there is none.
-func (f *fixture) buried(t *testing.T, id uuid.UUID) outbox.BuriedMessage {
+func (f *fixture) buried(t *testing.T, id uuid.UUID) outbox.Record {
 	t.Helper()
 	all, err := f.store.Buried(t.Context(), 100)
 	if err != nil {
@@ -94,7 +94,7 @@ func (f *fixture) buried(t *testing.T, id uuid.UUID) outbox.BuriedMessage {
 		}
 	}
 	t.Fatalf("message %s is not buried; buried: %v", id, all)
-	return outbox.BuriedMessage{}
+	return outbox.Record{}
 }
 
 func TestRelayRetriesUntilDelivered(t *testing.T) {
@@ -150,8 +150,8 @@ func TestRelayBuriesAfterMaxAttempts(t *testing.T) {
 		t.Errorf("handler called %d times, want 3", calls)
 	}
 	b := f.buried(t, m.ID)
-	if b.Reason != "550 mailbox unavailable" || b.Attempts != 3 {
-		t.Errorf("buried with reason %q after %d attempts, want the last error after 3", b.Reason, b.Attempts)
+	if b.LastError != "550 mailbox unavailable" || b.Attempts != 3 {
+		t.Errorf("buried with reason %q after %d attempts, want the last error after 3", b.LastError, b.Attempts)
 	}
 }
 
@@ -164,8 +164,8 @@ func TestRelayBuriesTopicWithoutHandler(t *testing.T) {
 	if called {
 		t.Error("the mail handler was called for another topic")
 	}
-	if b := f.buried(t, m.ID); !strings.Contains(b.Reason, `no handler for topic "sms.login_code"`) {
-		t.Errorf("reason %q does not name the missing handler", b.Reason)
+	if b := f.buried(t, m.ID); !strings.Contains(b.LastError, `no handler for topic "sms.login_code"`) {
+		t.Errorf("reason %q does not name the missing handler", b.LastError)
 	}
 }
 
@@ -208,8 +208,8 @@ func TestRelayRedeliversAfterCrashAndBuriesWhatKeepsCrashing(t *testing.T) {
 	if len(seen) != 1 {
 		t.Errorf("handler ran for a message claimed 4 times with MaxAttempts 3")
 	}
-	if b := f.buried(t, m2.ID); !strings.Contains(b.Reason, "claimed more often than allowed") {
-		t.Errorf("reason %q does not say the message was claimed too often", b.Reason)
+	if b := f.buried(t, m2.ID); !strings.Contains(b.LastError, "claimed more often than allowed") {
+		t.Errorf("reason %q does not say the message was claimed too often", b.LastError)
 	}
 }
 
@@ -244,8 +244,8 @@ func TestRelayBoundsEachDeliveryByTimeout(t *testing.T) {
 	}
 	m := f.add(t, "mail")
 	f.drain(t)
-	if b := f.buried(t, m.ID); !strings.Contains(b.Reason, "deadline exceeded") {
-		t.Errorf("reason %q, want the timeout", b.Reason)
+	if b := f.buried(t, m.ID); !strings.Contains(b.LastError, "deadline exceeded") {
+		t.Errorf("reason %q, want the timeout", b.LastError)
 	}
 }
 
@@ -254,6 +254,13 @@ func TestRelayKeepsTheReasonOfARetry(t *testing.T) {
 	f.handle = func(context.Context, outbox.Message) error { return errors.New("421 try again later") }
 	m := f.add(t, "mail")
 	f.drain(t)
+	rec, err := f.store.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.LastError != "421 try again later" || !rec.DueAt.Equal(f.now.Add(outbox.Backoff(1))) {
+		t.Errorf("after one failure: last error %q, due %v; want the error, due after Backoff(1)", rec.LastError, rec.DueAt)
+	}
 	// Not due until the backoff has passed; then it fails twice more.
 	if got := f.drain(t); got.Claimed != 0 {
 		t.Fatalf("claimed %d before the backoff passed", got.Claimed)
@@ -262,8 +269,8 @@ func TestRelayKeepsTheReasonOfARetry(t *testing.T) {
 		f.now = f.now.Add(outbox.Backoff(attempt))
 		f.drain(t)
 	}
-	if b := f.buried(t, m.ID); b.Reason != "421 try again later" {
-		t.Errorf("reason %q", b.Reason)
+	if b := f.buried(t, m.ID); b.LastError != "421 try again later" {
+		t.Errorf("reason %q", b.LastError)
 	}
 }
 

@@ -25,8 +25,9 @@ import (
 // relay deliver a message again, as at-least-once delivery allows, and in
 // return the relay does not wait for a disk flush per batch.
 type DB struct {
-	pool  *pgxpool.Pool
-	relay *pgxpool.Pool
+	pool   *pgxpool.Pool
+	relay  *pgxpool.Pool
+	schema string
 }
 
 // Open connects to the database at url, a postgres:// URL or key=value
@@ -55,9 +56,9 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 		return nil, fmt.Errorf("postgres: connect relay pool: %w", err)
 	}
 	db := &DB{pool: pool, relay: relay}
-	if err := db.Ping(ctx); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("postgres: ping: %w", err)
 	}
 	return db, nil
 }
@@ -94,7 +95,9 @@ func (db *DB) Events() *EventStore { return &EventStore{} }
 
 // Outbox returns the outbox store. Its bookkeeping runs on the relay pool;
 // [Outbox.Add] runs in the unit of work's transaction.
-func (db *DB) Outbox() *Outbox { return &Outbox{pool: db.relay} }
+func (db *DB) Outbox() *Outbox {
+	return &Outbox{pool: db.relay, channel: notifyChannel(db.schema)}
+}
 
 // Migrate applies every migration that the database lacks and returns the
 // versions it applied.

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,14 +17,25 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// notifyChannel is the LISTEN/NOTIFY channel on which [Outbox.Add] tells
-// relays that messages were committed.
-const notifyChannel = "outbox_messages"
-
 // Outbox is the [outbox.Store] of this backend, with every optional
 // capability: [outbox.BatchAcker], [outbox.Waker] and [outbox.Inspector].
 type Outbox struct {
 	pool *pgxpool.Pool
+	// channel is the LISTEN/NOTIFY channel on which Add tells relays that
+	// messages were committed. It is named after the schema, so that
+	// deployments sharing one database do not wake each other.
+	channel string
+}
+
+// notifyChannel returns the channel name for the outbox in schema, within
+// PostgreSQL's 63-byte limit on identifiers.
+func notifyChannel(schema string) string {
+	name := "outbox_messages." + schema
+	if len(name) > 63 {
+		sum := sha256.Sum256([]byte(schema))
+		name = "outbox_messages." + hex.EncodeToString(sum[:8])
+	}
+	return name
 }
 
 var (
@@ -60,8 +73,8 @@ WITH added AS (
 	FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[]) AS m(id, topic, payload, created_at)
 	RETURNING 1
 )
-SELECT pg_notify('` + notifyChannel + `', '') FROM (SELECT 1 FROM added LIMIT 1) AS any_added`
-	if _, err := ptx.Exec(ctx, q, ids, topics, payloads, created); err != nil {
+SELECT pg_notify($5, '') FROM (SELECT 1 FROM added LIMIT 1) AS any_added`
+	if _, err := ptx.Exec(ctx, q, ids, topics, payloads, created, o.channel); err != nil {
 		return fmt.Errorf("outbox: add: %w", err)
 	}
 	return nil
@@ -190,26 +203,51 @@ func (o *Outbox) OldestDue(ctx context.Context, now time.Time) (time.Time, bool,
 	return due.UTC(), true, nil
 }
 
+// recordColumns are the columns scanRecord reads, in its order.
+const recordColumns = `id, topic, payload::text, created_at, attempts, due_at, coalesce(last_error, ''), buried_at`
+
+func scanRecord(row pgx.CollectableRow) (outbox.Record, error) {
+	var r outbox.Record
+	var payload string
+	var buried *time.Time
+	if err := row.Scan(&r.ID, &r.Topic, &payload, &r.CreatedAt, &r.Attempts, &r.DueAt, &r.LastError, &buried); err != nil {
+		return r, err
+	}
+	r.Payload, r.CreatedAt, r.DueAt = []byte(payload), r.CreatedAt.UTC(), r.DueAt.UTC()
+	if buried != nil {
+		r.BuriedAt = buried.UTC()
+	}
+	return r, nil
+}
+
 // Buried returns up to limit buried messages, oldest burial first.
-func (o *Outbox) Buried(ctx context.Context, limit int) ([]outbox.BuriedMessage, error) {
-	rows, err := o.pool.Query(ctx, `
-SELECT id, topic, payload::text, created_at, attempts, coalesce(last_error, ''), buried_at
-FROM outbox_messages WHERE buried_at IS NOT NULL
-ORDER BY buried_at, id LIMIT $1`, limit)
+func (o *Outbox) Buried(ctx context.Context, limit int) ([]outbox.Record, error) {
+	rows, err := o.pool.Query(ctx, `SELECT `+recordColumns+` FROM outbox_messages
+WHERE buried_at IS NOT NULL ORDER BY buried_at, id LIMIT $1`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: buried: %w", err)
 	}
-	msgs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (outbox.BuriedMessage, error) {
-		var b outbox.BuriedMessage
-		var payload string
-		err := row.Scan(&b.ID, &b.Topic, &payload, &b.CreatedAt, &b.Attempts, &b.Reason, &b.BuriedAt)
-		b.Payload, b.CreatedAt, b.BuriedAt = []byte(payload), b.CreatedAt.UTC(), b.BuriedAt.UTC()
-		return b, err
-	})
+	recs, err := pgx.CollectRows(rows, scanRecord)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: buried: %w", err)
 	}
-	return msgs, nil
+	return recs, nil
+}
+
+// Lookup returns the message with id and its delivery state.
+func (o *Outbox) Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error) {
+	rows, err := o.pool.Query(ctx, `SELECT `+recordColumns+` FROM outbox_messages WHERE id = $1`, id)
+	if err != nil {
+		return outbox.Record{}, fmt.Errorf("outbox: lookup %s: %w", id, err)
+	}
+	rec, err := pgx.CollectExactlyOneRow(rows, scanRecord)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return outbox.Record{}, fmt.Errorf("outbox: lookup %s: %w", id, outbox.ErrNotFound)
+	}
+	if err != nil {
+		return outbox.Record{}, fmt.Errorf("outbox: lookup %s: %w", id, err)
+	}
+	return rec, nil
 }
 
 // Wakeups listens for the notifications of [Outbox.Add] on a connection of
@@ -226,13 +264,16 @@ func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
 	}
 	go func() {
 		defer close(ch)
-		pause := 100 * time.Millisecond
+		const firstPause = 100 * time.Millisecond
+		pause := firstPause
 		for ctx.Err() == nil {
-			err := o.listen(ctx, wake)
+			listened, _ := o.listen(ctx, wake) // The relay's poll covers a failure.
 			if ctx.Err() != nil {
 				return
 			}
-			_ = err // The relay's poll covers the gap; the next try says more.
+			if listened {
+				pause = firstPause
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -244,22 +285,21 @@ func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-func (o *Outbox) listen(ctx context.Context, wake func()) error {
+// listen wakes the relay on every notification until its connection fails
+// or ctx ends. It reports whether it got as far as listening.
+func (o *Outbox) listen(ctx context.Context, wake func()) (bool, error) {
 	conn, err := pgx.ConnectConfig(ctx, o.pool.Config().ConnConfig)
 	if err != nil {
-		return fmt.Errorf("outbox: listen: %w", err)
+		return false, fmt.Errorf("outbox: listen: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return fmt.Errorf("outbox: listen: %w", err)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{o.channel}.Sanitize()); err != nil {
+		return false, fmt.Errorf("outbox: listen: %w", err)
 	}
 	wake()
 	for {
 		if _, err := conn.WaitForNotification(ctx); err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return fmt.Errorf("outbox: listen: %w", err)
+			return true, fmt.Errorf("outbox: listen: %w", err)
 		}
 		wake()
 	}

@@ -90,11 +90,13 @@ var cases = []struct {
 	{"Retry/BeforeLeaseEnd", testRetryBeforeLeaseEnd},
 	{"Retry/AfterLeaseEnd", testRetryAfterLeaseEnd},
 	{"Retry/UnknownIsNotFound", testRetryUnknown},
+	{"Retry/KeepsReason", testRetryKeepsReason},
 	{"Bury/NeverClaimedAgain", testBuryNeverClaimedAgain},
 	{"Bury/UnknownIsNotFound", testBuryUnknown},
 	{"BatchAcker/AckAll", testAckAll},
 	{"Inspector/OldestDue", testOldestDue},
 	{"Inspector/Buried", testBuried},
+	{"Inspector/Lookup", testLookup},
 }
 
 // base is the time the suite's messages are created around, truncated to the
@@ -637,6 +639,59 @@ func testRetryUnknown(t *testing.T, s suite) {
 	s.nothingDue(t, farFuture)
 }
 
+// Retry: "keeping reason as its last error", seen through the Inspector.
+func testRetryKeepsReason(t *testing.T, s suite) {
+	insp, ok := s.Store.(outbox.Inspector)
+	if !ok {
+		t.Skip("store does not implement outbox.Inspector: the reason of a retry cannot be seen")
+	}
+	m := s.msg(t, "test.retry", nil, base)
+	s.add(t, m)
+	s.claimIDs(t, base, 10, m)
+	at := base.Add(time.Second)
+	s.retry(t, m.ID, at, "421 4.7.0 try again later")
+	rec, err := insp.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.LastError != "421 4.7.0 try again later" || !rec.DueAt.Equal(at) || rec.Attempts != 1 || !rec.BuriedAt.IsZero() {
+		t.Errorf("after Retry: LastError %q, DueAt %v, Attempts %d, BuriedAt %v; want the reason, %v, 1, zero",
+			rec.LastError, rec.DueAt, rec.Attempts, rec.BuriedAt, at)
+	}
+	s.claimIDs(t, at, 10, m)
+	s.retry(t, m.ID, at.Add(time.Second), "second reason")
+	if rec, err := insp.Lookup(t.Context(), m.ID); err != nil || rec.LastError != "second reason" {
+		t.Errorf("after a second Retry: LastError %q, %v; want the newer reason", rec.LastError, err)
+	}
+}
+
+// Inspector: Lookup returns a message as stored, with its delivery state,
+// and ErrNotFound for one the store does not hold.
+func testLookup(t *testing.T, s suite) {
+	insp, ok := s.Store.(outbox.Inspector)
+	if !ok {
+		t.Skip("store does not implement outbox.Inspector")
+	}
+	m := s.msg(t, "test.lookup", map[string]string{"to": "ada@example.com"}, base)
+	s.add(t, m)
+	rec, err := insp.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMessage(t, rec.Message, m, 0)
+	if !rec.DueAt.Equal(base) || rec.LastError != "" || !rec.BuriedAt.IsZero() {
+		t.Errorf("new message: DueAt %v, LastError %q, BuriedAt %v; want %v, none, zero", rec.DueAt, rec.LastError, rec.BuriedAt, base)
+	}
+	s.claimIDs(t, base, 10, m)
+	if rec, err := insp.Lookup(t.Context(), m.ID); err != nil || !rec.DueAt.Equal(base.Add(lease)) || rec.Attempts != 1 {
+		t.Errorf("claimed message: DueAt %v, Attempts %d, %v; want the lease's end %v and 1", rec.DueAt, rec.Attempts, err, base.Add(lease))
+	}
+	s.ack(t, m.ID)
+	if _, err := insp.Lookup(t.Context(), m.ID); !errors.Is(err, outbox.ErrNotFound) {
+		t.Errorf("Lookup of an acknowledged message = %v, want outbox.ErrNotFound", err)
+	}
+}
+
 // Bury: "stops delivering a message and keeps it, with reason".
 func testBuryNeverClaimedAgain(t *testing.T, s suite) {
 	claimed := s.msg(t, "test.claimed", map[string]string{"to": "a@example.com"}, base)
@@ -683,8 +738,8 @@ func testBuryNeverClaimedAgain(t *testing.T, s suite) {
 			continue
 		}
 		checkMessage(t, b.Message, w.msg, w.attempts)
-		if b.Reason != w.reason {
-			t.Errorf("buried %s: Reason = %q, want %q", b.ID, b.Reason, w.reason)
+		if b.LastError != w.reason {
+			t.Errorf("buried %s: Reason = %q, want %q", b.ID, b.LastError, w.reason)
 		}
 		if b.BuriedAt.IsZero() {
 			t.Errorf("buried %s: BuriedAt is zero", b.ID)
@@ -791,7 +846,7 @@ func testBuried(t *testing.T, s suite) {
 	if !ok {
 		t.Skip("store does not implement outbox.Inspector")
 	}
-	buried := func(limit int) []outbox.BuriedMessage {
+	buried := func(limit int) []outbox.Record {
 		t.Helper()
 		got, err := insp.Buried(t.Context(), limit)
 		if err != nil {
@@ -822,8 +877,8 @@ func testBuried(t *testing.T, s suite) {
 	}
 	for i, b := range got {
 		checkMessage(t, b.Message, m[i], 1)
-		if b.Reason != reasons[i] {
-			t.Errorf("Buried(10)[%d].Reason = %q, want %q", i, b.Reason, reasons[i])
+		if b.LastError != reasons[i] {
+			t.Errorf("Buried(10)[%d].LastError = %q, want %q", i, b.LastError, reasons[i])
 		}
 		if b.BuriedAt.IsZero() {
 			t.Errorf("Buried(10)[%d].BuriedAt is zero", i)
