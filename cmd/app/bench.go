@@ -111,11 +111,9 @@ func benchDrain(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, n 
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	ran := make(chan error, 1)
 	began := time.Now()
-	go func() { ran <- relay.Run(runCtx) }()
+	stop, ran := start(ctx, relay)
+	defer stop()
 	select {
 	case <-done:
 	case err := <-ran:
@@ -175,10 +173,8 @@ func benchLatency(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, 
 	if err != nil {
 		return err
 	}
-	runCtx, stop := context.WithCancel(ctx)
+	stop, ran := start(ctx, relay)
 	defer stop()
-	ran := make(chan error, 1)
-	go func() { ran <- relay.Run(runCtx) }()
 
 	send := func(seq int) error {
 		return runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
@@ -243,6 +239,14 @@ func benchLatency(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, 
 	fmt.Fprintf(stdout, "latency: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s\n",
 		rate, n, pct(0.50), pct(0.90), pct(0.99), ms(lat[n-1]))
 	return nil
+}
+
+// start runs relay until stop is called, and reports Run's error on ran.
+func start(ctx context.Context, relay *outbox.Relay) (stop context.CancelFunc, ran <-chan error) {
+	ctx, stop = context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- relay.Run(ctx) }()
+	return stop, errc
 }
 
 func ms(d time.Duration) string {

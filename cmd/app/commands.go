@@ -113,7 +113,7 @@ func outboxCommand(ctx context.Context, args []string, getenv func(string) strin
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "ID\tTOPIC\tATTEMPTS\tBURIED\tREASON")
 		for _, b := range buried {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", b.ID, b.Topic, b.Attempts, b.BuriedAt.Format("2006-01-02T15:04:05Z"), b.Reason)
+			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", b.ID, b.Topic, b.Attempts, b.BuriedAt.Format("2006-01-02T15:04:05Z"), b.LastError)
 		}
 		return w.Flush()
 	default:

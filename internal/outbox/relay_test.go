@@ -361,6 +361,21 @@ func TestRelaysOnOneDatabaseNeverDeliverAMessageTwice(t *testing.T) {
 	}
 }
 
+// addNow commits one message for topic "mail" to store, created now.
+func addNow(t *testing.T, db *postgres.DB, store outbox.Store) {
+	t.Helper()
+	err := db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		m, err := outbox.NewMessage("mail", "hi", tx.Now())
+		if err != nil {
+			return err
+		}
+		return store.Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // claimSpy is a store that reports how many messages each claim returned.
 type claimSpy struct {
 	*postgres.Outbox
@@ -398,16 +413,7 @@ func TestRelayWakesOnCommit(t *testing.T) {
 			t.Fatal("the relay did not claim at start")
 		}
 	}
-	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		m, err := outbox.NewMessage("mail", "hi", tx.Now())
-		if err != nil {
-			return err
-		}
-		return spy.Add(ctx, tx, m)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	addNow(t, db, spy)
 	rec.wait(t)
 	cancel()
 	if err := <-done; err != nil {
@@ -431,16 +437,7 @@ func TestRelayFinishesDeliveryInFlightOnShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		m, err := outbox.NewMessage("mail", "hi", tx.Now())
-		if err != nil {
-			return err
-		}
-		return store.Add(ctx, tx, m)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	addNow(t, db, store)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
