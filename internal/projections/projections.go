@@ -1,0 +1,60 @@
+// Package projections keeps read models from events. An inline projection
+// is written in the same unit of work as the events it follows; every
+// projection can be rebuilt from the event log alone, which is also the
+// proof that it holds nothing the events do not.
+package projections
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// Projection is a read model kept from events.
+type Projection interface {
+	// Reset empties the projection as part of tx, before a rebuild.
+	Reset(ctx context.Context, tx uow.Tx) error
+	// Apply updates the projection with events, in log order, as part of tx.
+	Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error
+}
+
+// pageSize is how many events a rebuild reads at a time.
+const pageSize = 1000
+
+// Rebuild empties p and replays the whole event log into it in one unit of
+// work, so readers see the old projection until the new one commits. It
+// returns how many events it replayed.
+//
+// Run it while no command writes: the log is read in commit order up to the
+// oldest transaction still in flight, and a command that commits during the
+// rebuild may be left out of it.
+func Rebuild(ctx context.Context, runner uow.Runner, events eventstore.Store, p Projection) (int, error) {
+	var n int
+	err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		n = 0
+		if err := p.Reset(ctx, tx); err != nil {
+			return err
+		}
+		var after eventstore.Position
+		for {
+			page, err := events.ReadAll(ctx, tx, after, pageSize)
+			if err != nil {
+				return err
+			}
+			if len(page) == 0 {
+				return nil
+			}
+			if err := p.Apply(ctx, tx, page...); err != nil {
+				return err
+			}
+			n += len(page)
+			after = page[len(page)-1].Position
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("projections: rebuild: %w", err)
+	}
+	return n, nil
+}

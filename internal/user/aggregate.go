@@ -1,0 +1,182 @@
+package user
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+)
+
+// decode unmarshals e's data into v, naming the event on failure.
+func decode(e eventstore.Event, v any) error {
+	if err := json.Unmarshal(e.Data, v); err != nil {
+		return fmt.Errorf("user: decode %s %s: %w", e.Type, e.ID, err)
+	}
+	return nil
+}
+
+// signInLinks is the state of one address's sign-in stream: the links it
+// was sent, which are used, and when they were asked for.
+type signInLinks struct {
+	version  int64
+	requests []time.Time
+	codes    []signInCode
+}
+
+type signInCode struct {
+	hash      string
+	expiresAt time.Time
+	used      bool
+}
+
+func foldSignInLinks(events []eventstore.Event) (signInLinks, error) {
+	var s signInLinks
+	for _, e := range events {
+		s.version = e.Version
+		switch e.Type {
+		case TypeSignInLinkRequested:
+			var d SignInLinkRequested
+			if err := decode(e, &d); err != nil {
+				return s, err
+			}
+			s.requests = append(s.requests, e.RecordedAt)
+			s.codes = append(s.codes, signInCode{hash: d.CodeHash, expiresAt: d.ExpiresAt})
+		case TypeSignInLinkUsed:
+			var d SignInLinkUsed
+			if err := decode(e, &d); err != nil {
+				return s, err
+			}
+			if c := s.code(d.CodeHash); c != nil {
+				c.used = true
+			}
+		}
+	}
+	return s, nil
+}
+
+// code returns the code with hash, comparing every hash in constant time.
+func (s *signInLinks) code(hash string) *signInCode {
+	var found *signInCode
+	for i := range s.codes {
+		if sameHash(s.codes[i].hash, hash) {
+			found = &s.codes[i]
+		}
+	}
+	return found
+}
+
+// retryAfter returns how long the address must wait before it may ask for
+// another link at now, or 0 when it may ask now.
+func (s signInLinks) retryAfter(now time.Time, p Policy) time.Duration {
+	since := now.Add(-p.LinkWindow)
+	var recent []time.Time
+	for _, t := range s.requests {
+		if t.After(since) {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) < p.LinkLimit {
+		return 0
+	}
+	// The oldest request that keeps the count at the limit must leave the
+	// window first.
+	oldest := recent[len(recent)-p.LinkLimit]
+	return oldest.Add(p.LinkWindow).Sub(now)
+}
+
+// use checks that the code with hash may sign in at now.
+func (s signInLinks) use(hash string, now time.Time) error {
+	c := s.code(hash)
+	switch {
+	case c == nil:
+		return fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
+	case c.used:
+		return fmt.Errorf("%w: sign-in code already used", ErrInvalidCode)
+	case !now.Before(c.expiresAt):
+		return fmt.Errorf("%w: sign-in code expired", ErrInvalidCode)
+	}
+	return nil
+}
+
+// account is the state of one user's stream.
+type account struct {
+	version   int64
+	id        uuid.UUID
+	email     string
+	createdAt time.Time
+	sessions  map[string]time.Time
+	changes   []emailChange
+}
+
+type emailChange struct {
+	hash      string
+	newEmail  string
+	expiresAt time.Time
+	used      bool
+}
+
+func foldAccount(events []eventstore.Event) (account, error) {
+	a := account{sessions: map[string]time.Time{}}
+	for _, e := range events {
+		a.version = e.Version
+		switch e.Type {
+		case TypeRegistered:
+			var d Registered
+			if err := decode(e, &d); err != nil {
+				return a, err
+			}
+			a.id, a.email, a.createdAt = d.UserID, d.Email, e.RecordedAt
+		case TypeSessionStarted:
+			var d SessionStarted
+			if err := decode(e, &d); err != nil {
+				return a, err
+			}
+			a.sessions[d.TokenHash] = d.ExpiresAt
+		case TypeSessionEnded:
+			var d SessionEnded
+			if err := decode(e, &d); err != nil {
+				return a, err
+			}
+			delete(a.sessions, d.TokenHash)
+		case TypeEmailChangeRequested:
+			var d EmailChangeRequested
+			if err := decode(e, &d); err != nil {
+				return a, err
+			}
+			a.changes = append(a.changes, emailChange{hash: d.CodeHash, newEmail: d.NewEmail, expiresAt: d.ExpiresAt})
+		case TypeEmailChanged:
+			var d EmailChanged
+			if err := decode(e, &d); err != nil {
+				return a, err
+			}
+			a.email = d.NewEmail
+			if c := a.change(d.CodeHash); c != nil {
+				c.used = true
+			}
+		}
+	}
+	return a, nil
+}
+
+func (a *account) change(hash string) *emailChange {
+	var found *emailChange
+	for i := range a.changes {
+		if sameHash(a.changes[i].hash, hash) {
+			found = &a.changes[i]
+		}
+	}
+	return found
+}
+
+// session returns whether the token with hash is a live session at now.
+func (a account) session(hash string, now time.Time) bool {
+	for h, exp := range a.sessions {
+		if sameHash(h, hash) && now.Before(exp) {
+			return true
+		}
+	}
+	return false
+}

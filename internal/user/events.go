@@ -1,0 +1,75 @@
+package user
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Event types. Each event's data is the struct of the same name, as JSON.
+// Codes and tokens appear only as their SHA-256 hash.
+const (
+	// Stream "signin-<address>": the sign-in links of one address.
+	TypeSignInLinkRequested = "signin.link_requested"
+	TypeSignInLinkUsed      = "signin.link_used"
+
+	// Stream "user-<id>": one account.
+	TypeRegistered           = "user.registered"
+	TypeSessionStarted       = "user.session_started"
+	TypeSessionEnded         = "user.session_ended"
+	TypeEmailChangeRequested = "user.email_change_requested"
+	TypeEmailChanged         = "user.email_changed"
+)
+
+// SignInLinkRequested records a sign-in link sent to an address.
+type SignInLinkRequested struct {
+	Email     string    `json:"email"`
+	CodeHash  string    `json:"code_hash"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// SignInLinkUsed records the one use of a sign-in code.
+type SignInLinkUsed struct {
+	Email    string    `json:"email"`
+	CodeHash string    `json:"code_hash"`
+	UserID   uuid.UUID `json:"user_id"`
+}
+
+// Registered records the creation of an account at its first sign-in.
+type Registered struct {
+	UserID uuid.UUID `json:"user_id"`
+	Email  string    `json:"email"`
+}
+
+// SessionStarted records a sign-in.
+type SessionStarted struct {
+	UserID    uuid.UUID `json:"user_id"`
+	TokenHash string    `json:"token_hash"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// SessionEnded records a sign-out.
+type SessionEnded struct {
+	UserID    uuid.UUID `json:"user_id"`
+	TokenHash string    `json:"token_hash"`
+}
+
+// EmailChangeRequested records a confirmation link sent to a new address.
+type EmailChangeRequested struct {
+	UserID    uuid.UUID `json:"user_id"`
+	NewEmail  string    `json:"new_email"`
+	CodeHash  string    `json:"code_hash"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// EmailChanged records a confirmed change of address.
+type EmailChanged struct {
+	UserID   uuid.UUID `json:"user_id"`
+	OldEmail string    `json:"old_email"`
+	NewEmail string    `json:"new_email"`
+	CodeHash string    `json:"code_hash"`
+}
+
+func signInStream(email string) string { return "signin-" + email }
+
+func userStream(id uuid.UUID) string { return "user-" + id.String() }

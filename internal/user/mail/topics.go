@@ -1,0 +1,24 @@
+// Package mail sends the user domain's mail: the sign-in link and the
+// confirmation of a new address. It holds the outbox topics, the payloads
+// the user commands add for them, and the handlers that deliver them.
+package mail
+
+import "time"
+
+// Outbox topics of the user domain's mail.
+const (
+	// TopicLoginLink is added when someone asks for a sign-in link.
+	TopicLoginLink = "mail.login_link"
+	// TopicEmailChange is added when a user asks to change their address.
+	TopicEmailChange = "mail.email_change"
+)
+
+// Link is the payload of both topics: where to send which link. The plain
+// code lives only here, in the outbox message, which is deleted once the
+// mail is delivered.
+type Link struct {
+	To        string    `json:"to"`
+	URL       string    `json:"url"`
+	Code      string    `json:"code"`
+	ExpiresAt time.Time `json:"expires_at"`
+}

@@ -1,0 +1,448 @@
+// Package user is the account domain: passwordless sign-in by emailed link,
+// sessions, and change of address confirmed by a link sent to the new one.
+//
+// It is event-sourced. Two kinds of stream hold its facts: "signin-ADDRESS"
+// has the sign-in links sent to one address, so that an address can be
+// limited and its codes used once whether or not it has an account, and
+// "user-ID" has one account. Each command is one unit of work: it loads the
+// streams it needs, decides, appends events with optimistic concurrency,
+// updates the inline [Views], and adds the outbox messages for its mail.
+package user
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+// Errors of the commands, checked with errors.Is.
+var (
+	// ErrInvalidCode is an unknown, used or expired one-time code.
+	ErrInvalidCode = errors.New("user: invalid code")
+	// ErrUnauthenticated is a missing, unknown, ended or expired session.
+	ErrUnauthenticated = errors.New("user: not signed in")
+	// ErrEmailTaken is an address another account holds, or the user's own.
+	ErrEmailTaken = errors.New("user: address taken")
+	// ErrTooManyRequests is an address that asked for too many links; the
+	// error is a [*TooManyRequestsError].
+	ErrTooManyRequests = errors.New("user: too many requests")
+)
+
+// TooManyRequestsError says how long an address must wait for its next link.
+type TooManyRequestsError struct {
+	RetryAfter time.Duration
+}
+
+func (e *TooManyRequestsError) Error() string {
+	return fmt.Sprintf("user: too many sign-in links asked for; retry after %s", e.RetryAfter.Round(time.Second))
+}
+
+// Is makes errors.Is(err, ErrTooManyRequests) true.
+func (e *TooManyRequestsError) Is(target error) bool { return target == ErrTooManyRequests }
+
+// Policy holds the limits of the domain. Zero fields take the defaults shown.
+type Policy struct {
+	LinkTTL    time.Duration `env:"LINK_TTL" envDefault:"15m" desc:"How long a sign-in or confirmation link works."`
+	SessionTTL time.Duration `env:"SESSION_TTL" envDefault:"720h" desc:"How long a session lasts."`
+	LinkLimit  int           `env:"LINK_LIMIT" envDefault:"5" desc:"Sign-in links one address may ask for within LINK_WINDOW."`
+	LinkWindow time.Duration `env:"LINK_WINDOW" envDefault:"15m" desc:"The window LINK_LIMIT counts in."`
+}
+
+// WithDefaults returns p with each zero field set to its default.
+func (p Policy) WithDefaults() Policy {
+	if p.LinkTTL == 0 {
+		p.LinkTTL = 15 * time.Minute
+	}
+	if p.SessionTTL == 0 {
+		p.SessionTTL = 30 * 24 * time.Hour
+	}
+	if p.LinkLimit == 0 {
+		p.LinkLimit = 5
+	}
+	if p.LinkWindow == 0 {
+		p.LinkWindow = 15 * time.Minute
+	}
+	return p
+}
+
+// Validate reports values that cannot work, by their variable names.
+func (p Policy) Validate() error {
+	var errs []error
+	if p.LinkTTL <= 0 {
+		errs = append(errs, fmt.Errorf("LINK_TTL must be positive, got %s", p.LinkTTL))
+	}
+	if p.SessionTTL <= 0 {
+		errs = append(errs, fmt.Errorf("SESSION_TTL must be positive, got %s", p.SessionTTL))
+	}
+	if p.LinkLimit < 1 {
+		errs = append(errs, fmt.Errorf("LINK_LIMIT must be at least 1, got %d", p.LinkLimit))
+	}
+	if p.LinkWindow <= 0 {
+		errs = append(errs, fmt.Errorf("LINK_WINDOW must be positive, got %s", p.LinkWindow))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("user: invalid policy: %w", err)
+	}
+	return nil
+}
+
+// User is an account as the API shows it.
+type User struct {
+	ID        uuid.UUID
+	Email     string
+	CreatedAt time.Time
+}
+
+// Session is a signed-in session. Token is the bearer token; only its hash
+// is stored.
+type Session struct {
+	Token     string
+	ExpiresAt time.Time
+	User      User
+}
+
+// Views are the inline projections of the domain, written in the same
+// transaction as the events they follow, and the queries the commands make
+// of them. Each backend implements them; they can be rebuilt from the events
+// alone.
+type Views interface {
+	// Apply updates the projections with events appended in tx. It returns
+	// an error wrapping [ErrEmailTaken] when an event would give one address
+	// to two users.
+	Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error
+	// UserByEmail returns the user who holds email.
+	UserByEmail(ctx context.Context, tx uow.Tx, email string) (User, bool, error)
+	// User returns the user with id.
+	User(ctx context.Context, tx uow.Tx, id uuid.UUID) (User, bool, error)
+	// SignInCode returns the address the sign-in code with hash was sent to.
+	SignInCode(ctx context.Context, tx uow.Tx, hash string) (string, bool, error)
+	// EmailChangeCode returns the user who was sent the confirmation code
+	// with hash.
+	EmailChangeCode(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, bool, error)
+	// Session returns the user of the session with the token hash, and when
+	// the session expires.
+	Session(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, time.Time, bool, error)
+}
+
+// Deps are what a [Service] works with.
+type Deps struct {
+	Runner uow.Runner
+	Events eventstore.Store
+	Outbox outbox.Store
+	Views  Views
+}
+
+// Service runs the domain's commands.
+type Service struct {
+	Deps
+	policy  Policy
+	baseURL string
+}
+
+// NewService returns a service whose links point at baseURL, such as
+// "https://accounts.example.com".
+func NewService(d Deps, p Policy, baseURL string) (*Service, error) {
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &Service{Deps: d, policy: p, baseURL: baseURL}, nil
+}
+
+// maxTries bounds how often a command is run again after it lost a race.
+const maxTries = 5
+
+// do runs fn in a unit of work and runs it again, on fresh state, when it
+// lost a race with a concurrent command.
+func (s *Service) do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
+	var err error
+	for range maxTries {
+		err = s.Runner.Do(ctx, fn)
+		if !errors.Is(err, eventstore.ErrConcurrency) {
+			return err
+		}
+	}
+	return fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
+}
+
+// event returns a new event of type typ with data.
+func event(typ string, data any) (eventstore.Event, error) {
+	return eventstore.NewEvent(typ, data, eventstore.Metadata{})
+}
+
+// appendAndApply appends events to stream at expected and updates the views.
+func (s *Service) appendAndApply(ctx context.Context, tx uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) error {
+	appended, err := s.Events.Append(ctx, tx, stream, expected, events...)
+	if err != nil {
+		return err
+	}
+	return s.Views.Apply(ctx, tx, appended...)
+}
+
+// addMail adds the outbox message that mails link to an address.
+func (s *Service) addMail(ctx context.Context, tx uow.Tx, topic string, link mail.Link) error {
+	m, err := outbox.NewMessage(topic, link, tx.Now())
+	if err != nil {
+		return err
+	}
+	return s.Outbox.Add(ctx, tx, m)
+}
+
+// RequestSignInLink mails a sign-in link to the address, whether or not it
+// has an account, so that the answer says nothing about who has one. It
+// returns [ErrBadEmail] or a [*TooManyRequestsError].
+func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
+	email, err := NormalizeEmail(address)
+	if err != nil {
+		return err
+	}
+	stream := signInStream(email)
+	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		events, err := s.Events.Load(ctx, tx, stream, 1)
+		if err != nil {
+			return err
+		}
+		links, err := foldSignInLinks(events)
+		if err != nil {
+			return err
+		}
+		if wait := links.retryAfter(tx.Now(), s.policy); wait > 0 {
+			return &TooManyRequestsError{RetryAfter: wait}
+		}
+		code, hash := newSecret()
+		expires := tx.Now().Add(s.policy.LinkTTL)
+		e, err := event(TypeSignInLinkRequested, SignInLinkRequested{Email: email, CodeHash: hash, ExpiresAt: expires})
+		if err != nil {
+			return err
+		}
+		if err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(links.version), e); err != nil {
+			return err
+		}
+		return s.addMail(ctx, tx, mail.TopicLoginLink, mail.Link{
+			To: email, URL: s.baseURL + "/sign-in?code=" + code, Code: code, ExpiresAt: expires,
+		})
+	})
+}
+
+// SignIn uses a sign-in code and starts a session. The first sign-in of an
+// address creates its account. It returns [ErrInvalidCode].
+func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
+	if !validSecret(code) {
+		return Session{}, fmt.Errorf("%w: malformed", ErrInvalidCode)
+	}
+	hash := hashSecret(code)
+	var session Session
+	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		email, ok, err := s.Views.SignInCode(ctx, tx, hash)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
+		}
+		events, err := s.Events.Load(ctx, tx, signInStream(email), 1)
+		if err != nil {
+			return err
+		}
+		links, err := foldSignInLinks(events)
+		if err != nil {
+			return err
+		}
+		if err := links.use(hash, tx.Now()); err != nil {
+			return err
+		}
+		u, exists, err := s.Views.UserByEmail(ctx, tx, email)
+		if err != nil {
+			return err
+		}
+		acct := account{}
+		var userEvents []eventstore.Event
+		if exists {
+			if acct, err = s.loadAccount(ctx, tx, u.ID); err != nil {
+				return err
+			}
+		} else {
+			id, err := uuid.NewV7()
+			if err != nil {
+				return err
+			}
+			u = User{ID: id, Email: email, CreatedAt: tx.Now()}
+			e, err := event(TypeRegistered, Registered{UserID: id, Email: email})
+			if err != nil {
+				return err
+			}
+			userEvents = append(userEvents, e)
+		}
+		used, err := event(TypeSignInLinkUsed, SignInLinkUsed{Email: email, CodeHash: hash, UserID: u.ID})
+		if err != nil {
+			return err
+		}
+		if err := s.appendAndApply(ctx, tx, signInStream(email), eventstore.Exactly(links.version), used); err != nil {
+			return err
+		}
+		token, tokenHash := newSecret()
+		expires := tx.Now().Add(s.policy.SessionTTL)
+		started, err := event(TypeSessionStarted, SessionStarted{UserID: u.ID, TokenHash: tokenHash, ExpiresAt: expires})
+		if err != nil {
+			return err
+		}
+		userEvents = append(userEvents, started)
+		err = s.appendAndApply(ctx, tx, userStream(u.ID), eventstore.Exactly(acct.version), userEvents...)
+		if errors.Is(err, ErrEmailTaken) {
+			// Another first sign-in of this address won: sign in to its account.
+			return fmt.Errorf("%w: %w", eventstore.ErrConcurrency, err)
+		}
+		if err != nil {
+			return err
+		}
+		session = Session{Token: token, ExpiresAt: expires, User: u}
+		return nil
+	})
+	return session, err
+}
+
+func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (account, error) {
+	events, err := s.Events.Load(ctx, tx, userStream(id), 1)
+	if err != nil {
+		return account{}, err
+	}
+	return foldAccount(events)
+}
+
+// authenticate returns the account of a live session token.
+func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (account, string, error) {
+	if !validSecret(token) {
+		return account{}, "", ErrUnauthenticated
+	}
+	hash := hashSecret(token)
+	id, expires, ok, err := s.Views.Session(ctx, tx, hash)
+	if err != nil {
+		return account{}, "", err
+	}
+	if !ok || !tx.Now().Before(expires) {
+		return account{}, "", ErrUnauthenticated
+	}
+	acct, err := s.loadAccount(ctx, tx, id)
+	if err != nil {
+		return account{}, "", err
+	}
+	if !acct.session(hash, tx.Now()) {
+		return account{}, "", ErrUnauthenticated
+	}
+	return acct, hash, nil
+}
+
+// Me returns the user of a session token, or [ErrUnauthenticated].
+func (s *Service) Me(ctx context.Context, token string) (User, error) {
+	var u User
+	err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		acct, _, err := s.authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		u = User{ID: acct.id, Email: acct.email, CreatedAt: acct.createdAt}
+		return nil
+	})
+	return u, err
+}
+
+// SignOut ends the session of token. It returns [ErrUnauthenticated].
+func (s *Service) SignOut(ctx context.Context, token string) error {
+	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		acct, hash, err := s.authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		e, err := event(TypeSessionEnded, SessionEnded{UserID: acct.id, TokenHash: hash})
+		if err != nil {
+			return err
+		}
+		return s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e)
+	})
+}
+
+// RequestEmailChange mails a confirmation link to the new address of the
+// session's user. It returns [ErrUnauthenticated], [ErrBadEmail] or
+// [ErrEmailTaken].
+func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress string) error {
+	email, err := NormalizeEmail(newAddress)
+	if err != nil {
+		return err
+	}
+	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		acct, _, err := s.authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		if _, taken, err := s.Views.UserByEmail(ctx, tx, email); err != nil {
+			return err
+		} else if taken {
+			return fmt.Errorf("%w: %s", ErrEmailTaken, email)
+		}
+		code, hash := newSecret()
+		expires := tx.Now().Add(s.policy.LinkTTL)
+		e, err := event(TypeEmailChangeRequested, EmailChangeRequested{
+			UserID: acct.id, NewEmail: email, CodeHash: hash, ExpiresAt: expires,
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e); err != nil {
+			return err
+		}
+		return s.addMail(ctx, tx, mail.TopicEmailChange, mail.Link{
+			To: email, URL: s.baseURL + "/confirm-email?code=" + code, Code: code, ExpiresAt: expires,
+		})
+	})
+}
+
+// ConfirmEmailChange uses a confirmation code and moves its user to the new
+// address. It returns [ErrInvalidCode], or [ErrEmailTaken] when another
+// account took the address meanwhile.
+func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, error) {
+	if !validSecret(code) {
+		return User{}, fmt.Errorf("%w: malformed", ErrInvalidCode)
+	}
+	hash := hashSecret(code)
+	var u User
+	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		id, ok, err := s.Views.EmailChangeCode(ctx, tx, hash)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
+		}
+		acct, err := s.loadAccount(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		c := acct.change(hash)
+		switch {
+		case c == nil:
+			return fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
+		case c.used:
+			return fmt.Errorf("%w: confirmation code already used", ErrInvalidCode)
+		case !tx.Now().Before(c.expiresAt):
+			return fmt.Errorf("%w: confirmation code expired", ErrInvalidCode)
+		}
+		e, err := event(TypeEmailChanged, EmailChanged{UserID: acct.id, OldEmail: acct.email, NewEmail: c.newEmail, CodeHash: hash})
+		if err != nil {
+			return err
+		}
+		if err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e); err != nil {
+			return err
+		}
+		u = User{ID: acct.id, Email: c.newEmail, CreatedAt: acct.createdAt}
+		return nil
+	})
+	return u, err
+}
