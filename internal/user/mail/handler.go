@@ -1,0 +1,165 @@
+package mail
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"log/slog"
+	texttemplate "text/template"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+)
+
+// Mail is one composed message.
+type Mail struct {
+	From, To, Subject string
+	// MessageID is the Message-ID header without angle brackets,
+	// "ID@DOMAIN": a resend of one outbox message carries the same one.
+	MessageID string
+	Text      string
+	HTML      string
+}
+
+// Sender sends composed mail, over SMTP or to the log.
+type Sender interface {
+	Send(ctx context.Context, m Mail) error
+}
+
+// Config is what the handlers need besides a sender.
+type Config struct {
+	// From is the sender address.
+	From string
+	// Domain is the right-hand side of each Message-ID.
+	Domain string
+	// Now tells the time, to drop links that expired before delivery; nil
+	// means time.Now.
+	Now func() time.Time
+	// Log receives a line for each dropped link; nil discards it.
+	Log *slog.Logger
+	// Meter counts dropped links as mail.dropped; nil counts nothing.
+	Meter metric.Meter
+}
+
+// Handlers returns the outbox handlers of this package's topics, which
+// compose each mail and send it through s.
+//
+// A link that expired before its message was delivered is dropped rather
+// than sent, since it would only fail: the handler acknowledges it, counts
+// it and logs it. Delivery is at least once; the Message-ID taken from the
+// outbox message's ID lets a mail system recognise a resend.
+func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	var dropped metric.Int64Counter
+	if cfg.Meter != nil {
+		var err error
+		dropped, err = cfg.Meter.Int64Counter("mail.dropped",
+			metric.WithDescription("Links not mailed because they expired before delivery."),
+			metric.WithUnit("{message}"))
+		if err != nil {
+			return nil, fmt.Errorf("mail: metrics: %w", err)
+		}
+	}
+	h := func(topic string, l letter) outbox.Handler {
+		return func(ctx context.Context, m outbox.Message) error {
+			var link Link
+			if err := json.Unmarshal(m.Payload, &link); err != nil {
+				return fmt.Errorf("mail: %s %s: decode: %w", topic, m.ID, err)
+			}
+			if !cfg.Now().Before(link.ExpiresAt) {
+				cfg.Log.InfoContext(ctx, "mail: link expired before delivery, dropped",
+					"topic", topic, "id", m.ID, "expired_at", link.ExpiresAt)
+				if dropped != nil {
+					dropped.Add(ctx, 1, metric.WithAttributes(attribute.String("topic", topic)))
+				}
+				return nil
+			}
+			var text, html bytes.Buffer
+			if err := l.text.Execute(&text, link); err != nil {
+				return fmt.Errorf("mail: %s %s: compose: %w", topic, m.ID, err)
+			}
+			if err := l.html.Execute(&html, link); err != nil {
+				return fmt.Errorf("mail: %s %s: compose: %w", topic, m.ID, err)
+			}
+			return s.Send(ctx, Mail{
+				From:      cfg.From,
+				To:        link.To,
+				Subject:   l.subject,
+				MessageID: m.ID.String() + "@" + cfg.Domain,
+				Text:      text.String(),
+				HTML:      html.String(),
+			})
+		}
+	}
+	return map[string]outbox.Handler{
+		TopicLoginLink:   h(TopicLoginLink, loginLink),
+		TopicEmailChange: h(TopicEmailChange, emailChange),
+	}, nil
+}
+
+// letter is the text of one kind of mail, in plain text and HTML, with the
+// link and the code each on a line of its own.
+type letter struct {
+	subject string
+	text    *texttemplate.Template
+	html    *template.Template
+}
+
+func newLetter(subject, intro, ignore string) letter {
+	const expiry = `{{.ExpiresAt.UTC.Format "2006-01-02 15:04 UTC"}}`
+	return letter{
+		subject: subject,
+		text: texttemplate.Must(texttemplate.New("text").Parse(intro + `
+
+{{.URL}}
+
+Or enter this code:
+
+{{.Code}}
+
+The link works once and expires at ` + expiry + `.
+` + ignore + `
+`)),
+		html: template.Must(template.New("html").Parse(`<!doctype html>
+<p>` + intro + `</p>
+<p><a href="{{.URL}}">{{.URL}}</a></p>
+<p>Or enter this code:</p>
+<p><code>{{.Code}}</code></p>
+<p>The link works once and expires at ` + expiry + `.<br>
+` + ignore + `</p>
+`)),
+	}
+}
+
+var (
+	loginLink = newLetter("Your sign-in link",
+		"Sign in with this link:",
+		"If you did not ask to sign in, ignore this mail.")
+	emailChange = newLetter("Confirm your new email address",
+		"Confirm that this is your new email address:",
+		"If you did not ask to change your address, ignore this mail.")
+)
+
+// LogSender writes each mail to a log instead of sending it, so a person
+// trying the service sees the link. It is the sender when no SMTP server is
+// configured.
+type LogSender struct {
+	Log *slog.Logger
+}
+
+// Send logs m.
+func (l LogSender) Send(ctx context.Context, m Mail) error {
+	l.Log.InfoContext(ctx, "mail (not sent: SMTP_URL is unset)",
+		"to", m.To, "subject", m.Subject, "message_id", m.MessageID, "text", m.Text)
+	return nil
+}

@@ -1,0 +1,107 @@
+package mail_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/smtp"
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+var now = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func setup(t *testing.T) (*smtptest.Server, map[string]outbox.Handler) {
+	t.Helper()
+	t.Parallel()
+	srv := smtptest.NewServer(t)
+	sender, err := smtp.New(srv.URL(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlers, err := mail.Handlers(sender, mail.Config{
+		From: "accounts@accounts.test", Domain: "accounts.test",
+		Now: func() time.Time { return now },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, handlers
+}
+
+func message(t *testing.T, topic string, link mail.Link) outbox.Message {
+	t.Helper()
+	payload, err := json.Marshal(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outbox.Message{ID: uuid.Must(uuid.NewV7()), Topic: topic, Payload: payload, CreatedAt: now, Attempts: 1}
+}
+
+func TestMailsCarryLinkCodeAndMessageID(t *testing.T) {
+	srv, handlers := setup(t)
+	for _, tc := range []struct {
+		topic, path, subject string
+	}{
+		{mail.TopicLoginLink, "/sign-in", "Your sign-in link"},
+		{mail.TopicEmailChange, "/confirm-email", "Confirm your new email address"},
+	} {
+		code := "abcdefghijklmnopqrstuvwxyz234567"
+		link := mail.Link{To: "ada@example.com", URL: "https://accounts.test" + tc.path + "?code=" + code, Code: code, ExpiresAt: now.Add(15 * time.Minute)}
+		m := message(t, tc.topic, link)
+		if err := handlers[tc.topic](t.Context(), m); err != nil {
+			t.Fatalf("%s: %v", tc.topic, err)
+		}
+		got := srv.Messages()
+		if len(got) == 0 {
+			t.Fatalf("%s: no mail arrived", tc.topic)
+		}
+		last := got[len(got)-1]
+		if id := last.Header.Get("Message-ID"); id != "<"+m.ID.String()+"@accounts.test>" {
+			t.Errorf("%s: Message-ID %q, want the outbox message's ID at MAIL_DOMAIN", tc.topic, id)
+		}
+		if len(last.To) != 1 || last.To[0] != "ada@example.com" || last.From != "accounts@accounts.test" {
+			t.Errorf("%s: envelope from %q to %v", tc.topic, last.From, last.To)
+		}
+		if s := last.Header.Get("Subject"); s != tc.subject {
+			t.Errorf("%s: subject %q, want %q", tc.topic, s, tc.subject)
+		}
+		for _, line := range []string{link.URL, code} {
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(line) + `\r?$`).MatchString(last.Text) {
+				t.Errorf("%s: the text part lacks %q on a line of its own:\n%s", tc.topic, line, last.Text)
+			}
+		}
+		if !strings.Contains(last.HTML, `<a href="`+link.URL+`">`) || !strings.Contains(last.HTML, code) {
+			t.Errorf("%s: the HTML part lacks the link or the code:\n%s", tc.topic, last.HTML)
+		}
+	}
+}
+
+func TestExpiredLinkIsDroppedNotSent(t *testing.T) {
+	srv, handlers := setup(t)
+	link := mail.Link{To: "ada@example.com", URL: "https://accounts.test/sign-in?code=x", Code: "x", ExpiresAt: now}
+	if err := handlers[mail.TopicLoginLink](t.Context(), message(t, mail.TopicLoginLink, link)); err != nil {
+		t.Fatalf("an expired link must be acknowledged, got %v", err)
+	}
+	// Send returns only after the server has taken the message, so a mail
+	// that was sent would be here now.
+	if got := srv.Messages(); len(got) != 0 {
+		t.Errorf("an expired link was mailed: %+v", got)
+	}
+}
+
+func TestRefusedMailIsAnErrorWithTheServersReason(t *testing.T) {
+	srv, handlers := setup(t)
+	srv.Refuse(550, "mailbox unavailable")
+	link := mail.Link{To: "ada@example.com", URL: "https://accounts.test/sign-in?code=x", Code: "x", ExpiresAt: now.Add(time.Minute)}
+	err := handlers[mail.TopicLoginLink](t.Context(), message(t, mail.TopicLoginLink, link))
+	if err == nil || !strings.Contains(err.Error(), "550") || !strings.Contains(err.Error(), "mailbox unavailable") {
+		t.Errorf("refused mail: %v, want an error with the server's 550 reply", err)
+	}
+}
