@@ -66,7 +66,7 @@ func TestUnknownCommandIsAnError(t *testing.T) {
 
 func TestMigrateThenServeUntilCancelled(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": pgtest.NewURL(t)}
+	env := map[string]string{"DATABASE_URL": pgtest.NewURL(t), "HTTP_ADDR": "127.0.0.1:0"}
 	out, err := runApp(t, t.Context(), env, "migrate")
 	if err != nil || !strings.Contains(out, "up to date") {
 		t.Fatalf("migrate: %q, %v", out, err)

@@ -6,13 +6,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/eventsourced/accounts/internal/config"
-	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/user"
 )
 
-// serve runs the relay until ctx is done. The HTTP API joins it later.
+// serve runs the HTTP API and the relay until ctx is done; API=false or
+// RELAY=false leaves one of them to other instances.
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -23,26 +31,100 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
+	if !e.cfg.API && !e.cfg.Relay {
+		return errors.New("API=false and RELAY=false leave nothing to run")
+	}
 	db, err := e.openDB(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if !e.cfg.Relay {
-		e.log.Info("relay off (RELAY=false); nothing else to run yet")
-		<-ctx.Done()
-		return nil
-	}
-	relay, err := outbox.NewRelay(db.Outbox(), e.handlers(), e.cfg.Outbox, outbox.WithLogger(e.log))
+	meter, metricsHandler, err := newMetrics()
 	if err != nil {
 		return err
 	}
-	e.log.Info("relay running", "batch", e.cfg.Outbox.Batch, "interval", e.cfg.Outbox.Interval)
-	if err := relay.Run(ctx); err != nil {
-		return err
+	defer func() { _ = meter.Shutdown(context.WithoutCancel(ctx)) }()
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	if e.cfg.Relay {
+		relay, err := e.relay(db, meter)
+		if err != nil {
+			return err
+		}
+		wg.Go(func() {
+			e.log.Info("relay running", "batch", e.cfg.Outbox.Batch, "interval", e.cfg.Outbox.Interval)
+			if err := relay.Run(ctx); err != nil {
+				errs <- fmt.Errorf("relay: %w", err)
+			}
+			e.log.Info("relay stopped")
+		})
 	}
-	e.log.Info("relay stopped")
-	return nil
+	if e.cfg.API {
+		srv, err := e.apiServer(db, metricsHandler)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", e.cfg.HTTPAddr)
+		if err != nil {
+			stop()
+			wg.Wait()
+			return fmt.Errorf("http: %w", err)
+		}
+		e.log.Info("http listening", "addr", ln.Addr().String(), "base_url", e.cfg.BaseURL)
+		wg.Go(func() {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("http: %w", err)
+			}
+		})
+		wg.Go(func() {
+			<-ctx.Done()
+			shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(shutdown); err != nil {
+				errs <- fmt.Errorf("http: shutdown: %w", err)
+			}
+			e.log.Info("http stopped")
+		})
+	}
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errs:
+		stop()
+	}
+	wg.Wait()
+	return first
+}
+
+// apiServer returns the HTTP server of the API, with timeouts on every
+// stage of a request.
+func (e env) apiServer(db *postgres.DB, metrics http.Handler) (*http.Server, error) {
+	users, err := user.NewService(user.Deps{
+		Runner: db.Runner(nil),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
+		Views:  postgres.UserViews{},
+	}, e.cfg.Policy, e.cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Server{
+		Handler: httpapi.NewServer(httpapi.Deps{
+			Users:     users,
+			Ready:     db.Ping,
+			Metrics:   metrics,
+			Log:       e.log,
+			RateLimit: e.cfg.HTTPRateLimit,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelWarn),
+	}, nil
 }
 
 func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -87,7 +169,11 @@ func outboxCommand(ctx context.Context, args []string, getenv func(string) strin
 			return err
 		}
 		defer db.Close()
-		relay, err := outbox.NewRelay(db.Outbox(), e.handlers(), e.cfg.Outbox, outbox.WithLogger(e.log))
+		meter, _, err := newMetrics()
+		if err != nil {
+			return err
+		}
+		relay, err := e.relay(db, meter)
 		if err != nil {
 			return err
 		}

@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/caarlos0/env/v11"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/user"
 )
 
 // Config is the whole configuration of the service.
@@ -24,8 +27,26 @@ type Config struct {
 	DatabaseURL string `env:"DATABASE_URL" desc:"postgres://... selects PostgreSQL; sqlite:PATH selects SQLite; unset: a SQLite file under ./data/."`
 	// LogLevel is the least severe level that is logged.
 	LogLevel slog.Level `env:"LOG_LEVEL" envDefault:"INFO" desc:"Least severe log level written: DEBUG, INFO, WARN or ERROR."`
+	// API serves the HTTP API in this process.
+	API bool `env:"API" envDefault:"true" desc:"Serve the HTTP API in this process; false runs only the relay."`
 	// Relay runs the outbox relay in this process.
 	Relay bool `env:"RELAY" envDefault:"true" desc:"Run the outbox relay in this process; false leaves delivery to other instances."`
+	// HTTPAddr is where the API listens.
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080" desc:"Listen address of the HTTP API."`
+	// BaseURL is where the links in mails point.
+	BaseURL string `env:"BASE_URL" envDefault:"http://localhost:8080" desc:"Where links point: BASE_URL/sign-in?code=... and BASE_URL/confirm-email?code=...."`
+	// HTTPRateLimit is the requests per minute one client address may make.
+	HTTPRateLimit int `env:"HTTP_RATE_LIMIT" envDefault:"600" desc:"Requests per minute per client address to /v1/; 0 turns the limit off."`
+	// SMTPURL is the mail server; empty writes mail to the log.
+	SMTPURL string `env:"SMTP_URL" desc:"smtp://[user:pass@]host:port (STARTTLS when offered) or smtps://...; unset: mails go to the log."`
+	// SMTPTimeout bounds each exchange with the mail server.
+	SMTPTimeout time.Duration `env:"SMTP_TIMEOUT" envDefault:"10s" desc:"Longest wait for the mail server at each step."`
+	// MailFrom is the sender address of every mail.
+	MailFrom string `env:"MAIL_FROM" desc:"Sender address; unset: accounts@ the host of BASE_URL."`
+	// MailDomain is the right-hand side of every Message-ID.
+	MailDomain string `env:"MAIL_DOMAIN" desc:"Right-hand side of Message-ID; unset: the host of BASE_URL."`
+	// Policy holds the limits of sign-in links and sessions.
+	Policy user.Policy
 	// Outbox tunes the relay.
 	Outbox outbox.RelayConfig `envPrefix:"OUTBOX_"`
 }
@@ -44,7 +65,21 @@ func Load(getenv func(string) string) (Config, error) {
 	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
 		return Config{}, fmt.Errorf("config: %w", nameVariables(err))
 	}
-	if err := c.Outbox.Validate(); err != nil {
+	base, err := url.Parse(c.BaseURL)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return Config{}, fmt.Errorf("config: BASE_URL must be an http(s) URL, got %q", c.BaseURL)
+	}
+	c.BaseURL = strings.TrimSuffix(c.BaseURL, "/")
+	if c.MailDomain == "" {
+		c.MailDomain = base.Hostname()
+	}
+	if c.MailFrom == "" {
+		c.MailFrom = "accounts@" + base.Hostname()
+	}
+	if c.HTTPRateLimit < 0 {
+		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)
+	}
+	if err := errors.Join(c.Outbox.Validate(), c.Policy.Validate()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
@@ -88,8 +123,8 @@ func Describe() []Var {
 func describe(t reflect.Type, prefix string) []Var {
 	var vars []Var
 	for f := range t.Fields() {
-		if p, ok := f.Tag.Lookup("envPrefix"); ok && f.Type.Kind() == reflect.Struct {
-			vars = append(vars, describe(f.Type, prefix+p)...)
+		if f.Type.Kind() == reflect.Struct && f.Tag.Get("env") == "" {
+			vars = append(vars, describe(f.Type, prefix+f.Tag.Get("envPrefix"))...)
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")

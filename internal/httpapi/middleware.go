@@ -1,0 +1,141 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// recoverPanics turns a panic in a handler into a 500 problem and a log line.
+func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				log.ErrorContext(r.Context(), "handler panicked", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				writeProblem(w, http.StatusInternalServerError, TypeInternal, "")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests logs each request at debug level, and each 5xx at warn.
+func logRequests(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path,
+			"status", status, "duration", time.Since(start))
+	})
+}
+
+// limitClients returns middleware that allows each client address perMinute
+// requests a minute, in bursts of up to perMinute, and answers the rest
+// with 429 and Retry-After. perMinute 0 allows everything.
+func limitClients(perMinute int, now func() time.Time) func(http.Handler) http.Handler {
+	if perMinute <= 0 {
+		return func(h http.Handler) http.Handler { return h }
+	}
+	l := &clientLimiter{
+		every:   time.Minute / time.Duration(perMinute),
+		burst:   perMinute,
+		now:     now,
+		clients: map[string]*client{},
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if wait := l.reserve(clientAddress(r)); wait > 0 {
+				writeTooMany(w, wait, "this client sent too many requests")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// clientAddress is the IP address the request came from. Behind a proxy it
+// is the proxy's: the limit is then per proxy, which errs on the safe side.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return strings.ToLower(host)
+}
+
+type client struct {
+	limiter *rate.Limiter
+	seen    time.Time
+}
+
+// clientLimiter holds a token bucket per client address and forgets those
+// that have been idle long enough to be full again.
+type clientLimiter struct {
+	every   time.Duration
+	burst   int
+	now     func() time.Time
+	mu      sync.Mutex
+	clients map[string]*client
+	swept   time.Time
+}
+
+// reserve takes a token for addr and returns 0, or how long addr must wait.
+func (l *clientLimiter) reserve(addr string) time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if idle := l.every * time.Duration(l.burst); now.Sub(l.swept) > idle {
+		for a, c := range l.clients {
+			if now.Sub(c.seen) > idle {
+				delete(l.clients, a)
+			}
+		}
+		l.swept = now
+	}
+	c, ok := l.clients[addr]
+	if !ok {
+		c = &client{limiter: rate.NewLimiter(rate.Every(l.every), l.burst)}
+		l.clients[addr] = c
+	}
+	c.seen = now
+	if c.limiter.AllowN(now, 1) {
+		return 0
+	}
+	r := c.limiter.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	r.CancelAt(now)
+	return wait
+}

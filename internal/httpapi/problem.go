@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Problem is an error response in the form of RFC 9457
+// (application/problem+json). Type is stable per kind of error, so clients
+// can branch on it; Detail is for people.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// The problem types of the API.
+const (
+	TypeBadRequest           = "/problems/bad-request"
+	TypeBodyTooLarge         = "/problems/body-too-large"
+	TypeUnsupportedMediaType = "/problems/unsupported-media-type"
+	TypeBadEmail             = "/problems/bad-email"
+	TypeInvalidCode          = "/problems/invalid-code"
+	TypeUnauthenticated      = "/problems/unauthenticated"
+	TypeEmailTaken           = "/problems/email-taken"
+	TypeTooManyRequests      = "/problems/too-many-requests"
+	TypeNotFound             = "/problems/not-found"
+	TypeMethodNotAllowed     = "/problems/method-not-allowed"
+	TypeNotReady             = "/problems/not-ready"
+	TypeInternal             = "/problems/internal"
+)
+
+var titles = map[string]string{
+	TypeBadRequest:           "The request is malformed.",
+	TypeBodyTooLarge:         "The request body is too large.",
+	TypeUnsupportedMediaType: "The request body must be JSON.",
+	TypeBadEmail:             "That is not an email address.",
+	TypeInvalidCode:          "The code is unknown, used or expired.",
+	TypeUnauthenticated:      "Sign in first.",
+	TypeEmailTaken:           "That address belongs to an account already.",
+	TypeTooManyRequests:      "Too many requests; try again later.",
+	TypeNotFound:             "There is nothing here.",
+	TypeMethodNotAllowed:     "That method is not allowed here.",
+	TypeNotReady:             "The service is not ready.",
+	TypeInternal:             "Something went wrong on our side.",
+}
+
+// writeProblem writes a problem of typ with status and detail.
+func writeProblem(w http.ResponseWriter, status int, typ, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(Problem{Type: typ, Title: titles[typ], Status: status, Detail: detail})
+}
+
+// writeTooMany writes a 429 problem with Retry-After in whole seconds.
+func writeTooMany(w http.ResponseWriter, wait time.Duration, detail string) {
+	secs := int((wait + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	writeProblem(w, http.StatusTooManyRequests, TypeTooManyRequests, detail)
+}
+
+// writeJSON writes v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,39 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+)
+
+// addRoutes declares every route of the API in one place.
+func addRoutes(mux *http.ServeMux, d Deps) {
+	limit := limitClients(d.RateLimit, d.Now)
+	v1 := func(method, path string, h http.HandlerFunc) {
+		mux.Handle(method+" "+path, limit(h))
+		mux.Handle(path, methodNotAllowed(method))
+	}
+	v1("POST", "/v1/sign-in-links", handleRequestSignInLink(d.Users, d.Log))
+	v1("POST", "/v1/sessions", handleSignIn(d.Users, d.Log))
+	v1("GET", "/v1/me", handleMe(d.Users, d.Log))
+	v1("POST", "/v1/me/email-change", handleRequestEmailChange(d.Users, d.Log))
+	v1("POST", "/v1/email-changes", handleConfirmEmailChange(d.Users, d.Log))
+	v1("DELETE", "/v1/sessions/current", handleSignOut(d.Users, d.Log))
+
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", handleReady(d.Ready, d.Log))
+	mux.Handle("GET /metrics", d.Metrics)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, TypeNotFound, "no route for "+r.URL.Path)
+	})
+}
+
+// methodNotAllowed answers any method on a path that only takes allowed.
+func methodNotAllowed(allowed string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allowed)
+		writeProblem(w, http.StatusMethodNotAllowed, TypeMethodNotAllowed,
+			r.Method+" is not allowed; use "+strings.ToUpper(allowed))
+	})
+}

@@ -1,0 +1,76 @@
+// Package httpapi is the service's HTTP API (v1): JSON in and out, errors as
+// application/problem+json with a stable type per kind of error, strict
+// decoding, limits per address and per client, and the health, readiness
+// and metrics endpoints.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// Users is what the API needs of the user domain; *user.Service has it.
+type Users interface {
+	RequestSignInLink(ctx context.Context, email string) error
+	SignIn(ctx context.Context, code string) (user.Session, error)
+	Me(ctx context.Context, token string) (user.User, error)
+	SignOut(ctx context.Context, token string) error
+	RequestEmailChange(ctx context.Context, token, newEmail string) error
+	ConfirmEmailChange(ctx context.Context, code string) (user.User, error)
+}
+
+// Deps are what [NewServer] serves.
+type Deps struct {
+	Users Users
+	// Ready reports whether the service can serve: the database answers.
+	Ready func(ctx context.Context) error
+	// Metrics serves /metrics in the Prometheus text format.
+	Metrics http.Handler
+	Log     *slog.Logger
+	// RateLimit is how many requests one client address may make to /v1/
+	// per minute; 0 turns the limit off.
+	RateLimit int
+	// Now tells the time to the rate limiter; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewServer returns the API's handler.
+func NewServer(d Deps) http.Handler {
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Metrics == nil {
+		d.Metrics = http.NotFoundHandler()
+	}
+	mux := http.NewServeMux()
+	addRoutes(mux, d)
+	var h http.Handler = mux
+	h = recoverPanics(d.Log, h)
+	h = logRequests(d.Log, h)
+	return h
+}
+
+// userJSON is a user as the API shows it.
+type userJSON struct {
+	ID        uuid.UUID  `json:"id"`
+	Email     string     `json:"email"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+}
+
+func toJSON(u user.User, withCreated bool) userJSON {
+	j := userJSON{ID: u.ID, Email: u.Email}
+	if withCreated {
+		created := u.CreatedAt.UTC()
+		j.CreatedAt = &created
+	}
+	return j
+}
