@@ -44,19 +44,20 @@ func newRelayMetrics(mp metric.MeterProvider) (*relayMetrics, error) {
 }
 
 // observeBacklog reports the age of the longest-due message whenever the
-// metrics are collected, if the store can tell it.
-func (m *relayMetrics) observeBacklog(store Store, now func() time.Time) error {
+// metrics are collected, if the store can tell it, until the returned
+// function is called.
+func (m *relayMetrics) observeBacklog(store Store, now func() time.Time) (func(), error) {
 	insp, ok := store.(Inspector)
 	if !ok {
-		return nil
+		return func() {}, nil
 	}
 	gauge, err := m.meter.Float64ObservableGauge("outbox.oldest_due_age",
 		metric.WithDescription("How long the longest-due message has waited; 0 when none is due."),
 		metric.WithUnit("s"))
 	if err != nil {
-		return fmt.Errorf("outbox: metrics: %w", err)
+		return nil, fmt.Errorf("outbox: metrics: %w", err)
 	}
-	_, err = m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+	reg, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		t := now()
 		due, ok, err := insp.OldestDue(ctx, t)
 		if err != nil {
@@ -70,9 +71,9 @@ func (m *relayMetrics) observeBacklog(store Store, now func() time.Time) error {
 		return nil
 	}, gauge)
 	if err != nil {
-		return fmt.Errorf("outbox: metrics: %w", err)
+		return nil, fmt.Errorf("outbox: metrics: %w", err)
 	}
-	return nil
+	return func() { _ = reg.Unregister() }, nil
 }
 
 func topicAttr(topic string) metric.MeasurementOption {

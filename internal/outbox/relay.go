@@ -21,6 +21,8 @@ const (
 	MetadataTopic     = "outbox_topic"
 	MetadataAttempts  = "outbox_attempts"
 	MetadataCreatedAt = "outbox_created_at"
+	// MetadataLeaseEnd is when the claim that brought the message ends.
+	MetadataLeaseEnd = "outbox_lease_end"
 	// metadataOutcome records how process settled a message: one of the
 	// outcome constants. The subscriber acknowledges the delivered ones.
 	metadataOutcome = "outbox_outcome"
@@ -65,6 +67,8 @@ type Relay struct {
 	meter    metric.MeterProvider
 	metrics  *relayMetrics
 	chain    message.HandlerFunc
+	// unobserve stops the backlog gauge's callback.
+	unobserve func()
 }
 
 // RelayOption configures a [Relay].
@@ -114,12 +118,20 @@ func NewRelay(store Store, handlers map[string]Handler, cfg RelayConfig, opts ..
 	if err != nil {
 		return nil, err
 	}
-	if err := m.observeBacklog(store, r.now); err != nil {
+	if r.unobserve, err = m.observeBacklog(store, r.now); err != nil {
 		return nil, err
 	}
 	r.metrics = m
-	r.chain = middleware.Recoverer(middleware.Timeout(cfg.Timeout)(r.dispatch))
+	// Recoverer runs inside the timeout's goroutine, so that a panic there is
+	// recovered too.
+	r.chain = enforceTimeout(cfg.Timeout)(middleware.Recoverer(r.dispatch))
 	return r, nil
+}
+
+// Close stops reporting the relay's metrics. A closed relay still runs.
+func (r *Relay) Close() error {
+	r.unobserve()
+	return nil
 }
 
 // Run delivers messages until ctx is done. Deliveries in flight then finish,
@@ -149,18 +161,29 @@ type DrainStats struct {
 // Drain delivers the messages due now, one at a time, batch after batch,
 // until a claim returns fewer than [RelayConfig.Batch]. It is the relay's
 // synchronous pass, for operators and tests.
+//
+// Handlers run on a context that ctx's end does not cancel, bounded by
+// [RelayConfig.Timeout]: when ctx ends, the delivery in flight finishes and
+// the rest of the batch is released, due again at once. So is the rest of a
+// batch whose lease has no longer room for one more delivery.
 func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 	var stats DrainStats
-	for {
-		msgs, err := r.store.Claim(ctx, r.now(), r.cfg.Lease, r.cfg.Batch)
+	for ctx.Err() == nil {
+		claimed := r.now()
+		msgs, err := r.store.Claim(ctx, claimed, r.cfg.Lease, r.cfg.Batch)
 		if err != nil {
 			return stats, err
 		}
 		stats.Claimed += len(msgs)
+		leaseEnd := claimed.Add(r.cfg.Lease)
 		delivered := make([]uuid.UUID, 0, len(msgs))
-		for _, m := range msgs {
-			wm := toWatermill(m)
-			wm.SetContext(ctx)
+		for i, m := range msgs {
+			if ctx.Err() != nil || leaseEnd.Sub(r.now()) < r.cfg.Timeout+settleTimeout {
+				r.release(ctx, msgs[i:])
+				break
+			}
+			wm := toWatermill(m, leaseEnd)
+			wm.SetContext(context.WithoutCancel(ctx))
 			if err := r.process(wm); err != nil {
 				r.log.ErrorContext(ctx, "outbox: settle", "id", m.ID, "topic", m.Topic, "error", err)
 			}
@@ -178,7 +201,21 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 		}
 		stats.Delivered += len(delivered)
 		if len(msgs) < r.cfg.Batch {
-			return stats, nil
+			break
+		}
+	}
+	return stats, ctx.Err()
+}
+
+// release makes claimed messages that were not handed to a handler due
+// again at once, instead of when their lease ends.
+func (r *Relay) release(ctx context.Context, msgs []Message) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	now := r.now()
+	for _, m := range msgs {
+		if err := r.store.Retry(ctx, m.ID, now, "released undelivered: the relay stopped"); err != nil {
+			r.log.WarnContext(ctx, "outbox: release", "id", m.ID, "error", err)
 		}
 	}
 }
@@ -207,19 +244,28 @@ func (r *Relay) process(wm *message.Message) error {
 	if err != nil {
 		return err
 	}
-	base := wm.Context()
+	leaseEnd, err := time.Parse(time.RFC3339Nano, wm.Metadata.Get(MetadataLeaseEnd))
+	if err != nil {
+		return fmt.Errorf("outbox: message %s lease end: %w", m.ID, err)
+	}
 	var failure error
 	if m.Attempts > r.cfg.MaxAttempts {
 		failure = fmt.Errorf("%w (%d claims, %d allowed)", errOverclaimed, m.Attempts, r.cfg.MaxAttempts)
 	} else {
 		_, failure = r.chain(wm)
 	}
-	// The chain's timeout ended the message's context; settle on its parent.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(base), settleTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(wm.Context()), settleTimeout)
 	defer cancel()
 	if failure == nil {
 		wm.Metadata.Set(metadataOutcome, outcomeDelivered)
 		r.metrics.delivered.Add(ctx, 1, topicAttr(m.Topic))
+		return nil
+	}
+	if !r.now().Before(leaseEnd) {
+		// Another relay may hold the message now; recording this failure
+		// would cut its lease short. The message is due again anyway.
+		r.log.WarnContext(ctx, "outbox: lease ended before the failure was recorded; the message is due again",
+			"id", m.ID, "topic", m.Topic, "error", failure)
 		return nil
 	}
 	outcome, err := r.fail(ctx, m, failure)
@@ -241,7 +287,7 @@ func (r *Relay) fail(ctx context.Context, m Message, failure error) (string, err
 	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || m.Attempts >= r.cfg.MaxAttempts
 	if bury {
 		if err := r.store.Bury(ctx, m.ID, reason); err != nil {
-			return "", fmt.Errorf("outbox: bury %s: %w", m.ID, err)
+			return "", err
 		}
 		r.metrics.buried.Add(ctx, 1, topicAttr(m.Topic))
 		r.log.ErrorContext(ctx, "outbox: message buried", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
@@ -249,7 +295,7 @@ func (r *Relay) fail(ctx context.Context, m Message, failure error) (string, err
 	}
 	at := r.now().Add(Backoff(m.Attempts))
 	if err := r.store.Retry(ctx, m.ID, at, reason); err != nil {
-		return "", fmt.Errorf("outbox: retry %s: %w", m.ID, err)
+		return "", err
 	}
 	r.metrics.retried.Add(ctx, 1, topicAttr(m.Topic))
 	r.log.WarnContext(ctx, "outbox: delivery failed, will retry", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "retry_at", at, "reason", reason)
@@ -274,11 +320,14 @@ func (r *Relay) ack(ctx context.Context, ids []uuid.UUID) error {
 	return nil
 }
 
-func toWatermill(m Message) *message.Message {
+// toWatermill returns m as a Watermill message, with its topic, attempts,
+// creation and the end of the lease under which it was claimed.
+func toWatermill(m Message, leaseEnd time.Time) *message.Message {
 	wm := message.NewMessage(m.ID.String(), m.Payload)
 	wm.Metadata.Set(MetadataTopic, m.Topic)
 	wm.Metadata.Set(MetadataAttempts, strconv.Itoa(m.Attempts))
 	wm.Metadata.Set(MetadataCreatedAt, m.CreatedAt.Format(time.RFC3339Nano))
+	wm.Metadata.Set(MetadataLeaseEnd, leaseEnd.Format(time.RFC3339Nano))
 	return wm
 }
 

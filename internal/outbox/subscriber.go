@@ -37,12 +37,19 @@ func newSubscriber(r *Relay) *subscriber {
 func (s *subscriber) Subscribe(ctx context.Context, _ string) (<-chan *message.Message, error) {
 	out := make(chan *message.Message)
 	ctx, cancel := context.WithCancel(ctx)
+	var wake <-chan struct{}
+	if w, ok := s.r.store.(Waker); ok {
+		wake = w.Wakeups(ctx)
+	}
 	s.loops.Add(1)
 	go func() {
 		defer s.loops.Done()
-		defer cancel()
 		defer close(out)
-		s.loop(ctx, out)
+		s.loop(ctx, out, wake)
+		cancel()
+		// The listener has stopped once its channel is closed.
+		for range wake {
+		}
 	}()
 	return out, nil
 }
@@ -54,12 +61,8 @@ func (s *subscriber) Close() error {
 	return nil
 }
 
-func (s *subscriber) loop(ctx context.Context, out chan<- *message.Message) {
+func (s *subscriber) loop(ctx context.Context, out chan<- *message.Message, wake <-chan struct{}) {
 	r := s.r
-	var wake <-chan struct{}
-	if w, ok := r.store.(Waker); ok {
-		wake = w.Wakeups(ctx)
-	}
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for {
@@ -70,12 +73,13 @@ func (s *subscriber) loop(ctx context.Context, out chan<- *message.Message) {
 			return
 		default:
 		}
-		msgs, err := r.store.Claim(ctx, r.now(), r.cfg.Lease, r.cfg.Batch)
+		claimed := r.now()
+		msgs, err := r.store.Claim(ctx, claimed, r.cfg.Lease, r.cfg.Batch)
 		if err != nil && ctx.Err() == nil {
 			r.log.ErrorContext(ctx, "outbox: claim", "error", err)
 		}
 		if len(msgs) > 0 {
-			s.deliver(ctx, out, msgs)
+			s.deliver(ctx, out, msgs, claimed.Add(r.cfg.Lease))
 		}
 		if len(msgs) == r.cfg.Batch {
 			continue // More may be due.
@@ -99,27 +103,30 @@ func (s *subscriber) loop(ctx context.Context, out chan<- *message.Message) {
 }
 
 // deliver hands msgs to the router, waits until each is acked or nacked,
-// and acknowledges the delivered ones in the store.
-func (s *subscriber) deliver(ctx context.Context, out chan<- *message.Message, msgs []Message) {
+// and acknowledges the delivered ones in the store. When ctx ends before all
+// are handed over, the rest are released.
+func (s *subscriber) deliver(ctx context.Context, out chan<- *message.Message, msgs []Message, leaseEnd time.Time) {
 	// Deliveries outlive a shutdown: each is bounded by the relay's timeout.
 	msgCtx := context.WithoutCancel(ctx)
 	sent := make([]*message.Message, 0, len(msgs))
-	for _, m := range msgs {
-		wm := toWatermill(m)
+	for i, m := range msgs {
+		wm := toWatermill(m, leaseEnd)
 		wm.SetContext(msgCtx)
 		select {
 		case out <- wm:
 			sent = append(sent, wm)
+			continue
 		case <-ctx.Done():
-			// The router is gone; the rest return when their lease ends.
+			s.r.release(ctx, msgs[i:])
 		}
+		break
 	}
 	delivered := make([]uuid.UUID, 0, len(sent))
-	for i, wm := range sent {
+	for _, wm := range sent {
 		select {
 		case <-wm.Acked():
 			if wm.Metadata.Get(metadataOutcome) == outcomeDelivered {
-				delivered = append(delivered, msgs[i].ID)
+				delivered = append(delivered, uuid.MustParse(wm.UUID))
 			}
 		case <-wm.Nacked():
 		}

@@ -5,13 +5,16 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/eventsourced/accounts/migrations"
 )
@@ -104,7 +107,8 @@ func (db *DB) Outbox() *Outbox {
 func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
 	sqlDB := stdlib.OpenDBFromPool(db.pool)
 	defer sqlDB.Close()
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres())
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres(),
+		goose.WithSessionLocker(migrationLock{id: lockID("migrations." + db.schema)}))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
@@ -121,4 +125,34 @@ func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
 		applied = append(applied, r.Source.Version)
 	}
 	return applied, nil
+}
+
+// migrationLock lets many instances start at once: one migrates while the
+// others wait on a session advisory lock, then find nothing to do. It waits
+// on the lock instead of polling for it, as goose's own Postgres locker does
+// every five seconds, and its ID is the schema's, so that deployments (and
+// tests) in other schemas of the database never wait for each other.
+type migrationLock struct{ id int64 }
+
+var _ lock.SessionLocker = migrationLock{}
+
+func (l migrationLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", l.id); err != nil {
+		return fmt.Errorf("postgres: lock migrations: %w", err)
+	}
+	return nil
+}
+
+func (l migrationLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", l.id); err != nil {
+		return fmt.Errorf("postgres: unlock migrations: %w", err)
+	}
+	return nil
+}
+
+// lockID returns the advisory lock ID of name.
+func lockID(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return int64(h.Sum64())
 }

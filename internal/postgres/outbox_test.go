@@ -23,11 +23,8 @@ func TestOutboxStore(t *testing.T) {
 
 // TestWakeups checks the [outbox.Waker] of the PostgreSQL store.
 //
-// The notification channel is global to the database, which every test and
-// test process shares, so any wake-up may be spurious: one caused by another
-// test's Add. A spurious wake-up can only make a wait below end sooner, never
-// make it fail. To keep such wake-ups from satisfying the waits, this test is
-// not parallel: it runs while no other test of this package does.
+// The notification channel is named after the schema, and each test has a
+// schema of its own, so another test's Add cannot wake this listener.
 //
 // That a rolled-back Add wakes nobody is not asserted. Wake-ups coalesce (the
 // channel holds one), so seeing one wake-up after a rolled-back and then a
@@ -36,6 +33,7 @@ func TestOutboxStore(t *testing.T) {
 // make. The test checks instead that a rolled-back Add leaves the listener
 // working, and that the committed Add after it wakes it.
 func TestWakeups(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	store := db.Outbox()
 	runner := db.Runner(nil)

@@ -11,12 +11,9 @@
 //
 // The suite checks each sentence of the [outbox.Store] contract, and the
 // optional [outbox.BatchAcker] and [outbox.Inspector] when the store
-// implements them. It never reads the wall clock: messages carry fixed
-// creation times and every claim is made at an explicit time.
-//
-// The reason given to [outbox.Store.Retry] is not checked: neither the store
-// nor its optional interfaces expose a live message's last error, and
-// [outbox.Store.Bury] replaces it with its own reason.
+// implements them; the reason kept by [outbox.Store.Retry] is seen through
+// [outbox.Inspector.Lookup]. It never reads the wall clock: messages carry
+// fixed creation times and every claim is made at an explicit time.
 package outboxtest
 
 import (
