@@ -121,3 +121,25 @@ type Store interface {
 	// reader that resumes from the last position it saw never misses one.
 	ReadAll(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
 }
+
+// Locker is implemented by stores that can make the writers of one stream
+// wait for each other. Optimistic concurrency alone makes N writers racing
+// for one stream fail N-1 of them each round; locking the stream before
+// loading it queues them instead, for streams that are that hot.
+type Locker interface {
+	// Lock holds stream for tx until tx ends: another unit of work that locks
+	// the same stream waits until then.
+	Lock(ctx context.Context, tx uow.Tx, stream string) error
+}
+
+// CommittedReader is implemented by stores that can read the log as it is
+// committed now.
+type CommittedReader interface {
+	// ReadCommitted returns up to limit events after position, in the order
+	// of [Store.ReadAll], of every transaction committed when it runs. It
+	// does not wait for transactions in flight, so a reader that resumes
+	// from a position may miss an event that commits later behind it; it is
+	// for readers that keep such commits out, as a rebuild that has locked
+	// its projection does, and who must not wait on unrelated transactions.
+	ReadCommitted(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
+}

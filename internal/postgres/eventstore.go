@@ -18,7 +18,11 @@ import (
 // the unit of work it is given.
 type EventStore struct{}
 
-var _ eventstore.Store = (*EventStore)(nil)
+var (
+	_ eventstore.Store           = (*EventStore)(nil)
+	_ eventstore.Locker          = (*EventStore)(nil)
+	_ eventstore.CommittedReader = (*EventStore)(nil)
+)
 
 // eventColumns are the columns that scanEvent reads, in its order.
 const eventColumns = `id, stream, version, type, data, metadata, recorded_at, transaction_id, position`
@@ -200,26 +204,51 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 // horizon is the server's: any long transaction, even on another schema,
 // delays what ReadAll returns.
 func (s *EventStore) ReadAll(ctx context.Context, t uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error) {
+	return s.read(ctx, t, after, limit, "read all",
+		`AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())`)
+}
+
+// ReadCommitted returns up to limit events after position in the order of
+// [EventStore.ReadAll], of every transaction committed when it runs,
+// without the horizon of transactions in flight.
+func (s *EventStore) ReadCommitted(ctx context.Context, t uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error) {
+	return s.read(ctx, t, after, limit, "read committed", "")
+}
+
+// Lock holds stream for t until t ends, with a transaction-level advisory
+// lock on a 64-bit hash of the stream's name. Two streams whose names share
+// a hash only wait for each other a little more than they must.
+func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
 	ptx, err := PgxTx(t)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: read all: %w", err)
+		return fmt.Errorf("eventstore: lock %s: %w", stream, err)
+	}
+	if _, err := ptx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockID("stream."+stream)); err != nil {
+		return fmt.Errorf("eventstore: lock %s: %w", stream, err)
+	}
+	return nil
+}
+
+func (s *EventStore) read(ctx context.Context, t uow.Tx, after eventstore.Position, limit int, op, horizon string) ([]eventstore.Event, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: %s: %w", op, err)
 	}
 	if limit < 1 {
-		return nil, fmt.Errorf("eventstore: read all: limit must be at least 1, got %d", limit)
+		return nil, fmt.Errorf("eventstore: %s: limit must be at least 1, got %d", op, limit)
 	}
-	const q = `
+	q := `
 SELECT ` + eventColumns + ` FROM events
-WHERE (transaction_id, position) > ($1::xid8, $2)
-	AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+WHERE (transaction_id, position) > ($1::xid8, $2) ` + horizon + `
 ORDER BY transaction_id, position
 LIMIT $3`
 	rows, err := ptx.Query(ctx, q, after.Commit, after.Seq, limit)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: read all: %w", err)
+		return nil, fmt.Errorf("eventstore: %s: %w", op, err)
 	}
 	events, err := pgx.CollectRows(rows, scanEvent)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: read all: %w", err)
+		return nil, fmt.Errorf("eventstore: %s: %w", op, err)
 	}
 	return events, nil
 }

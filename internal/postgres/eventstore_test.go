@@ -195,3 +195,51 @@ func newEventForTest(t *testing.T) eventstore.Event {
 	}
 	return e
 }
+
+// Lock makes a second unit of work wait, inside PostgreSQL, until the one
+// holding the stream ends.
+func TestEventStoreLockMakesWritersWait(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store, runner := db.Events(), db.Runner(nil)
+	locked, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	releaseA := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(releaseA) // Before the database closes, on failure too.
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			if err := store.Lock(ctx, tx, "hot"); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	pid := make(chan uint32, 1)
+	bDone := make(chan error, 1)
+	go func() {
+		bDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			ptx, err := postgres.PgxTx(tx)
+			if err != nil {
+				return err
+			}
+			var p uint32
+			if err := ptx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p); err != nil {
+				return err
+			}
+			pid <- p
+			return store.Lock(ctx, tx, "hot")
+		})
+	}()
+	waitUntilLockWait(t, db, <-pid)
+	releaseA()
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-bDone; err != nil {
+		t.Fatal(err)
+	}
+}

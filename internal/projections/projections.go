@@ -27,10 +27,16 @@ const pageSize = 1000
 // work, so readers see the old projection until the new one commits. It
 // returns how many events it replayed.
 //
-// Run it while no command writes: the log is read in commit order up to the
-// oldest transaction still in flight, and a command that commits during the
-// rebuild may be left out of it.
+// Reset is expected to lock the projection, so that a command that would
+// write to it waits for the rebuild and then applies its own events. The log
+// is then read as committed ([eventstore.CommittedReader]) when the store
+// can; otherwise with ReadAll, which stops short of the oldest transaction
+// in flight anywhere on the server, so such a rebuild wants a quiet moment.
 func Rebuild(ctx context.Context, runner uow.Runner, events eventstore.Store, p Projection) (int, error) {
+	read := events.ReadAll
+	if c, ok := events.(eventstore.CommittedReader); ok {
+		read = c.ReadCommitted
+	}
 	var n int
 	err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
 		n = 0
@@ -39,7 +45,7 @@ func Rebuild(ctx context.Context, runner uow.Runner, events eventstore.Store, p 
 		}
 		var after eventstore.Position
 		for {
-			page, err := events.ReadAll(ctx, tx, after, pageSize)
+			page, err := read(ctx, tx, after, pageSize)
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -158,19 +159,38 @@ func NewService(d Deps, p Policy, baseURL string) (*Service, error) {
 }
 
 // maxTries bounds how often a command is run again after it lost a race.
-const maxTries = 5
+const maxTries = 8
 
 // do runs fn in a unit of work and runs it again, on fresh state, when it
-// lost a race with a concurrent command.
+// lost a race with a concurrent command, after a short random pause that
+// grows with each try so that the racers spread out.
 func (s *Service) do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
 	var err error
-	for range maxTries {
+	for try := range maxTries {
+		if try > 0 {
+			pause := time.Duration(rand.Int64N(int64(time.Millisecond) << try))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(pause):
+			}
+		}
 		err = s.Runner.Do(ctx, fn)
 		if !errors.Is(err, eventstore.ErrConcurrency) {
 			return err
 		}
 	}
 	return fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
+}
+
+// lock queues the commands that write stream, when the store can, so that
+// a crowd of them (many sign-ins of one address at once) wait their turn
+// instead of failing each other's appends.
+func (s *Service) lock(ctx context.Context, tx uow.Tx, stream string) error {
+	if l, ok := s.Events.(eventstore.Locker); ok {
+		return l.Lock(ctx, tx, stream)
+	}
+	return nil
 }
 
 // event returns a new event of type typ with data.
@@ -206,6 +226,9 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 	}
 	stream := signInStream(email)
 	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		if err := s.lock(ctx, tx, stream); err != nil {
+			return err
+		}
 		events, err := s.Events.Load(ctx, tx, stream, 1)
 		if err != nil {
 			return err
@@ -247,6 +270,9 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		}
 		if !ok {
 			return fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
+		}
+		if err := s.lock(ctx, tx, signInStream(email)); err != nil {
+			return err
 		}
 		events, err := s.Events.Load(ctx, tx, signInStream(email), 1)
 		if err != nil {

@@ -73,6 +73,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "RacingAppends", concurrent: true, run: testRacingAppends},
 		{name: "AppendWhileOtherOpen", concurrent: true, run: testAppendWhileOtherOpen},
 		{name: "ReadAllWaitsForInFlight", concurrent: true, run: testReadAllWaitsForInFlight},
+		{name: "CommittedReader/PassesInFlight", concurrent: true, run: testReadCommittedPassesInFlight},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -554,6 +555,32 @@ type held struct {
 	more   chan []eventstore.Event
 	once   sync.Once
 	done   chan error
+}
+
+// CommittedReader: ReadCommitted returns what is committed at once, without
+// waiting for a transaction in flight, and that transaction's events once
+// it commits, in the order of ReadAll.
+func testReadCommittedPassesInFlight(t *testing.T, h Harness) {
+	c, ok := h.Store.(eventstore.CommittedReader)
+	if !ok {
+		t.Skip("store does not implement eventstore.CommittedReader")
+	}
+	read := func() []eventstore.Event {
+		t.Helper()
+		var got []eventstore.Event
+		do(t, h, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			got, err = c.ReadCommitted(ctx, tx, eventstore.Position{}, 10)
+			return err
+		})
+		return got
+	}
+	a := hold(t, h, "a", eventstore.NoStream)
+	b := newEvents(t, 1)
+	mustAppend(t, h, "b", eventstore.NoStream, b...)
+	assertIDs(t, "ReadCommitted while A is open", read(), b...)
+	a.commit(t)
+	assertIDs(t, "ReadCommitted after A committed", read(), append(a.events, b...)...)
 }
 
 // hold starts a unit of work that appends one event to stream at expected
