@@ -71,6 +71,10 @@ func TestMigrateThenServeUntilCancelled(t *testing.T) {
 	if err != nil || !strings.Contains(out, "up to date") {
 		t.Fatalf("migrate: %q, %v", out, err)
 	}
+	out, err = runApp(t, t.Context(), env, "projections", "rebuild")
+	if err != nil || out != "rebuilt the user views from 0 events\n" {
+		t.Fatalf("projections rebuild on an empty log: %q, %v", out, err)
+	}
 	out, err = runApp(t, t.Context(), env, "outbox", "drain")
 	if err != nil || out != "claimed 0, delivered 0\n" {
 		t.Fatalf("outbox drain on an empty outbox: %q, %v", out, err)
@@ -120,6 +124,8 @@ func TestBenchmarksEndWithTheirSummaryLine(t *testing.T) {
 			regexp.MustCompile(`\ndrain: 300 messages in \d+\.\d\ds, \d+ msgs/s\n$`)},
 		{[]string{"bench", "latency", "--rate", "100", "--duration", "300ms"},
 			regexp.MustCompile(`\nlatency: rate=100/s n=30 p50=\d+\.\dms p90=\d+\.\dms p99=\d+\.\dms max=\d+\.\dms\n$`)},
+		{[]string{"bench", "signin", "--duration", "300ms", "--concurrency", "2"},
+			regexp.MustCompile(`\nsignin: [1-9]\d* requests in \d+\.\d\ds, \d+ req/s, p50=\d+\.\dms p99=\d+\.\dms\n$`)},
 	} {
 		out, err := runApp(t, t.Context(), env, tc.args...)
 		if err != nil {

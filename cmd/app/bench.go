@@ -7,7 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"net"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,14 +30,15 @@ const benchTopic = "bench.noop"
 // benchmark prints one summary line last.
 func bench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("bench: want a benchmark: drain or latency")
+		return errors.New("bench: want a benchmark: drain, latency or signin")
 	}
 	name, args := args[0], args[1:]
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	messages := fs.Int("messages", 50000, "drain: messages to deliver")
 	rate := fs.Int("rate", 200, "latency: messages committed per second, one per transaction")
-	duration := fs.Duration("duration", 10*time.Second, "latency: how long to send")
+	duration := fs.Duration("duration", 10*time.Second, "latency, signin: how long to send")
+	concurrency := fs.Int("concurrency", 16, "signin: requests in flight at once")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -71,8 +76,13 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 			return errors.New("bench latency: --rate and --duration must be positive")
 		}
 		return benchLatency(ctx, db, cfg, *rate, *duration, stdout)
+	case "signin":
+		if *concurrency < 1 || *duration <= 0 {
+			return errors.New("bench signin: --concurrency and --duration must be positive")
+		}
+		return benchSignIn(ctx, e, db, *concurrency, *duration, stdout)
 	default:
-		return fmt.Errorf("bench: unknown benchmark %q: want drain or latency", name)
+		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency or signin", name)
 	}
 }
 
@@ -232,12 +242,87 @@ func benchLatency(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, 
 		lat[i] = received[i].Sub(sent[i])
 	}
 	slices.Sort(lat)
-	pct := func(p float64) string {
-		i := int(p*float64(n)+0.999999) - 1
-		return ms(lat[min(max(i, 0), n-1)])
-	}
 	fmt.Fprintf(stdout, "latency: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s\n",
-		rate, n, pct(0.50), pct(0.90), pct(0.99), ms(lat[n-1]))
+		rate, n, percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), ms(lat[n-1]))
+	return nil
+}
+
+// percentile returns the p-th percentile of the sorted lat by nearest rank.
+func percentile(lat []time.Duration, p float64) string {
+	n := len(lat)
+	i := int(math.Ceil(p*float64(n))) - 1
+	return ms(lat[min(max(i, 0), n-1)])
+}
+
+// benchSignIn serves the HTTP API on loopback and has concurrency clients
+// ask for sign-in links for distinct addresses for d, each request one unit
+// of work with its events and its outbox message. The relay does not run,
+// so the figure is the API's and its database's alone.
+func benchSignIn(ctx context.Context, e env, db *postgres.DB, concurrency int, d time.Duration, stdout io.Writer) error {
+	e.cfg.HTTPRateLimit = 0 // Every request comes from one client.
+	srv, err := e.apiServer(db, nil)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/v1/sign-in-links"
+	client := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: concurrency},
+	}
+	defer client.CloseIdleConnections()
+
+	var (
+		mu   sync.Mutex
+		lat  []time.Duration
+		errs []error
+		wg   sync.WaitGroup
+	)
+	began := time.Now()
+	until := began.Add(d)
+	for w := range concurrency {
+		wg.Go(func() {
+			var mine []time.Duration
+			for i := 0; time.Now().Before(until) && ctx.Err() == nil; i++ {
+				body := fmt.Sprintf(`{"email":"bench-%d-%d@example.com"}`, w, i)
+				start := time.Now()
+				resp, err := client.Post(url, "application/json", strings.NewReader(body))
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					if resp.StatusCode != http.StatusAccepted {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(start))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	if len(errs) > 0 {
+		return fmt.Errorf("bench signin: %d requests failed, the first: %w", len(errs), errs[0])
+	}
+	if len(lat) == 0 {
+		return errors.New("bench signin: no request completed")
+	}
+	slices.Sort(lat)
+	fmt.Fprintf(stdout, "signin: %d requests in %.2fs, %.0f req/s, p50=%s p99=%s\n",
+		len(lat), elapsed.Seconds(), float64(len(lat))/elapsed.Seconds(), percentile(lat, 0.50), percentile(lat, 0.99))
 	return nil
 }
 

@@ -15,7 +15,9 @@ import (
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -45,15 +47,30 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	defer func() { _ = meter.Shutdown(context.WithoutCancel(ctx)) }()
 
+	// Build everything first, so that nothing runs when a part fails.
+	var relay *outbox.Relay
+	if e.cfg.Relay {
+		if relay, err = e.relay(db, meter); err != nil {
+			return err
+		}
+		defer relay.Close()
+	}
+	var srv *http.Server
+	var ln net.Listener
+	if e.cfg.API {
+		if srv, err = e.apiServer(db, metricsHandler); err != nil {
+			return err
+		}
+		if ln, err = net.Listen("tcp", e.cfg.HTTPAddr); err != nil {
+			return fmt.Errorf("http: %w", err)
+		}
+	}
+
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	if e.cfg.Relay {
-		relay, err := e.relay(db, meter)
-		if err != nil {
-			return err
-		}
+	errs := make(chan error, 3)
+	if relay != nil {
 		wg.Go(func() {
 			e.log.Info("relay running", "batch", e.cfg.Outbox.Batch, "interval", e.cfg.Outbox.Interval)
 			if err := relay.Run(ctx); err != nil {
@@ -62,17 +79,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			e.log.Info("relay stopped")
 		})
 	}
-	if e.cfg.API {
-		srv, err := e.apiServer(db, metricsHandler)
-		if err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", e.cfg.HTTPAddr)
-		if err != nil {
-			stop()
-			wg.Wait()
-			return fmt.Errorf("http: %w", err)
-		}
+	if srv != nil {
 		e.log.Info("http listening", "addr", ln.Addr().String(), "base_url", e.cfg.BaseURL)
 		wg.Go(func() {
 			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -110,6 +117,9 @@ func (e env) apiServer(db *postgres.DB, metrics http.Handler) (*http.Server, err
 	}, e.cfg.Policy, e.cfg.BaseURL)
 	if err != nil {
 		return nil, err
+	}
+	if metrics == nil {
+		metrics = http.NotFoundHandler()
 	}
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
@@ -177,6 +187,7 @@ func outboxCommand(ctx context.Context, args []string, getenv func(string) strin
 		if err != nil {
 			return err
 		}
+		defer relay.Close()
 		stats, err := relay.Drain(ctx)
 		fmt.Fprintf(stdout, "claimed %d, delivered %d\n", stats.Claimed, stats.Delivered)
 		return err
@@ -205,4 +216,26 @@ func outboxCommand(ctx context.Context, args []string, getenv func(string) strin
 	default:
 		return fmt.Errorf("outbox: unknown subcommand %q: want drain or buried", args[0])
 	}
+}
+
+// projectionsCommand rebuilds the inline projections from the event log.
+func projectionsCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) != 1 || args[0] != "rebuild" {
+		return errors.New("projections: want the subcommand rebuild")
+	}
+	e, err := load(getenv, stderr)
+	if err != nil {
+		return err
+	}
+	db, err := e.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), postgres.UserViews{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "rebuilt the user views from %d events\n", n)
+	return nil
 }

@@ -8,8 +8,10 @@
 //	app config             list every environment variable, its default and meaning
 //	app outbox drain       deliver what is due in one synchronous pass
 //	app outbox buried      list buried messages with their reasons
+//	app projections rebuild  rebuild the inline projections from the events
 //	app bench drain        measure how fast the relay empties a full outbox
 //	app bench latency      measure the time from commit to handler
+//	app bench signin       measure sign-in link requests through the API
 package main
 
 import (
@@ -38,8 +40,11 @@ commands:
   config            list every environment variable, its default and meaning
   outbox drain      deliver the messages due now in one synchronous pass
   outbox buried     list buried messages with their reasons
+  projections rebuild
+                    rebuild the inline projections from the events
   bench drain       measure how fast the relay empties a full outbox
   bench latency     measure the time from commit to handler
+  bench signin      measure sign-in link requests through the API
 
 Configuration comes from the environment; see 'app config'.
 `
@@ -60,6 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return printConfig(stdout)
 	case "outbox":
 		return outboxCommand(ctx, args, getenv, stdout, stderr)
+	case "projections":
+		return projectionsCommand(ctx, args, getenv, stdout, stderr)
 	case "bench":
 		return bench(ctx, args, getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -29,13 +29,14 @@ const eventColumns = `id, stream, version, type, data, metadata, recorded_at, tr
 
 // Append adds events to stream as [eventstore.Store.Append] describes.
 //
-// It reads the stream's version and which of the event IDs are stored, then
-// inserts every event in one statement that skips rows taken meanwhile
-// (ON CONFLICT DO NOTHING), so that losing a race to a concurrent append
-// returns an error instead of aborting the transaction. When rows were
-// skipped it deletes the ones it inserted and reads again to tell
-// [eventstore.ErrConcurrency] from [eventstore.ErrDuplicateEvent], or from a
-// concurrent commit of these very events, which is not an error.
+// The common case is one statement that reads the stream's version, inserts
+// every event only if that version is the expected one, and skips rows
+// taken meanwhile (ON CONFLICT DO NOTHING), so that losing a race to a
+// concurrent append returns an error instead of aborting the transaction.
+// When not every event was inserted, it deletes the ones that were and
+// reads what is stored to tell [eventstore.ErrConcurrency] from
+// [eventstore.ErrDuplicateEvent], or from events already in the stream,
+// which are returned as stored.
 //
 // An ID given twice in events is [eventstore.ErrDuplicateEvent]. Appending
 // no events does nothing and returns nothing, whatever expected says.
@@ -63,18 +64,6 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 		return nil, nil
 	}
 
-	st, err := readAppendState(ctx, ptx, stream, ids)
-	if err != nil {
-		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
-	}
-	if st.found > 0 {
-		return s.settleDuplicates(ctx, ptx, stream, ids, st)
-	}
-	if expected != eventstore.Any && int64(expected) != st.version {
-		return nil, fmt.Errorf("eventstore: append %s: %w: stream is at version %d, expected %d",
-			stream, eventstore.ErrConcurrency, st.version, expected)
-	}
-
 	now := t.Now()
 	types := make([]string, len(events))
 	data := make([]string, len(events))
@@ -86,28 +75,45 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 		}
 		types[i], data[i], metadata[i] = e.Type, string(e.Data), string(md)
 	}
+	// The common case takes one statement: it reads the stream's version,
+	// inserts only if that is the expected one, and skips rows whose version
+	// or ID is taken. Anything short of every row inserted is sorted out
+	// below, after undoing what was inserted.
 	const insert = `
+WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
 INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT e.id, $1, $2 + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $3
-FROM unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+SELECT e.id, $1, head.version + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $3
+FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+WHERE $2::bigint < 0 OR head.version = $2
 ORDER BY e.n
 ON CONFLICT DO NOTHING
-RETURNING id`
-	rows, err := ptx.Query(ctx, insert, stream, st.version, now, ids, types, data, metadata)
+RETURNING id, version`
+	rows, err := ptx.Query(ctx, insert, stream, int64(expected), now, ids, types, data, metadata)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
-	inserted, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	type inserted struct {
+		ID      uuid.UUID
+		Version int64
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[inserted])
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
-	if len(inserted) < len(events) {
-		return s.settleConflict(ctx, ptx, stream, ids, inserted)
+	if len(got) < len(events) {
+		undo := make([]uuid.UUID, len(got))
+		for i, g := range got {
+			undo[i] = g.ID
+		}
+		return s.settleConflict(ctx, ptx, stream, expected, ids, undo)
 	}
-
+	first := got[0].Version
+	for _, g := range got {
+		first = min(first, g.Version)
+	}
 	appended := make([]eventstore.Event, len(events))
 	for i, e := range events {
-		e.Stream, e.Version, e.RecordedAt, e.Position = stream, st.version+int64(i)+1, now, eventstore.Position{}
+		e.Stream, e.Version, e.RecordedAt, e.Position = stream, first+int64(i), now, eventstore.Position{}
 		appended[i] = e
 	}
 	return appended, nil
@@ -154,11 +160,15 @@ func (s *EventStore) settleDuplicates(ctx context.Context, ptx pgx.Tx, stream st
 	return stored, nil
 }
 
-// settleConflict handles an insert that skipped rows because a concurrent
-// transaction committed the same (stream, version) or event ID first. It
-// deletes the rows the insert did write, so that the append leaves nothing
-// behind, and then decides from what that transaction committed.
-func (s *EventStore) settleConflict(ctx context.Context, ptx pgx.Tx, stream string, ids, inserted []uuid.UUID) ([]eventstore.Event, error) {
+// settleConflict handles an append that did not insert every event: the
+// stream was not at the expected version, or a concurrent transaction
+// committed the same (stream, version) or event ID first, or some events
+// were stored already. It deletes the rows the insert did write, so that the
+// append leaves nothing behind, and then decides from what is stored:
+// events all stored in this stream are returned as they are (idempotency),
+// events stored elsewhere are [eventstore.ErrDuplicateEvent], and the rest
+// is [eventstore.ErrConcurrency].
+func (s *EventStore) settleConflict(ctx context.Context, ptx pgx.Tx, stream string, expected eventstore.Expected, ids, inserted []uuid.UUID) ([]eventstore.Event, error) {
 	if len(inserted) > 0 {
 		if _, err := ptx.Exec(ctx, `DELETE FROM events WHERE id = ANY($1)`, inserted); err != nil {
 			return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
@@ -170,6 +180,10 @@ func (s *EventStore) settleConflict(ctx context.Context, ptx pgx.Tx, stream stri
 	}
 	if st.found > 0 {
 		return s.settleDuplicates(ctx, ptx, stream, ids, st)
+	}
+	if expected != eventstore.Any && int64(expected) != st.version {
+		return nil, fmt.Errorf("eventstore: append %s: %w: stream is at version %d, expected %d",
+			stream, eventstore.ErrConcurrency, st.version, expected)
 	}
 	return nil, fmt.Errorf("eventstore: append %s: %w: a concurrent transaction appended first, stream is at version %d",
 		stream, eventstore.ErrConcurrency, st.version)

@@ -226,9 +226,6 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 	}
 	stream := signInStream(email)
 	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		if err := s.lock(ctx, tx, stream); err != nil {
-			return err
-		}
 		events, err := s.Events.Load(ctx, tx, stream, 1)
 		if err != nil {
 			return err
