@@ -81,3 +81,12 @@ func hasNulEscape(data []byte) bool {
 		i = j + 1
 	}
 }
+
+// Decode returns the data of e decoded as a T.
+func Decode[T any](e Event) (T, error) {
+	var v T
+	if err := json.Unmarshal(e.Data, &v); err != nil {
+		return v, fmt.Errorf("eventstore: decode %s %s: %w", e.Type, e.ID, err)
+	}
+	return v, nil
+}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -46,64 +45,53 @@ func (UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event
 }
 
 func applyUserEvent(ctx context.Context, tx pgx.Tx, e eventstore.Event) error {
-	var err error
+	sql, args, err := userViewStatement(e)
+	if err != nil || sql == "" {
+		return err
+	}
+	_, err = tx.Exec(ctx, sql, args...)
+	return err
+}
+
+// userViewStatement returns the statement that applies e to the views, with
+// its arguments, or no statement for an event the views do not follow.
+func userViewStatement(e eventstore.Event) (string, []any, error) {
 	switch e.Type {
 	case user.TypeSignInLinkRequested:
-		var d user.SignInLinkRequested
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `
+		d, err := eventstore.Decode[user.SignInLinkRequested](e)
+		return `
 WITH stale AS (DELETE FROM signin_codes WHERE email = $2 AND expires_at <= $4)
 INSERT INTO signin_codes (code_hash, email, expires_at) VALUES ($1, $2, $3)`,
-			d.CodeHash, d.Email, d.ExpiresAt, e.RecordedAt)
+			[]any{d.CodeHash, d.Email, d.ExpiresAt, e.RecordedAt}, err
 	case user.TypeSignInLinkUsed:
-		var d user.SignInLinkUsed
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM signin_codes WHERE code_hash = $1`, d.CodeHash)
+		d, err := eventstore.Decode[user.SignInLinkUsed](e)
+		return `DELETE FROM signin_codes WHERE code_hash = $1`, []any{d.CodeHash}, err
 	case user.TypeRegistered:
-		var d user.Registered
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)`,
-			d.UserID, d.Email, e.RecordedAt)
+		d, err := eventstore.Decode[user.Registered](e)
+		return `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)`,
+			[]any{d.UserID, d.Email, e.RecordedAt}, err
 	case user.TypeSessionStarted:
-		var d user.SessionStarted
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `
+		d, err := eventstore.Decode[user.SessionStarted](e)
+		return `
 WITH stale AS (DELETE FROM sessions WHERE user_id = $2 AND expires_at <= $4)
 INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-			d.TokenHash, d.UserID, d.ExpiresAt, e.RecordedAt)
+			[]any{d.TokenHash, d.UserID, d.ExpiresAt, e.RecordedAt}, err
 	case user.TypeSessionEnded:
-		var d user.SessionEnded
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM sessions WHERE token_hash = $1`, d.TokenHash)
+		d, err := eventstore.Decode[user.SessionEnded](e)
+		return `DELETE FROM sessions WHERE token_hash = $1`, []any{d.TokenHash}, err
 	case user.TypeEmailChangeRequested:
-		var d user.EmailChangeRequested
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `
+		d, err := eventstore.Decode[user.EmailChangeRequested](e)
+		return `
 WITH stale AS (DELETE FROM email_change_codes WHERE user_id = $2 AND expires_at <= $4)
 INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-			d.CodeHash, d.UserID, d.ExpiresAt, e.RecordedAt)
+			[]any{d.CodeHash, d.UserID, d.ExpiresAt, e.RecordedAt}, err
 	case user.TypeEmailChanged:
-		var d user.EmailChanged
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `
+		d, err := eventstore.Decode[user.EmailChanged](e)
+		return `
 WITH used AS (DELETE FROM email_change_codes WHERE code_hash = $3)
-UPDATE users SET email = $2 WHERE id = $1`, d.UserID, d.NewEmail, d.CodeHash)
+UPDATE users SET email = $2 WHERE id = $1`, []any{d.UserID, d.NewEmail, d.CodeHash}, err
 	}
-	return err
+	return "", nil, nil
 }
 
 // Reset empties the projections as part of t, for a rebuild. TRUNCATE locks

@@ -1,7 +1,6 @@
 package user
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -9,14 +8,6 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 )
-
-// decode unmarshals e's data into v, naming the event on failure.
-func decode(e eventstore.Event, v any) error {
-	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("user: decode %s %s: %w", e.Type, e.ID, err)
-	}
-	return nil
-}
 
 // signInLinks is the state of one address's sign-in stream: the links it
 // was sent, which are used, and when they were asked for.
@@ -38,15 +29,15 @@ func foldSignInLinks(events []eventstore.Event) (signInLinks, error) {
 		s.version = e.Version
 		switch e.Type {
 		case TypeSignInLinkRequested:
-			var d SignInLinkRequested
-			if err := decode(e, &d); err != nil {
+			d, err := eventstore.Decode[SignInLinkRequested](e)
+			if err != nil {
 				return s, err
 			}
 			s.requests = append(s.requests, e.RecordedAt)
 			s.codes = append(s.codes, signInCode{hash: d.CodeHash, expiresAt: d.ExpiresAt})
 		case TypeSignInLinkUsed:
-			var d SignInLinkUsed
-			if err := decode(e, &d); err != nil {
+			d, err := eventstore.Decode[SignInLinkUsed](e)
+			if err != nil {
 				return s, err
 			}
 			if c := s.code(d.CodeHash); c != nil {
@@ -124,32 +115,32 @@ func foldAccount(events []eventstore.Event) (account, error) {
 		a.version = e.Version
 		switch e.Type {
 		case TypeRegistered:
-			var d Registered
-			if err := decode(e, &d); err != nil {
+			d, err := eventstore.Decode[Registered](e)
+			if err != nil {
 				return a, err
 			}
 			a.id, a.email, a.createdAt = d.UserID, d.Email, e.RecordedAt
 		case TypeSessionStarted:
-			var d SessionStarted
-			if err := decode(e, &d); err != nil {
+			d, err := eventstore.Decode[SessionStarted](e)
+			if err != nil {
 				return a, err
 			}
 			a.sessions[d.TokenHash] = d.ExpiresAt
 		case TypeSessionEnded:
-			var d SessionEnded
-			if err := decode(e, &d); err != nil {
+			d, err := eventstore.Decode[SessionEnded](e)
+			if err != nil {
 				return a, err
 			}
 			delete(a.sessions, d.TokenHash)
 		case TypeEmailChangeRequested:
-			var d EmailChangeRequested
-			if err := decode(e, &d); err != nil {
+			d, err := eventstore.Decode[EmailChangeRequested](e)
+			if err != nil {
 				return a, err
 			}
 			a.changes = append(a.changes, emailChange{hash: d.CodeHash, newEmail: d.NewEmail, expiresAt: d.ExpiresAt})
 		case TypeEmailChanged:
-			var d EmailChanged
-			if err := decode(e, &d); err != nil {
+			d, err := eventstore.Decode[EmailChanged](e)
+			if err != nil {
 				return a, err
 			}
 			a.email = d.NewEmail
