@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +23,9 @@ type decodeError struct {
 func (e *decodeError) Error() string { return e.detail }
 
 // decode reads the JSON body of r into v strictly: the content type must be
-// JSON, the body at most maxBody bytes, one object with no unknown fields
-// and nothing after it. The error is a *decodeError.
+// JSON (or absent), the body at most maxBody bytes, one object (not null)
+// with no unknown fields and nothing after it. Field names match without
+// regard to case, as encoding/json does. The error is a *decodeError.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -34,8 +36,16 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	body := http.MaxBytesReader(w, r.Body, maxBody)
 	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return decodeFailure(err)
+	}
+	if raw[0] != '{' {
+		return &decodeError{http.StatusBadRequest, TypeBadRequest, "the body must be a JSON object"}
+	}
+	fields := json.NewDecoder(bytes.NewReader(raw))
+	fields.DisallowUnknownFields()
+	if err := fields.Decode(v); err != nil {
 		return decodeFailure(err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {

@@ -24,6 +24,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case errors.Is(err, user.ErrBadEmail):
 		writeProblem(w, http.StatusBadRequest, TypeBadEmail, err.Error())
 	case errors.Is(err, user.ErrInvalidCode):
+		if invalidCode == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="accounts"`)
+		}
 		writeProblem(w, invalidCode, TypeInvalidCode, "")
 	case errors.Is(err, user.ErrUnauthenticated):
 		w.Header().Set("WWW-Authenticate", `Bearer realm="accounts"`)

@@ -1,16 +1,17 @@
 package httpapi
 
-import (
-	"net/http"
-	"strings"
-)
+import "net/http"
 
 // addRoutes declares every route of the API in one place.
 func addRoutes(mux *http.ServeMux, d Deps) {
 	limit := limitClients(d.RateLimit, d.Now)
 	v1 := func(method, path string, h http.HandlerFunc) {
 		mux.Handle(method+" "+path, limit(h))
-		mux.Handle(path, methodNotAllowed(method))
+		allowed := method
+		if method == http.MethodGet {
+			allowed = "GET, HEAD"
+		}
+		mux.Handle(path, methodNotAllowed(allowed))
 	}
 	v1("POST", "/v1/sign-in-links", handleRequestSignInLink(d.Users, d.Log))
 	v1("POST", "/v1/sessions", handleSignIn(d.Users, d.Log))
@@ -19,11 +20,15 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	v1("POST", "/v1/email-changes", handleConfirmEmailChange(d.Users, d.Log))
 	v1("DELETE", "/v1/sessions/current", handleSignOut(d.Users, d.Log))
 
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	op := func(path string, h http.Handler) {
+		mux.Handle("GET "+path, h)
+		mux.Handle(path, methodNotAllowed("GET, HEAD"))
+	}
+	op("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", handleReady(d.Ready, d.Log))
-	mux.Handle("GET /metrics", d.Metrics)
+	}))
+	op("/readyz", handleReady(d.Ready, d.Log))
+	op("/metrics", d.Metrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, TypeNotFound, "no route for "+r.URL.Path)
 	})
@@ -34,6 +39,6 @@ func methodNotAllowed(allowed string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allowed)
 		writeProblem(w, http.StatusMethodNotAllowed, TypeMethodNotAllowed,
-			r.Method+" is not allowed; use "+strings.ToUpper(allowed))
+			r.Method+" is not allowed; use "+allowed)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/mail"
 	"strings"
+	"unicode"
 )
 
 // ErrBadEmail is returned for an address that is not a plain, valid email
@@ -13,7 +14,11 @@ var ErrBadEmail = errors.New("user: not an email address")
 
 // NormalizeEmail checks that s is one plain email address (no display name,
 // no comments) and returns it trimmed and in lower case, the form in which
-// addresses are compared and stored. The error wraps [ErrBadEmail].
+// addresses are compared and stored. The domain must be a DNS name in ASCII
+// (an internationalised one in its xn-- form); the local part may hold any
+// visible Unicode letter, digit, mark or symbol, but no space, control or
+// invisible formatting character, which would let two different addresses
+// look alike. The error wraps [ErrBadEmail].
 func NormalizeEmail(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -27,17 +32,37 @@ func NormalizeEmail(s string) (string, error) {
 		return "", fmt.Errorf("%w: %q", ErrBadEmail, s)
 	}
 	local, domain, _ := strings.Cut(strings.ToLower(a.Address), "@")
-	switch {
-	case len(local) > 64:
+	if len(local) > 64 {
 		return "", fmt.Errorf("%w: local part longer than 64 characters", ErrBadEmail)
-	case !strings.Contains(domain, ".") || strings.HasPrefix(domain, "[") ||
-		strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, ".."):
-		return "", fmt.Errorf("%w: %q is not a mail domain", ErrBadEmail, domain)
 	}
-	for _, r := range local + domain {
-		if r < 0x21 || r == 0x7f {
-			return "", fmt.Errorf("%w: %q", ErrBadEmail, s)
+	for _, r := range local {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+			return "", fmt.Errorf("%w: %q has an invisible or control character", ErrBadEmail, s)
 		}
 	}
+	if !dnsName(domain) {
+		return "", fmt.Errorf("%w: %q is not a mail domain", ErrBadEmail, domain)
+	}
 	return local + "@" + domain, nil
+}
+
+// dnsName reports whether d is a DNS name of two labels or more, each of
+// ASCII letters, digits and inner hyphens.
+func dnsName(d string) bool {
+	labels := strings.Split(d, ".")
+	if len(labels) < 2 || len(d) > 253 {
+		return false
+	}
+	for _, l := range labels {
+		if len(l) < 1 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }

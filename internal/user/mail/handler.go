@@ -24,6 +24,9 @@ type Mail struct {
 	MessageID string
 	Text      string
 	HTML      string
+	// Link and Code are what the mail carries, for senders that show mail
+	// rather than send it, such as [LogSender].
+	Link, Code string
 }
 
 // Sender sends composed mail, over SMTP or to the log.
@@ -98,6 +101,8 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 				MessageID: m.ID.String() + "@" + cfg.Domain,
 				Text:      text.String(),
 				HTML:      html.String(),
+				Link:      link.URL,
+				Code:      link.Code,
 			})
 		}
 	}
@@ -160,6 +165,6 @@ type LogSender struct {
 // Send logs m.
 func (l LogSender) Send(ctx context.Context, m Mail) error {
 	l.Log.InfoContext(ctx, "mail (not sent: SMTP_URL is unset)",
-		"to", m.To, "subject", m.Subject, "message_id", m.MessageID, "text", m.Text)
+		"to", m.To, "subject", m.Subject, "link", m.Link, "code", m.Code, "message_id", m.MessageID)
 	return nil
 }

@@ -1,0 +1,175 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+// endpoint is a JSON endpoint with a value of its field that it would
+// accept, so that a body the decoder wrongly let through would change
+// something.
+type endpoint struct {
+	path, field string
+	// prepare returns a token (or "") and the value that would succeed.
+	prepare func(t *testing.T, e *env) (token, value string)
+	success int
+}
+
+var jsonEndpoints = []endpoint{
+	{
+		path: "/v1/sign-in-links", field: "email", success: http.StatusAccepted,
+		prepare: func(*testing.T, *env) (string, string) { return "", "ada@example.com" },
+	},
+	{
+		path: "/v1/sessions", field: "code", success: http.StatusCreated,
+		prepare: func(t *testing.T, e *env) (string, string) {
+			return "", e.link(t, "ada@example.com", "ada@example.com")
+		},
+	},
+	{
+		path: "/v1/me/email-change", field: "new_email", success: http.StatusAccepted,
+		prepare: func(t *testing.T, e *env) (string, string) {
+			return e.signIn(t, "ada@example.com").Token, "new@example.com"
+		},
+	},
+	{
+		path: "/v1/email-changes", field: "code", success: http.StatusOK,
+		prepare: func(t *testing.T, e *env) (string, string) {
+			s := e.signIn(t, "ada@example.com")
+			wantStatus(t, "email change", e.post(t, "/v1/me/email-change", s.Token, newEmailBody("new@example.com")), http.StatusAccepted)
+			return "", e.oneMail(t, mail.TopicEmailChange, "new@example.com", "/confirm-email")
+		},
+	},
+}
+
+// TestStrictDecoding sends every JSON endpoint each kind of malformed body,
+// built around a value that would succeed, and checks the problem and that
+// nothing changed; then the well-formed body succeeds.
+func TestStrictDecoding(t *testing.T) {
+	t.Parallel()
+	for _, ep := range jsonEndpoints {
+		t.Run(strings.TrimPrefix(ep.path, "/v1/"), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			token, value := ep.prepare(t, e)
+			f := jsonString(ep.field)
+			v := jsonString(value)
+			good := "{" + f + ":" + v + "}"
+			// A value with enough spaces inside that the body is over the
+			// limit; the domain trims them, so it would succeed if read.
+			padded := "{" + f + ":" + jsonString(strings.Repeat(" ", maxBody)+value) + "}"
+
+			bad := []struct {
+				what, body string
+				status     int
+				typ        string
+			}{
+				{"an unknown field", "{" + f + ":" + v + `,"extra":1}`, 400, httpapi.TypeBadRequest},
+				{"only an unknown field", `{"extra":` + v + `}`, 400, httpapi.TypeBadRequest},
+				{"trailing data", good + " x", 400, httpapi.TypeBadRequest},
+				{"a trailing brace", good + "}", 400, httpapi.TypeBadRequest},
+				{"a trailing number", good + "1", 400, httpapi.TypeBadRequest},
+				{"two objects", good + good, 400, httpapi.TypeBadRequest},
+				{"two objects on two lines", good + "\n" + good + "\n", 400, httpapi.TypeBadRequest},
+				{"a form body", ep.field + "=" + value, 400, httpapi.TypeBadRequest},
+				{"whitespace only", " \n\t ", 400, httpapi.TypeBadRequest},
+				{"a truncated object", "{" + f + ":" + v, 400, httpapi.TypeBadRequest},
+				{"a truncated string", "{" + f + `:"` + value, 400, httpapi.TypeBadRequest},
+				{"an array", "[" + good + "]", 400, httpapi.TypeBadRequest},
+				{"a string", v, 400, httpapi.TypeBadRequest},
+				{"a number", "5", 400, httpapi.TypeBadRequest},
+				{"true", "true", 400, httpapi.TypeBadRequest},
+				{"null", "null", 400, httpapi.TypeBadRequest},
+				{"a number for the field", "{" + f + ":5}", 400, httpapi.TypeBadRequest},
+				{"a boolean for the field", "{" + f + ":true}", 400, httpapi.TypeBadRequest},
+				{"an array for the field", "{" + f + ":[" + v + "]}", 400, httpapi.TypeBadRequest},
+				{"an object for the field", "{" + f + ":{}}", 400, httpapi.TypeBadRequest},
+				{"single quotes", "{'" + ep.field + "':'" + value + "'}", 400, httpapi.TypeBadRequest},
+				{"a comment", "/* hi */" + good, 400, httpapi.TypeBadRequest},
+				{"a byte-order mark", "\ufeff" + good, 400, httpapi.TypeBadRequest},
+				{"a bad escape", "{" + f + `:"\x"}`, 400, httpapi.TypeBadRequest},
+				{"a body over 4 KiB inside the value", padded, 413, httpapi.TypeBodyTooLarge},
+				{"a body over 4 KiB after the object", good + strings.Repeat(" ", maxBody), 413, httpapi.TypeBodyTooLarge},
+				{"a body far over 4 KiB", "{" + f + ":" + jsonString(strings.Repeat("x", 64<<10)) + "}", 413, httpapi.TypeBodyTooLarge},
+			}
+			for _, c := range bad {
+				before := e.snapshot(t)
+				r := e.send(t, request{method: http.MethodPost, path: ep.path, token: token, body: c.body})
+				wantProblem(t, ep.path+" with "+c.what, r, c.status, c.typ)
+				e.unchanged(t, ep.path+" with "+c.what, before)
+			}
+
+			// An empty body, with and without a Content-Type.
+			for what, h := range map[string]map[string]string{
+				"an empty body":                     {"Content-Type": "application/json"},
+				"an empty body and no Content-Type": nil,
+			} {
+				before := e.snapshot(t)
+				r := e.send(t, request{method: http.MethodPost, path: ep.path, token: token, header: h})
+				wantProblem(t, ep.path+" with "+what, r, 400, httpapi.TypeBadRequest)
+				e.unchanged(t, ep.path+" with "+what, before)
+			}
+
+			// The right body with the wrong Content-Type.
+			for _, ct := range []string{
+				"text/plain",
+				"application/x-www-form-urlencoded",
+				"multipart/form-data; boundary=x",
+				"text/json",
+				"application/problem+json",
+				"application/json-patch+json",
+				"json",
+				"application/json; charset", // malformed parameter
+			} {
+				before := e.snapshot(t)
+				r := e.send(t, request{method: http.MethodPost, path: ep.path, token: token, body: good,
+					header: map[string]string{"Content-Type": ct}})
+				wantProblem(t, ep.path+" as "+ct, r, http.StatusUnsupportedMediaType, httpapi.TypeUnsupportedMediaType)
+				e.unchanged(t, ep.path+" as "+ct, before)
+			}
+
+			// The body that all of the above spoiled works.
+			r := e.send(t, request{method: http.MethodPost, path: ep.path, token: token, body: good,
+				header: map[string]string{"Content-Type": "Application/JSON; charset=utf-8"}})
+			wantStatus(t, ep.path+" with a good body", r, ep.success)
+		})
+	}
+}
+
+// TestBodyLimitBoundary: a body of exactly 4 KiB is read; one byte more is
+// refused with 413.
+func TestBodyLimitBoundary(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	good := emailBody("ada@example.com")
+	exact := good + strings.Repeat(" ", maxBody-len(good))
+	before := e.snapshot(t)
+	r := e.post(t, "/v1/sign-in-links", "", exact+" ")
+	wantProblem(t, "a body of 4 KiB + 1", r, http.StatusRequestEntityTooLarge, httpapi.TypeBodyTooLarge)
+	e.unchanged(t, "a body of 4 KiB + 1", before)
+
+	r = e.post(t, "/v1/sign-in-links", "", exact)
+	wantStatus(t, "a body of exactly 4 KiB", r, http.StatusAccepted)
+	e.oneMail(t, mail.TopicLoginLink, "ada@example.com", "/sign-in")
+
+	// Without a Content-Type the body is taken as JSON.
+	r = e.send(t, request{method: http.MethodPost, path: "/v1/sign-in-links", body: emailBody("bob@example.com"), noContentType: true})
+	wantStatus(t, "a body without Content-Type", r, http.StatusAccepted)
+	e.oneMail(t, mail.TopicLoginLink, "bob@example.com", "/sign-in")
+}
+
+// TestEmailChangeChecksTokenFirst: without a token, the endpoint answers 401
+// whatever the body.
+func TestEmailChangeChecksTokenFirst(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	before := e.snapshot(t)
+	for _, body := range []string{"", "nonsense", newEmailBody("new@example.com"), strings.Repeat("x", 2*maxBody)} {
+		wantUnauthenticated(t, "email change without a token", e.post(t, "/v1/me/email-change", "", body))
+	}
+	e.unchanged(t, "email change without a token", before)
+}

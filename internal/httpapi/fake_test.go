@@ -1,0 +1,207 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// fakeUsers is a deterministic stand-in for the user domain, for tests of
+// the HTTP layer alone (the fuzz target): it answers with the domain's own
+// errors, decided from its input only.
+//
+//   - Addresses are checked by user.NormalizeEmail; a normalised address that
+//     starts with "limited" asks too often, one that starts with "taken" or
+//     is the user's own belongs to an account.
+//   - Codes are valid when they are exactly 32 lower-case base32 letters; a
+//     valid confirmation code that starts with "taken" finds its address
+//     taken meanwhile.
+//   - The one live session token is fakeToken.
+type fakeUsers struct{}
+
+var (
+	fakeToken = strings.Repeat("t", 32)
+	fakeUser  = user.User{ID: uuid.MustParse("01900000-0000-7000-8000-000000000001"), Email: "ada@example.com", CreatedAt: start}
+)
+
+var _ httpapi.Users = fakeUsers{}
+
+// fakeValidCode reports whether s is 32 lower-case base32 letters.
+func fakeValidCode(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
+}
+
+func (fakeUsers) RequestSignInLink(_ context.Context, address string) error {
+	email, err := user.NormalizeEmail(address)
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(email, "limited") {
+		return &user.TooManyRequestsError{RetryAfter: 90*time.Second + time.Millisecond}
+	}
+	return nil
+}
+
+func (fakeUsers) SignIn(_ context.Context, code string) (user.Session, error) {
+	if !fakeValidCode(code) {
+		return user.Session{}, fmt.Errorf("%w: malformed", user.ErrInvalidCode)
+	}
+	return user.Session{Token: fakeToken, ExpiresAt: start.Add(sessionTTL), User: fakeUser}, nil
+}
+
+func (fakeUsers) Me(_ context.Context, token string) (user.User, error) {
+	if token != fakeToken {
+		return user.User{}, user.ErrUnauthenticated
+	}
+	return fakeUser, nil
+}
+
+func (fakeUsers) SignOut(_ context.Context, token string) error {
+	if token != fakeToken {
+		return user.ErrUnauthenticated
+	}
+	return nil
+}
+
+func (fakeUsers) RequestEmailChange(_ context.Context, token, address string) error {
+	email, err := user.NormalizeEmail(address)
+	if err != nil {
+		return err
+	}
+	if token != fakeToken {
+		return user.ErrUnauthenticated
+	}
+	if email == fakeUser.Email || strings.HasPrefix(email, "taken") {
+		return fmt.Errorf("%w: %s", user.ErrEmailTaken, email)
+	}
+	return nil
+}
+
+func (fakeUsers) ConfirmEmailChange(_ context.Context, code string) (user.User, error) {
+	if !fakeValidCode(code) {
+		return user.User{}, fmt.Errorf("%w: malformed", user.ErrInvalidCode)
+	}
+	if strings.HasPrefix(code, "taken") {
+		return user.User{}, fmt.Errorf("%w: meanwhile", user.ErrEmailTaken)
+	}
+	u := fakeUser
+	u.Email = "new@example.com"
+	return u, nil
+}
+
+// serve sends one request to h in process and returns the answer.
+func serve(t *testing.T, h http.Handler, method, path, remote string, header map[string]string, body []byte) response {
+	t.Helper()
+	req := httptest.NewRequestWithContext(t.Context(), method, path, bytes.NewReader(body))
+	if remote != "" {
+		req.RemoteAddr = remote
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	res := rec.Result()
+	b, _ := io.ReadAll(res.Body)
+	return response{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// TestClientRateLimitPerClient: each client address has its own budget.
+func TestClientRateLimitPerClient(t *testing.T) {
+	t.Parallel()
+	now := start
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, RateLimit: 2, Now: func() time.Time { return now }})
+	me := func(remote string) response {
+		return serve(t, h, "GET", "/v1/me", remote, map[string]string{"Authorization": "Bearer " + fakeToken}, nil)
+	}
+	for range 2 {
+		wantStatus(t, "client A within its limit", me("192.0.2.1:1000"), http.StatusOK)
+	}
+	// Another port of the same address is the same client.
+	r := me("192.0.2.1:2000")
+	wantProblem(t, "client A from another port", r, http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
+	if wait := wantRetryAfter(t, "client A", r); wait != 30*time.Second {
+		t.Errorf("Retry-After %s, want 30s", wait)
+	}
+	// Other clients, IPv4 and IPv6, are not held back by A.
+	for _, remote := range []string{"192.0.2.2:1000", "[2001:db8::1]:1000", "[2001:DB8::2]:1000"} {
+		for range 2 {
+			wantStatus(t, "client "+remote, me(remote), http.StatusOK)
+		}
+		wantProblem(t, "client "+remote+" over its limit", me(remote), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
+	}
+	// /healthz is not limited even for a client over its limit.
+	wantStatus(t, "/healthz", serve(t, h, "GET", "/healthz", "192.0.2.1:1000", nil, nil), http.StatusOK)
+}
+
+// panicky is a domain that panics or fails in ways the API does not know.
+type panicky struct{ fakeUsers }
+
+func (panicky) Me(context.Context, string) (user.User, error) { panic("boom") }
+func (panicky) SignOut(context.Context, string) error {
+	return errors.New("connection refused to 10.0.0.7:5432 password=hunter2")
+}
+
+// TestUnexpectedErrors: a panic or an unknown error is a 500 problem that
+// shows nothing of its cause.
+func TestUnexpectedErrors(t *testing.T) {
+	t.Parallel()
+	h := httpapi.NewServer(httpapi.Deps{Users: panicky{}})
+	auth := map[string]string{"Authorization": "Bearer " + fakeToken}
+	for _, c := range []struct{ method, path string }{{"GET", "/v1/me"}, {"DELETE", "/v1/sessions/current"}} {
+		r := serve(t, h, c.method, c.path, "", auth, nil)
+		p := wantProblem(t, c.method+" "+c.path, r, http.StatusInternalServerError, httpapi.TypeInternal)
+		if strings.Contains(string(r.body), "boom") || strings.Contains(string(r.body), "hunter2") || p.Detail != "" {
+			t.Errorf("%s %s: the 500 shows its cause: %s", c.method, c.path, r.body)
+		}
+	}
+}
+
+// TestFakeSuccessBodies checks the shapes of the success answers with the
+// fake domain, where every field is known.
+func TestFakeSuccessBodies(t *testing.T) {
+	t.Parallel()
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}})
+	r := serve(t, h, "POST", "/v1/sessions", "", nil, []byte(codeBody(strings.Repeat("a", 32))))
+	wantStatus(t, "sign-in", r, http.StatusCreated)
+	var s struct {
+		Token     string    `json:"token"`
+		ExpiresAt time.Time `json:"expires_at"`
+		User      struct {
+			ID    uuid.UUID `json:"id"`
+			Email string    `json:"email"`
+		} `json:"user"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("201 body %s: %v", r.body, err)
+	}
+	if s.Token != fakeToken || !s.ExpiresAt.Equal(start.Add(sessionTTL)) || s.User.ID != fakeUser.ID || s.User.Email != fakeUser.Email {
+		t.Errorf("201 body %s", r.body)
+	}
+	if cc := r.header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("a session token is sent with Cache-Control %q, want no-store", cc)
+	}
+}
