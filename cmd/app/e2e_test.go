@@ -21,6 +21,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/smtp"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
+	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -127,7 +128,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 	ctx := t.Context()
 	db := pgtest.New(t)
 	mx := smtptest.NewServer(t)
-	clock := &e2eClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 
 	sender, err := smtp.New(mx.URL(), 5*time.Second)
 	if err != nil {
@@ -485,24 +486,6 @@ func (l *e2eLogs) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
-}
-
-// e2eClock is a clock that moves only when told.
-type e2eClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *e2eClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *e2eClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // e2eRecordingOutbox is an outbox store that notes the IDs of the messages

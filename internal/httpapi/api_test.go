@@ -30,8 +30,8 @@ func TestHappyPath(t *testing.T) {
 		t.Errorf("asking for a link created %d users", n)
 	}
 
-	e.advance(time.Minute)
-	signedInAt := e.clock()
+	e.clock.Advance(time.Minute)
+	signedInAt := e.clock.Now()
 	r = e.post(t, "/v1/sessions", "", codeBody(code))
 	wantStatus(t, "POST /v1/sessions", r, http.StatusCreated)
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -67,7 +67,7 @@ func TestHappyPath(t *testing.T) {
 	r = e.send(t, request{method: http.MethodGet, path: "/v1/me", header: map[string]string{"Authorization": "bearer " + s.Token}})
 	wantStatus(t, "GET /v1/me with scheme bearer", r, http.StatusOK)
 
-	e.advance(time.Minute)
+	e.clock.Advance(time.Minute)
 	r = e.post(t, "/v1/me/email-change", s.Token, newEmailBody(" New@Example.com "))
 	wantStatus(t, "POST /v1/me/email-change", r, http.StatusAccepted)
 	if len(r.body) != 0 {
@@ -192,11 +192,11 @@ func TestSignInLinkPerAddressLimit(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	for i := range 5 {
-		e.set(start.Add(time.Duration(i) * time.Minute))
+		e.clock.Set(start.Add(time.Duration(i) * time.Minute))
 		e.link(t, "ada@example.com", "ada@example.com")
 	}
 
-	e.set(start.Add(5 * time.Minute))
+	e.clock.Set(start.Add(5 * time.Minute))
 	for _, spelling := range []string{"ada@example.com", "  ADA@Example.com"} {
 		before := e.snapshot(t)
 		r := e.post(t, "/v1/sign-in-links", "", emailBody(spelling))
@@ -212,7 +212,7 @@ func TestSignInLinkPerAddressLimit(t *testing.T) {
 
 	// Retry-After tells the truth: one second early is still too early, on
 	// time is fine.
-	e.set(start.Add(15*time.Minute - time.Second))
+	e.clock.Set(start.Add(15*time.Minute - time.Second))
 	before := e.snapshot(t)
 	r := e.post(t, "/v1/sign-in-links", "", emailBody("ada@example.com"))
 	wantProblem(t, "a second before the window moves", r, http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
@@ -220,7 +220,7 @@ func TestSignInLinkPerAddressLimit(t *testing.T) {
 		t.Errorf("Retry-After %s, want 1s", wait)
 	}
 	e.unchanged(t, "request a second early", before)
-	e.set(start.Add(15 * time.Minute))
+	e.clock.Set(start.Add(15 * time.Minute))
 	e.link(t, "ada@example.com", "ada@example.com")
 }
 
@@ -264,11 +264,11 @@ func TestSignInRefusesCodes(t *testing.T) {
 		refuse(what, code)
 	}
 
-	e.set(start.Add(linkTTL))
+	e.clock.Set(start.Add(linkTTL))
 	refuse("an expired code", expired)
 
 	// A code refused for its shape does not spoil the real one.
-	e.set(start.Add(linkTTL - time.Second))
+	e.clock.Set(start.Add(linkTTL - time.Second))
 	s := e.signInWith(t, live)
 	if s.User.Email != "carol@example.com" {
 		t.Errorf("signed in as %q", s.User.Email)
@@ -303,9 +303,9 @@ func TestMeRefuses(t *testing.T) {
 	e.unchanged(t, "refused GET /v1/me", before)
 
 	// The live session works until it expires.
-	e.set(start.Add(sessionTTL - time.Second))
+	e.clock.Set(start.Add(sessionTTL - time.Second))
 	e.me(t, s.Token)
-	e.set(start.Add(sessionTTL))
+	e.clock.Set(start.Add(sessionTTL))
 	wantUnauthenticated(t, "GET /v1/me with an expired session", e.get(t, "/v1/me", s.Token))
 	e.unchanged(t, "refused GET /v1/me", before)
 }
@@ -332,7 +332,7 @@ func TestSignOutRefuses(t *testing.T) {
 	wantStatus(t, "sign-out", e.send(t, request{method: http.MethodDelete, path: "/v1/sessions/current", token: s.Token}), http.StatusNoContent)
 	before = e.snapshot(t)
 	signOut("a token already signed out", map[string]string{"Authorization": "Bearer " + s.Token})
-	e.set(start.Add(sessionTTL))
+	e.clock.Set(start.Add(sessionTTL))
 	signOut("an expired session", map[string]string{"Authorization": "Bearer " + expiring.Token})
 	e.unchanged(t, "refused sign-outs", before)
 }
@@ -407,14 +407,14 @@ func TestConfirmEmailChangeRefuses(t *testing.T) {
 	refuse("a malformed code", "abc!", http.StatusBadRequest, httpapi.TypeInvalidCode)
 	refuse("a huge code", strings.Repeat("z", 3000), http.StatusBadRequest, httpapi.TypeInvalidCode)
 
-	e.set(start.Add(time.Hour))
+	e.clock.Set(start.Add(time.Hour))
 	expired := ask(ada.Token, "ada3@example.com")
-	e.set(start.Add(time.Hour + linkTTL))
+	e.clock.Set(start.Add(time.Hour + linkTTL))
 	refuse("an expired code", expired, http.StatusBadRequest, httpapi.TypeInvalidCode)
 
 	// Someone else takes the address between the request and the
 	// confirmation.
-	e.set(start.Add(2 * time.Hour))
+	e.clock.Set(start.Add(2 * time.Hour))
 	taken := ask(ada.Token, "carol@example.com")
 	carol := e.signIn(t, "carol@example.com")
 	refuse("an address taken meanwhile", taken, http.StatusConflict, httpapi.TypeEmailTaken)

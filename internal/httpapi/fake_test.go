@@ -185,14 +185,7 @@ func TestFakeSuccessBodies(t *testing.T) {
 	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}})
 	r := serve(t, h, "POST", "/v1/sessions", "", nil, []byte(codeBody(strings.Repeat("a", 32))))
 	wantStatus(t, "sign-in", r, http.StatusCreated)
-	var s struct {
-		Token     string    `json:"token"`
-		ExpiresAt time.Time `json:"expires_at"`
-		User      struct {
-			ID    uuid.UUID `json:"id"`
-			Email string    `json:"email"`
-		} `json:"user"`
-	}
+	var s session
 	dec := json.NewDecoder(bytes.NewReader(r.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {

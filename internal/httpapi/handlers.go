@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -33,6 +34,11 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		writeProblem(w, http.StatusUnauthorized, TypeUnauthenticated, "")
 	case errors.Is(err, user.ErrEmailTaken):
 		writeProblem(w, http.StatusConflict, TypeEmailTaken, "")
+	case errors.Is(err, eventstore.ErrConcurrency):
+		// The command lost its race with others too often; it changed
+		// nothing and may be sent again.
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, http.StatusServiceUnavailable, TypeBusy, "too many concurrent changes; try again")
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads the answer.
 	default:

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,8 +19,10 @@ import (
 	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
+	"github.com/eventsourced/accounts/internal/user/mail/mailtest"
 )
 
 const baseURL = "https://accounts.test"
@@ -42,10 +43,8 @@ type env struct {
 	url    string
 	client *http.Client
 	db     *postgres.DB
-
-	mu   sync.Mutex
-	now  time.Time
-	seen map[uuid.UUID]bool
+	// clock is the service's and the server's.
+	clock *testclock.Clock
 }
 
 type options struct {
@@ -61,9 +60,9 @@ func setup(t *testing.T) *env {
 
 func setupWith(t *testing.T, o options) *env {
 	t.Helper()
-	e := &env{db: pgtest.New(t), now: start, seen: map[uuid.UUID]bool{}}
+	e := &env{db: pgtest.New(t), clock: testclock.New(start)}
 	svc, err := user.NewService(user.Deps{
-		Runner: e.db.Runner(e.clock),
+		Runner: e.db.Runner(e.clock.Now),
 		Events: e.db.Events(),
 		Outbox: e.db.Outbox(),
 		Views:  postgres.UserViews{},
@@ -80,27 +79,13 @@ func setupWith(t *testing.T, o options) *env {
 		Ready:     ready,
 		Log:       slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		RateLimit: o.rateLimit,
-		Now:       e.clock,
+		Now:       e.clock.Now,
 	}))
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 	e.client = srv.Client()
 	return e
 }
-
-func (e *env) clock() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.now
-}
-
-func (e *env) set(now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.now = now
-}
-
-func (e *env) advance(d time.Duration) { e.set(e.clock().Add(d)) }
 
 // response is what the server answered.
 type response struct {
@@ -200,6 +185,7 @@ var knownTypes = map[string]int{
 	httpapi.TypeNotFound:             http.StatusNotFound,
 	httpapi.TypeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	httpapi.TypeNotReady:             http.StatusServiceUnavailable,
+	httpapi.TypeBusy:                 http.StatusServiceUnavailable,
 	httpapi.TypeInternal:             http.StatusInternalServerError,
 }
 
@@ -324,42 +310,11 @@ func (e *env) unchanged(t *testing.T, what string, before snapshot) {
 	}
 }
 
-// sentMail is one mail the service put in the outbox.
-type sentMail struct {
-	Topic string
-	mail.Link
-}
-
 // mails returns the mails added to the outbox since the last call, oldest
-// first. It leaves them in the outbox, so that counts of its rows only grow.
-func (e *env) mails(t *testing.T) []sentMail {
+// first, and removes them from the outbox as a relay would.
+func (e *env) mails(t *testing.T) []mailtest.Sent {
 	t.Helper()
-	rows, err := e.db.Pool().Query(t.Context(), `SELECT id, topic, payload::text FROM outbox_messages ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []sentMail
-	for rows.Next() {
-		var id uuid.UUID
-		var m sentMail
-		var payload string
-		if err := rows.Scan(&id, &m.Topic, &payload); err != nil {
-			t.Fatal(err)
-		}
-		if e.seen[id] {
-			continue
-		}
-		e.seen[id] = true
-		if err := json.Unmarshal([]byte(payload), &m.Link); err != nil {
-			t.Fatalf("outbox message %s: payload %s: %v", id, payload, err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return mailtest.Take(t, e.db.Outbox(), e.clock.Now().Add(100*365*24*time.Hour))
 }
 
 // oneMail returns the code of the one mail sent since the last call and
@@ -371,10 +326,10 @@ func (e *env) oneMail(t *testing.T, topic, to, path string) string {
 		t.Fatalf("outbox got %d new messages, want 1: %+v", len(ms), ms)
 	}
 	m := ms[0]
-	if m.Topic != topic || m.To != to || m.URL != baseURL+path+"?code="+m.Code || m.Code == "" {
+	if m.Topic != topic || m.Link.To != to || m.Link.URL != baseURL+path+"?code="+m.Link.Code || m.Link.Code == "" {
 		t.Fatalf("mail %+v, want topic %s to %s with a link to %s", m, topic, to, path)
 	}
-	return m.Code
+	return m.Link.Code
 }
 
 // link asks for a sign-in link for address through the API and returns the

@@ -30,6 +30,7 @@ const (
 	TypeNotFound             = "/problems/not-found"
 	TypeMethodNotAllowed     = "/problems/method-not-allowed"
 	TypeNotReady             = "/problems/not-ready"
+	TypeBusy                 = "/problems/busy"
 	TypeInternal             = "/problems/internal"
 )
 
@@ -45,6 +46,7 @@ var titles = map[string]string{
 	TypeNotFound:             "There is nothing here.",
 	TypeMethodNotAllowed:     "That method is not allowed here.",
 	TypeNotReady:             "The service is not ready.",
+	TypeBusy:                 "The service is busy; try again.",
 	TypeInternal:             "Something went wrong on our side.",
 }
 

@@ -161,14 +161,14 @@ func TestClientRateLimit(t *testing.T) {
 
 	// A second before Retry-After is still too early; on time, one request
 	// passes and the next waits again.
-	e.advance(wait - time.Second)
+	e.clock.Advance(wait - time.Second)
 	wantProblem(t, "a second early", e.get(t, "/v1/me", ""), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
-	e.advance(time.Second)
+	e.clock.Advance(time.Second)
 	wantStatus(t, "after Retry-After", e.post(t, "/v1/sign-in-links", "", emailBody("ada@example.com")), http.StatusAccepted)
 	wantProblem(t, "right after", e.get(t, "/v1/me", ""), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
 
 	// After a quiet minute the whole burst is back.
-	e.advance(time.Minute)
+	e.clock.Advance(time.Minute)
 	for range 3 {
 		wantUnauthenticated(t, "after a quiet minute", e.get(t, "/v1/me", ""))
 	}

@@ -1,7 +1,6 @@
 package user_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,8 +12,10 @@ import (
 
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
+	"github.com/eventsourced/accounts/internal/user/mail/mailtest"
 )
 
 const baseURL = "https://accounts.test"
@@ -33,16 +34,8 @@ const (
 type bundle struct {
 	db  *postgres.DB
 	svc *user.Service
-
-	mu  sync.Mutex
-	now time.Time
-}
-
-// sent is one mail the service put in the outbox.
-type sent struct {
-	ID    uuid.UUID
-	Topic string
-	mail.Link
+	// clock is the runner's; goroutines of the concurrency tests read it.
+	clock *testclock.Clock
 }
 
 func setup(t *testing.T) *bundle {
@@ -52,8 +45,8 @@ func setup(t *testing.T) *bundle {
 
 func setupPolicy(t *testing.T, p user.Policy) *bundle {
 	t.Helper()
-	b := &bundle{db: pgtest.New(t), now: start}
-	runner := b.db.Runner(b.clock)
+	b := &bundle{db: pgtest.New(t), clock: testclock.New(start)}
+	runner := b.db.Runner(b.clock.Now)
 	svc, err := user.NewService(user.Deps{
 		Runner: runner,
 		Events: b.db.Events(),
@@ -67,48 +60,16 @@ func setupPolicy(t *testing.T, p user.Policy) *bundle {
 	return b
 }
 
-// clock is the runner's clock; goroutines of the concurrency tests read it.
-func (b *bundle) clock() time.Time {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.now
-}
-
-func (b *bundle) set(now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.now = now
-}
-
-func (b *bundle) advance(d time.Duration) { b.set(b.clock().Add(d)) }
-
 // mails returns the mails added to the outbox since the last call, oldest
 // first, and removes them from the outbox as a relay would.
-func (b *bundle) mails(t *testing.T) []sent {
+func (b *bundle) mails(t *testing.T) []mailtest.Sent {
 	t.Helper()
-	store := b.db.Outbox()
-	far := b.clock().Add(100 * 365 * 24 * time.Hour)
-	msgs, err := store.Claim(t.Context(), far, time.Minute, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]sent, 0, len(msgs))
-	for _, m := range msgs {
-		s := sent{ID: m.ID, Topic: m.Topic}
-		if err := json.Unmarshal(m.Payload, &s.Link); err != nil {
-			t.Fatalf("outbox message %s on %s: payload %s is not a mail.Link: %v", m.ID, m.Topic, m.Payload, err)
-		}
-		if err := store.Ack(t.Context(), m.ID); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
+	return mailtest.Take(t, b.db.Outbox(), b.clock.Now().Add(100*365*24*time.Hour))
 }
 
 // oneMail returns the one mail added since the last call and checks its
 // topic, recipient, link and expiry.
-func (b *bundle) oneMail(t *testing.T, topic, to, path string) sent {
+func (b *bundle) oneMail(t *testing.T, topic, to, path string) mailtest.Sent {
 	t.Helper()
 	ms := b.mails(t)
 	if len(ms) != 1 {
@@ -121,18 +82,18 @@ func (b *bundle) oneMail(t *testing.T, topic, to, path string) sent {
 	if m.Topic != topic {
 		t.Errorf("topic = %q, want %q", m.Topic, topic)
 	}
-	if m.To != to {
-		t.Errorf("mail to %q, want %q", m.To, to)
+	if m.Link.To != to {
+		t.Errorf("mail to %q, want %q", m.Link.To, to)
 	}
-	if want := baseURL + path + "?code=" + m.Code; m.URL != want {
-		t.Errorf("URL = %q, want %q", m.URL, want)
+	if want := baseURL + path + "?code=" + m.Link.Code; m.Link.URL != want {
+		t.Errorf("URL = %q, want %q", m.Link.URL, want)
 	}
-	if want := b.clock().Add(linkTTL); !m.ExpiresAt.Equal(want) {
-		t.Errorf("link expires at %s, want now + 15m = %s", m.ExpiresAt, want)
+	if want := b.clock.Now().Add(linkTTL); !m.Link.ExpiresAt.Equal(want) {
+		t.Errorf("link expires at %s, want now + 15m = %s", m.Link.ExpiresAt, want)
 	}
 	// At least 128 random bits, as base32 letters of 5 bits each.
-	if len(m.Code)*5 < 128 {
-		t.Errorf("code %q has fewer than 128 bits", m.Code)
+	if len(m.Link.Code)*5 < 128 {
+		t.Errorf("code %q has fewer than 128 bits", m.Link.Code)
 	}
 	return m
 }
@@ -143,7 +104,7 @@ func (b *bundle) link(t *testing.T, address, normalized string) string {
 	if err := b.svc.RequestSignInLink(t.Context(), address); err != nil {
 		t.Fatalf("RequestSignInLink(%q): %v", address, err)
 	}
-	return b.oneMail(t, mail.TopicLoginLink, normalized, "/sign-in").Code
+	return b.oneMail(t, mail.TopicLoginLink, normalized, "/sign-in").Link.Code
 }
 
 // signIn asks for a link to a normalized address and signs in with it.
@@ -162,7 +123,7 @@ func (b *bundle) changeCode(t *testing.T, token, newEmail string) string {
 	if err := b.svc.RequestEmailChange(t.Context(), token, newEmail); err != nil {
 		t.Fatalf("RequestEmailChange(%q): %v", newEmail, err)
 	}
-	return b.oneMail(t, mail.TopicEmailChange, newEmail, "/confirm-email").Code
+	return b.oneMail(t, mail.TopicEmailChange, newEmail, "/confirm-email").Link.Code
 }
 
 // count returns the result of a count query.
@@ -221,25 +182,25 @@ func TestSignIn(t *testing.T) {
 		t.Errorf("asking for a link created %d users, want none before the first sign-in", n)
 	}
 
-	b.advance(time.Minute)
-	s, err := b.svc.SignIn(ctx, m.Code)
+	b.clock.Advance(time.Minute)
+	s, err := b.svc.SignIn(ctx, m.Link.Code)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Token == "" || s.Token == m.Code {
+	if s.Token == "" || s.Token == m.Link.Code {
 		t.Errorf("session token %q, want a fresh secret", s.Token)
 	}
-	if want := b.clock().Add(sessionTTL); !s.ExpiresAt.Equal(want) {
+	if want := b.clock.Now().Add(sessionTTL); !s.ExpiresAt.Equal(want) {
 		t.Errorf("session expires at %s, want now + 30 days = %s", s.ExpiresAt, want)
 	}
-	if s.User.ID == uuid.Nil || s.User.Email != "ada@example.com" || !s.User.CreatedAt.Equal(b.clock()) {
-		t.Errorf("session user = %+v, want a new user ada@example.com created now (%s)", s.User, b.clock())
+	if s.User.ID == uuid.Nil || s.User.Email != "ada@example.com" || !s.User.CreatedAt.Equal(b.clock.Now()) {
+		t.Errorf("session user = %+v, want a new user ada@example.com created now (%s)", s.User, b.clock.Now())
 	}
 	sameUser(t, "Me", b.me(t, s.Token), s.User)
 
 	// Only hashes are stored: neither the code nor the token appears in
 	// the events or the projections.
-	for _, secret := range []string{m.Code, s.Token} {
+	for _, secret := range []string{m.Link.Code, s.Token} {
 		n := b.count(t, `SELECT count(*) FROM events WHERE data::text LIKE '%' || $1 || '%'`, secret)
 		n += b.count(t, `SELECT count(*) FROM sessions WHERE token_hash = $1`, secret)
 		n += b.count(t, `SELECT count(*) FROM signin_codes WHERE code_hash = $1`, secret)
@@ -249,12 +210,12 @@ func TestSignIn(t *testing.T) {
 	}
 
 	// The code works once.
-	if _, err := b.svc.SignIn(ctx, m.Code); !errors.Is(err, user.ErrInvalidCode) {
+	if _, err := b.svc.SignIn(ctx, m.Link.Code); !errors.Is(err, user.ErrInvalidCode) {
 		t.Errorf("second SignIn with one code: %v, want ErrInvalidCode", err)
 	}
 
 	// A later sign-in of the address reaches the same user.
-	b.advance(time.Hour)
+	b.clock.Advance(time.Hour)
 	again, err := b.svc.SignIn(ctx, b.link(t, "ada@example.com", "ada@example.com"))
 	if err != nil {
 		t.Fatal(err)
@@ -317,12 +278,12 @@ func TestSignInCodeExpires(t *testing.T) {
 	early := b.link(t, "ada@example.com", "ada@example.com")
 	late := b.link(t, "ada@example.com", "ada@example.com")
 
-	b.set(start.Add(linkTTL - time.Microsecond))
+	b.clock.Set(start.Add(linkTTL - time.Microsecond))
 	if _, err := b.svc.SignIn(ctx, early); err != nil {
 		t.Fatalf("SignIn a microsecond before the code expires: %v", err)
 	}
 
-	b.set(start.Add(linkTTL))
+	b.clock.Set(start.Add(linkTTL))
 	events := b.events(t)
 	if _, err := b.svc.SignIn(ctx, late); !errors.Is(err, user.ErrInvalidCode) {
 		t.Errorf("SignIn at the code's expiry: %v, want ErrInvalidCode", err)
@@ -384,7 +345,7 @@ func TestSignInLinkRateLimit(t *testing.T) {
 	const address = "ada@example.com"
 
 	for i := range 5 {
-		b.set(start.Add(time.Duration(i) * time.Minute))
+		b.clock.Set(start.Add(time.Duration(i) * time.Minute))
 		if err := b.svc.RequestSignInLink(ctx, address); err != nil {
 			t.Fatalf("request %d: %v", i+1, err)
 		}
@@ -411,18 +372,18 @@ func TestSignInLinkRateLimit(t *testing.T) {
 	}
 
 	// The first request, at start, leaves the window at start+15m.
-	b.set(start.Add(5 * time.Minute))
+	b.clock.Set(start.Add(5 * time.Minute))
 	limited("6th request", 10*time.Minute)
-	b.set(start.Add(15*time.Minute - time.Microsecond))
+	b.clock.Set(start.Add(15*time.Minute - time.Microsecond))
 	limited("request a microsecond before the window moves", time.Microsecond)
-	b.set(start.Add(5 * time.Minute))
+	b.clock.Set(start.Add(5 * time.Minute))
 	err := b.svc.RequestSignInLink(ctx, "  ADA@example.COM")
 	if !errors.Is(err, user.ErrTooManyRequests) {
 		t.Errorf("the same address written otherwise: %v, want ErrTooManyRequests", err)
 	}
 
 	// Once the first request has left the window, one more is allowed.
-	b.set(start.Add(15 * time.Minute))
+	b.clock.Set(start.Add(15 * time.Minute))
 	if err := b.svc.RequestSignInLink(ctx, address); err != nil {
 		t.Fatalf("request once the window moved: %v", err)
 	}
@@ -444,14 +405,14 @@ func TestEmailChange(t *testing.T) {
 	ctx := t.Context()
 	ada := b.signIn(t, "ada@example.com")
 
-	b.advance(time.Minute)
+	b.clock.Advance(time.Minute)
 	if err := b.svc.RequestEmailChange(ctx, ada.Token, "  New@Example.com "); err != nil {
 		t.Fatal(err)
 	}
-	code := b.oneMail(t, mail.TopicEmailChange, "new@example.com", "/confirm-email").Code
+	code := b.oneMail(t, mail.TopicEmailChange, "new@example.com", "/confirm-email").Link.Code
 	sameUser(t, "Me before confirmation", b.me(t, ada.Token), ada.User)
 
-	b.advance(time.Minute)
+	b.clock.Advance(time.Minute)
 	u, err := b.svc.ConfirmEmailChange(ctx, code)
 	if err != nil {
 		t.Fatal(err)
@@ -485,7 +446,7 @@ func TestEmailChange(t *testing.T) {
 	if old.User.ID == ada.User.ID {
 		t.Errorf("sign-in with the old address reached the moved account %s", ada.User.ID)
 	}
-	if old.User.Email != "ada@example.com" || !old.User.CreatedAt.Equal(b.clock()) {
+	if old.User.Email != "ada@example.com" || !old.User.CreatedAt.Equal(b.clock.Now()) {
 		t.Errorf("sign-in with the old address: %+v, want a new user created now", old.User)
 	}
 	if n := b.count(t, `SELECT count(*) FROM users`); n != 2 {
@@ -558,11 +519,11 @@ func TestEmailChangeCodeExpires(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
 	ada := b.signIn(t, "ada@example.com")
-	b.set(start.Add(time.Hour))
+	b.clock.Set(start.Add(time.Hour))
 	early := b.changeCode(t, ada.Token, "early@example.com")
 	late := b.changeCode(t, ada.Token, "late@example.com")
 
-	b.set(start.Add(time.Hour + linkTTL))
+	b.clock.Set(start.Add(time.Hour + linkTTL))
 	events := b.events(t)
 	if _, err := b.svc.ConfirmEmailChange(ctx, late); !errors.Is(err, user.ErrInvalidCode) {
 		t.Errorf("ConfirmEmailChange at the code's expiry: %v, want ErrInvalidCode", err)
@@ -570,7 +531,7 @@ func TestEmailChangeCodeExpires(t *testing.T) {
 	b.unchanged(t, "expired confirmation", events)
 	sameUser(t, "Me", b.me(t, ada.Token), ada.User)
 
-	b.set(start.Add(time.Hour + linkTTL - time.Microsecond))
+	b.clock.Set(start.Add(time.Hour + linkTTL - time.Microsecond))
 	if _, err := b.svc.ConfirmEmailChange(ctx, early); err != nil {
 		t.Errorf("ConfirmEmailChange a microsecond before expiry: %v", err)
 	}
@@ -611,9 +572,9 @@ func TestSignOut(t *testing.T) {
 	}
 
 	// Sessions expire after 30 days.
-	b.set(start.Add(sessionTTL - time.Microsecond))
+	b.clock.Set(start.Add(sessionTTL - time.Microsecond))
 	sameUser(t, "Me just before expiry", b.me(t, second.Token), first.User)
-	b.set(start.Add(sessionTTL))
+	b.clock.Set(start.Add(sessionTTL))
 	if _, err := b.svc.Me(ctx, second.Token); !errors.Is(err, user.ErrUnauthenticated) {
 		t.Errorf("Me of an expired session: %v, want ErrUnauthenticated", err)
 	}
@@ -665,7 +626,7 @@ func TestConcurrentFirstSignInsCreateOneUser(t *testing.T) {
 
 	sessions := make([]user.Session, n)
 	errs := together(n, func(i int) error {
-		s, err := b.svc.SignIn(ctx, ms[i].Code)
+		s, err := b.svc.SignIn(ctx, ms[i].Link.Code)
 		sessions[i] = s
 		return err
 	})
