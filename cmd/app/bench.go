@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -25,8 +24,9 @@ import (
 // nothing but count, so the figures measure the outbox and the relay alone.
 const benchTopic = "bench.noop"
 
-// bench runs a benchmark against DATABASE_URL in a schema of its own, which
-// it drops afterwards, so it leaves no trace in the app's data. Each
+// bench runs a benchmark against the backend DATABASE_URL selects, in a
+// schema of its own on PostgreSQL or a temporary file on SQLite, which it
+// removes afterwards, so it leaves no trace in the app's data. Each
 // benchmark prints one summary line last.
 func bench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -47,13 +47,13 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	url, err := e.postgresURL()
+	d, err := parseDatabaseURL(e.cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	db, drop, err := postgres.OpenScratch(ctx, url, "bench_")
+	db, drop, err := d.openScratch(ctx)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 // benchDrain fills the outbox with n messages, then times a relay with cfg
 // until its handler has seen all of them, and checks that all were
 // acknowledged.
-func benchDrain(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, n int, stdout io.Writer) error {
+func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, stdout io.Writer) error {
 	store, runner := db.Outbox(), db.Runner(nil)
 	const perTx = 1000
 	for start := 0; start < n; start += perTx {
@@ -151,7 +151,7 @@ func benchDrain(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, n 
 // transaction, on a schedule that does not wait for the relay, and measures
 // for each the time from the moment its transaction asked to commit to the
 // moment its handler ran.
-func benchLatency(ctx context.Context, db *postgres.DB, cfg outbox.RelayConfig, rate int, d time.Duration, stdout io.Writer) error {
+func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate int, d time.Duration, stdout io.Writer) error {
 	store, runner := db.Outbox(), db.Runner(nil)
 	n := int(d.Seconds() * float64(rate))
 	n = max(n, 1)
@@ -258,7 +258,7 @@ func percentile(lat []time.Duration, p float64) string {
 // ask for sign-in links for distinct addresses for d, each request one unit
 // of work with its events and its outbox message. The relay does not run,
 // so the figure is the API's and its database's alone.
-func benchSignIn(ctx context.Context, e env, db *postgres.DB, concurrency int, d time.Duration, stdout io.Writer) error {
+func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time.Duration, stdout io.Writer) error {
 	e.cfg.HTTPRateLimit = 0 // Every request comes from one client.
 	srv, err := e.apiServer(db, nil)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -108,12 +107,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 
 // apiServer returns the HTTP server of the API, with timeouts on every
 // stage of a request.
-func (e env) apiServer(db *postgres.DB, metrics http.Handler) (*http.Server, error) {
+func (e env) apiServer(db backend, metrics http.Handler) (*http.Server, error) {
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(nil),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{},
+		Views:  db.Views(),
 	}, e.cfg.Policy, e.cfg.BaseURL)
 	if err != nil {
 		return nil, err
@@ -232,7 +231,7 @@ func projectionsCommand(ctx context.Context, args []string, getenv func(string) 
 		return err
 	}
 	defer db.Close()
-	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), postgres.UserViews{})
+	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), db.Views())
 	if err != nil {
 		return err
 	}

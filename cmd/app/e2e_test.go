@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -31,14 +32,26 @@ import (
 // failure.
 const e2eWait = 30 * time.Second
 
-// TestEndToEnd runs the whole app, API and relay, on PostgreSQL and a real
-// SMTP server, and walks a person through sign-in, email change and
+// TestEndToEnd runs the whole app, API and relay, on each backend and a
+// real SMTP server, and walks a person through sign-in, email change and
 // sign-out by the mails the SMTP server received.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
+	for name, databaseURL := range map[string]func(testing.TB) string{
+		"PostgreSQL": pgtest.NewURL,
+		"SQLite":     func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			endToEnd(t, databaseURL(t))
+		})
+	}
+}
+
+func endToEnd(t *testing.T, databaseURL string) {
 	mx := smtptest.NewServer(t)
 	app := e2eStart(t, map[string]string{
-		"DATABASE_URL":    pgtest.NewURL(t),
+		"DATABASE_URL":    databaseURL,
 		"HTTP_ADDR":       "127.0.0.1:0",
 		"SMTP_URL":        mx.URL(),
 		"BASE_URL":        "http://accounts.test",

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/smtp"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -36,37 +34,20 @@ func load(getenv func(string) string, stderr io.Writer) (env, error) {
 	return env{cfg: cfg, log: log}, nil
 }
 
-// postgresURL returns DATABASE_URL when it selects PostgreSQL.
-func (e env) postgresURL() (string, error) {
-	url := e.cfg.DatabaseURL
-	switch {
-	case url == "" || strings.HasPrefix(url, "sqlite:"):
-		return "", fmt.Errorf("DATABASE_URL=%q: the SQLite backend is not built yet; set DATABASE_URL to a postgres:// URL", url)
-	case !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://"):
-		return "", fmt.Errorf("DATABASE_URL must start with postgres:// or sqlite:, got %q", url)
-	}
-	return url, nil
-}
-
 // openDB connects to the configured database and migrates it.
-func (e env) openDB(ctx context.Context) (*postgres.DB, error) {
-	url, err := e.postgresURL()
+func (e env) openDB(ctx context.Context) (backend, error) {
+	d, err := parseDatabaseURL(e.cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
-	db, err := postgres.Open(ctx, url)
+	b, applied, err := d.open(ctx)
 	if err != nil {
-		return nil, err
-	}
-	applied, err := db.Migrate(ctx)
-	if err != nil {
-		db.Close()
 		return nil, err
 	}
 	if len(applied) > 0 {
 		e.log.Info("migrated database", "versions", applied)
 	}
-	return db, nil
+	return b, nil
 }
 
 // handlers returns the outbox handlers of the running configuration, by
@@ -90,7 +71,7 @@ func (e env) handlers(meter metric.MeterProvider) (map[string]outbox.Handler, er
 }
 
 // relay returns the outbox relay of the running configuration.
-func (e env) relay(db *postgres.DB, meter metric.MeterProvider) (*outbox.Relay, error) {
+func (e env) relay(db backend, meter metric.MeterProvider) (*outbox.Relay, error) {
 	handlers, err := e.handlers(meter)
 	if err != nil {
 		return nil, err

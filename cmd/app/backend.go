@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/sqlite"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// defaultSQLitePath is where the app keeps its data when DATABASE_URL is
+// unset.
+const defaultSQLitePath = "data/accounts.db"
+
+// backend is what the commands need of a database, the same on PostgreSQL
+// and SQLite.
+type backend interface {
+	Runner(now func() time.Time) uow.Runner
+	Events() eventstore.Store
+	Outbox() outboxStore
+	Views() views
+	Ping(ctx context.Context) error
+	Close()
+}
+
+// outboxStore is an outbox store with the inspection operators use.
+type outboxStore interface {
+	outbox.Store
+	outbox.Inspector
+}
+
+// views are the user domain's inline projections, which can be rebuilt.
+type views interface {
+	user.Views
+	projections.Projection
+}
+
+type postgresBackend struct{ db *postgres.DB }
+
+func (b postgresBackend) Runner(now func() time.Time) uow.Runner { return b.db.Runner(now) }
+func (b postgresBackend) Events() eventstore.Store               { return b.db.Events() }
+func (b postgresBackend) Outbox() outboxStore                    { return b.db.Outbox() }
+func (b postgresBackend) Views() views                           { return postgres.UserViews{} }
+func (b postgresBackend) Ping(ctx context.Context) error         { return b.db.Ping(ctx) }
+func (b postgresBackend) Close()                                 { b.db.Close() }
+
+type sqliteBackend struct{ db *sqlite.DB }
+
+func (b sqliteBackend) Runner(now func() time.Time) uow.Runner { return b.db.Runner(now) }
+func (b sqliteBackend) Events() eventstore.Store               { return b.db.Events() }
+func (b sqliteBackend) Outbox() outboxStore                    { return b.db.Outbox() }
+func (b sqliteBackend) Views() views                           { return sqlite.UserViews{} }
+func (b sqliteBackend) Ping(ctx context.Context) error         { return b.db.Ping(ctx) }
+func (b sqliteBackend) Close()                                 { _ = b.db.Close() }
+
+// database is where DATABASE_URL points: a PostgreSQL URL, or a SQLite file.
+type database struct {
+	postgresURL string
+	sqlitePath  string
+}
+
+// parseDatabaseURL reads DATABASE_URL: postgres:// or postgresql:// selects
+// PostgreSQL, sqlite:PATH selects SQLite, and empty selects SQLite at
+// defaultSQLitePath.
+func parseDatabaseURL(url string) (database, error) {
+	switch {
+	case url == "":
+		return database{sqlitePath: defaultSQLitePath}, nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return database{postgresURL: url}, nil
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		if path == "" {
+			return database{}, fmt.Errorf("DATABASE_URL %q names no file; write sqlite:PATH", url)
+		}
+		return database{sqlitePath: path}, nil
+	default:
+		return database{}, fmt.Errorf("DATABASE_URL must start with postgres://, postgresql:// or sqlite:, got %q", url)
+	}
+}
+
+// open connects to the database, creating a SQLite file and its folder if
+// need be, and migrates it.
+func (d database) open(ctx context.Context) (backend, []int64, error) {
+	if d.postgresURL != "" {
+		db, err := postgres.Open(ctx, d.postgresURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		applied, err := db.Migrate(ctx)
+		if err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+		return postgresBackend{db}, applied, nil
+	}
+	if dir := filepath.Dir(d.sqlitePath); dir != "." {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, nil, fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	db, err := sqlite.Open(ctx, d.sqlitePath)
+	if err != nil {
+		return nil, nil, err
+	}
+	applied, err := db.Migrate(ctx)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return sqliteBackend{db}, applied, nil
+}
+
+// openScratch opens an empty database of the same kind that leaves no
+// trace: a schema of its own on PostgreSQL, a file in a temporary folder on
+// SQLite. drop removes it.
+func (d database) openScratch(ctx context.Context) (backend, func(context.Context) error, error) {
+	if d.postgresURL != "" {
+		db, drop, err := postgres.OpenScratch(ctx, d.postgresURL, "bench_")
+		if err != nil {
+			return nil, nil, err
+		}
+		return postgresBackend{db}, drop, nil
+	}
+	dir, err := os.MkdirTemp("", "accounts-bench-")
+	if err != nil {
+		return nil, nil, err
+	}
+	b, _, err := database{sqlitePath: filepath.Join(dir, "bench.db")}.open(ctx)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return b, func(context.Context) error {
+		b.Close()
+		return os.RemoveAll(dir)
+	}, nil
+}

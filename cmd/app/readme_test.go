@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestReadmeWalkthrough runs the README's "Trying it" section as a person
+// would: the app on SQLite with nothing else configured, then each curl
+// command in order, with the code taken from the app's log and the token
+// from the sign-in answer, so the README cannot drift from the code.
+func TestReadmeWalkthrough(t *testing.T) {
+	t.Parallel()
+	steps := readmeSteps(t)
+	if len(steps) == 0 || steps[0] != "go run ./cmd/app" {
+		t.Fatalf("the walkthrough must start with `go run ./cmd/app`, got %q", steps)
+	}
+
+	dir := t.TempDir()
+	logs := &addrLog{seen: make(chan string, 1)}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		// As `go run ./cmd/app` with nothing set, but on a free port and
+		// with its data in the test's folder rather than ./data.
+		done <- run(ctx, nil, getenv(map[string]string{
+			"DATABASE_URL": "sqlite:" + filepath.Join(dir, "accounts.db"),
+			"HTTP_ADDR":    "127.0.0.1:0",
+		}), io.Discard, logs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("app: %v", err)
+		}
+	})
+	var addr string
+	select {
+	case addr = <-logs.seen:
+	case err := <-done:
+		t.Fatalf("the app stopped before it listened: %v\n%s", err, logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the app did not listen within 30s:\n%s", logs.String())
+	}
+
+	vars := map[string]string{}
+	for _, step := range steps[1:] {
+		if !strings.HasPrefix(step, "curl ") {
+			t.Fatalf("the walkthrough has a step that is not curl: %q", step)
+		}
+		req := parseCurl(t, step, addr, vars)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s: %s %s", step, resp.Status, body)
+		}
+		switch {
+		case strings.Contains(step, "/v1/sign-in-links"):
+			vars["CODE"] = waitForCode(t, logs)
+		case strings.Contains(step, "/v1/sessions"):
+			var s struct{ Token string }
+			if err := json.Unmarshal(body, &s); err != nil || s.Token == "" {
+				t.Fatalf("%s: no token in %s", step, body)
+			}
+			vars["TOKEN"] = s.Token
+		case strings.Contains(step, "/v1/me"):
+			var me struct{ Email string }
+			if err := json.Unmarshal(body, &me); err != nil || me.Email != "ada@example.com" {
+				t.Fatalf("%s: answered %s, want ada@example.com", step, body)
+			}
+			vars["ME"] = me.Email
+		}
+	}
+	if vars["ME"] == "" {
+		t.Error("the walkthrough never reached GET /v1/me")
+	}
+}
+
+// readmeSteps returns the commands of the README's "Trying it" section, one
+// a line, without comments.
+func readmeSteps(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Trying it\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Trying it" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var steps []string
+	sc := bufio.NewScanner(strings.NewReader(section))
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "    ") {
+			continue
+		}
+		if cmd := strings.TrimSpace(line); cmd != "" && !strings.HasPrefix(cmd, "#") {
+			steps = append(steps, cmd)
+		}
+	}
+	return steps
+}
+
+// parseCurl turns a curl command line of the walkthrough into a request to
+// addr, with the placeholders in vars filled in.
+func parseCurl(t *testing.T, line, addr string, vars map[string]string) *http.Request {
+	t.Helper()
+	for k, v := range vars {
+		line = strings.ReplaceAll(line, k, v)
+	}
+	words := shellWords(t, line)[1:]
+	method, url, body := "", "", ""
+	header := http.Header{}
+	for i := 0; i < len(words); i++ {
+		switch w := words[i]; {
+		case w == "-X" || w == "-H" || w == "-d":
+			if i+1 == len(words) {
+				t.Fatalf("%q: %s wants a value", line, w)
+			}
+			i++
+			switch w {
+			case "-X":
+				method = words[i]
+			case "-H":
+				k, v, _ := strings.Cut(words[i], ":")
+				header.Add(k, strings.TrimSpace(v))
+			case "-d":
+				body = words[i]
+			}
+		case strings.HasPrefix(w, "-"):
+			// Output flags such as -i and -s change nothing sent.
+		default:
+			url = w
+		}
+	}
+	if method == "" {
+		method = http.MethodGet
+		if body != "" {
+			method = http.MethodPost
+		}
+	}
+	url = strings.Replace(strings.TrimPrefix(url, "http://"), "localhost:8080", addr, 1)
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+url, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	req.Header = header
+	return req
+}
+
+// shellWords splits a command line as a POSIX shell would for the quoting
+// the walkthrough uses: words split on spaces, single and double quotes.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var w strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			w.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ':
+			if inWord {
+				words = append(words, w.String())
+				w.Reset()
+				inWord = false
+			}
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unbalanced quote in %q", line)
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
+}
+
+var codeInLog = regexp.MustCompile(` code=([a-z2-7]{32})\b`)
+
+// waitForCode returns the code of the first mail the app logged.
+func waitForCode(t *testing.T, logs *addrLog) string {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if m := codeInLog.FindStringSubmatch(logs.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no mail with a code in the log within 30s:\n%s", logs.String())
+		}
+	}
+}
+
+// addrLog keeps the app's log and sends the address it listens on once.
+type addrLog struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	seen chan string
+	sent bool
+}
+
+var listening = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+
+func (l *addrLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if m := listening.FindSubmatch(l.buf.Bytes()); m != nil && !l.sent {
+		l.sent = true
+		l.seen <- string(m[1])
+	}
+	return len(p), nil
+}
+
+func (l *addrLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}

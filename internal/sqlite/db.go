@@ -1,0 +1,329 @@
+// Package sqlite is the SQLite backend: the unit of work, the event store,
+// the outbox store and the user views on one database file, through the
+// pure-Go driver modernc.org/sqlite (no cgo). All SQLite SQL of the project
+// lives here; the rest of the project knows no SQL dialect.
+//
+// SQLite has one writer at a time. This backend makes that its design
+// instead of fighting it: every write (units of work and the relay's
+// bookkeeping) goes through one connection, so writers queue in Go rather
+// than spin in SQLite's busy handler, and the order in which they commit is
+// exactly the order in which they wrote. That is what makes the event log's
+// positions commit order, with no horizon of transactions in flight as on
+// PostgreSQL. Reads that need no unit of work (the outbox's [outbox.Inspector]
+// and [DB.Ping]) use a pool of read-only connections, which WAL mode lets run
+// beside the writer.
+//
+// Times are stored as INTEGER microseconds since 1970-01-01 UTC, UUIDs as
+// TEXT in canonical form and JSON as TEXT that json_valid accepts; see the
+// migrations in migrations/sqlite.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
+	"github.com/pressly/goose/v3/lock"
+	_ "modernc.org/sqlite" // Registers the driver "sqlite".
+
+	"github.com/eventsourced/accounts/migrations"
+)
+
+// backend names this package in errors.
+const backend = "sqlite"
+
+// busyTimeout is how long a connection waits for a lock that another process
+// holds (or, for readers, a checkpoint) before it fails with SQLITE_BUSY.
+// Writers of this process never wait in it: they queue for the one write
+// connection.
+const busyTimeout = 10 * time.Second
+
+// maxReaders bounds the read-only pool.
+const maxReaders = 4
+
+// DB is one SQLite database file and the stores over it.
+//
+// It holds two pools on the file. The write pool has exactly one
+// connection, in WAL mode with synchronous=FULL, so that a unit of work that
+// has committed survives a crash of the machine; its transactions begin
+// with BEGIN IMMEDIATE, taking the write lock at once, so that a unit of
+// work never fails halfway when another process writes the same file. The
+// relay's bookkeeping uses the same connection but commits without waiting
+// for the disk (see [Outbox]). The read pool has read-only connections for
+// what needs no unit of work.
+//
+// A unit of work holds the write connection until it ends. Code inside a
+// unit of work must therefore not wait for another write of the same DB,
+// such as a nested [Runner.Do] or an [Outbox.Claim]: each reports an error
+// instead of waiting for ever when it is given the unit of work's context.
+type DB struct {
+	write *sql.DB
+	read  *sql.DB
+	// writeDSN opens connections like the write pool's, for [DB.Migrate].
+	writeDSN string
+	// relaxed makes the relay's bookkeeping commit with synchronous=NORMAL.
+	relaxed bool
+	// wake tells this DB's relays that a unit of work added messages.
+	wake *notifier
+}
+
+// Open opens the database file at path, creating the file (not its folder)
+// when it does not exist, and checks that it answers. The file is put in
+// WAL mode, which it keeps; foreign keys are enforced.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: open: empty path")
+	}
+	writeDSN := dsn(path, url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
+			"journal_mode(WAL)",
+			"foreign_keys(1)",
+			"synchronous(FULL)",
+		},
+		"_txlock": {"immediate"},
+	})
+	write, err := sql.Open("sqlite", writeDSN)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	// The write connection opens first: it creates the file and turns on
+	// WAL mode, which read-only connections cannot do.
+	if err := ping(ctx, write); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", dsn(path, url.Values{
+		"_pragma": {
+			fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
+			"query_only(1)",
+		},
+	}))
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(maxReaders)
+	read.SetMaxIdleConns(maxReaders)
+	db := &DB{write: write, read: read, writeDSN: writeDSN, relaxed: true, wake: newNotifier()}
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// dsn returns the driver's name for the file at path with the parameters
+// q: a file: URI, so that any character of path, even '?' or '#', names
+// the file and none is taken for a parameter.
+func dsn(path string, q url.Values) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// ping checks that the file can be read: it reads the schema, on page 1.
+func ping(ctx context.Context, db *sql.DB) error {
+	var n int
+	return db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n)
+}
+
+// Close closes both pools. Units of work still running make it wait; the
+// last connection to close checkpoints the write-ahead log into the file.
+func (db *DB) Close() error {
+	return errors.Join(db.read.Close(), db.write.Close())
+}
+
+// Ping reports whether the database file can be read. It does not wait for
+// the write connection, so a long unit of work does not make it fail.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := ping(ctx, db.read); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	return nil
+}
+
+// Runner returns a unit-of-work runner whose transactions take their time
+// from now; nil means time.Now.
+func (db *DB) Runner(now func() time.Time) *Runner {
+	if now == nil {
+		now = time.Now
+	}
+	return &Runner{db: db, now: now}
+}
+
+// Events returns the event store.
+func (db *DB) Events() *EventStore { return &EventStore{} }
+
+// Outbox returns the outbox store. [Outbox.Add] runs in the unit of work's
+// transaction; the relay's bookkeeping runs on the write connection, the
+// Inspector's reads on the read pool. Every Outbox of one DB shares its
+// wake-ups.
+func (db *DB) Outbox() *Outbox { return &Outbox{db: db} }
+
+// Migrate applies every migration that the database lacks and returns the
+// versions it applied.
+//
+// Migrate calls on one file, from this process or others, take turns on
+// SQLite's write lock: the first applies the migrations and the others then
+// find nothing to do. goose's version table is created under that lock
+// first; then goose's run is one IMMEDIATE transaction, each migration a
+// savepoint in it. A migration that fails is undone; the ones before it
+// stay applied, as goose does everywhere.
+func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
+	return db.migrate(ctx, migrations.Sqlite())
+}
+
+// migrate applies the migrations of fsys as [DB.Migrate] describes.
+func (db *DB) migrate(ctx context.Context, fsys fs.FS) ([]int64, error) {
+	sqlDB := sql.OpenDB(migrationConnector{driver: db.write.Driver(), dsn: db.writeDSN})
+	defer sqlDB.Close()
+	store, err := database.NewStore(database.DialectSQLite3, goose.DefaultTablename)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	if err := createVersionTable(ctx, sqlDB, store); err != nil {
+		return nil, fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	provider, err := goose.NewProvider(goose.DialectCustom, sqlDB, fsys,
+		goose.WithStore(store), goose.WithSessionLocker(migrationLock{}))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		var partial *goose.PartialError
+		if errors.As(err, &partial) {
+			return nil, fmt.Errorf("sqlite: migrate: %w", partial.Err)
+		}
+		return nil, fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	applied := make([]int64, 0, len(results))
+	for _, r := range results {
+		applied = append(applied, r.Source.Version)
+	}
+	return applied, nil
+}
+
+// createVersionTable creates goose's version table unless it exists,
+// holding the write lock. goose itself checks for the table before it takes
+// its session lock, so instances that start together on a new file would
+// race to create it, and the losers would wait a second for goose's retry.
+func createVersionTable(ctx context.Context, sqlDB *sql.DB, store database.Store) (err error) {
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, conn.Close()) }()
+	if err := (migrationLock{}).SessionLock(ctx, conn); err != nil {
+		return err
+	}
+	var n int
+	err = conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`,
+		store.Tablename()).Scan(&n)
+	if err == nil && n == 0 {
+		err = store.CreateVersionTable(ctx, conn)
+		if err == nil {
+			err = store.Insert(ctx, conn, database.InsertRequest{Version: 0})
+		}
+	}
+	if err != nil {
+		_, rbErr := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`)
+		return errors.Join(fmt.Errorf("create version table: %w", err), rbErr)
+	}
+	return (migrationLock{}).SessionUnlock(ctx, conn)
+}
+
+// migrationLock holds SQLite's write lock for the whole of a goose session:
+// it begins an IMMEDIATE transaction on goose's connection, in which
+// [migrationConn] turns goose's own transactions into savepoints, and
+// commits it at the end.
+type migrationLock struct{}
+
+var _ lock.SessionLocker = migrationLock{}
+
+func (migrationLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		return fmt.Errorf("sqlite: lock migrations: %w", err)
+	}
+	return nil
+}
+
+// SessionUnlock commits what goose applied. A migration that failed was
+// rolled back to its savepoint already.
+func (migrationLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return fmt.Errorf("sqlite: unlock migrations: %w", err)
+	}
+	return nil
+}
+
+// migrationConnector opens the connections of [DB.Migrate].
+type migrationConnector struct {
+	driver driver.Driver
+	dsn    string
+}
+
+func (c migrationConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.driver.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return migrationConn{conn}, nil
+}
+
+func (c migrationConnector) Driver() driver.Driver { return c.driver }
+
+// migrationConn is a driver connection whose transactions are savepoints,
+// for use inside the transaction that [migrationLock] begins; outside it, a
+// savepoint begins and ends a transaction of its own, as BEGIN and COMMIT
+// would. Statements go through the driver's Prepare.
+type migrationConn struct{ driver.Conn }
+
+func (c migrationConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c migrationConn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, error) {
+	if err := c.exec(ctx, `SAVEPOINT migration`); err != nil {
+		return nil, err
+	}
+	return migrationSavepoint{c}, nil
+}
+
+func (c migrationConn) exec(ctx context.Context, query string) error {
+	stmt, err := c.Prepare(query)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	if s, ok := stmt.(driver.StmtExecContext); ok {
+		_, err = s.ExecContext(ctx, nil)
+	} else {
+		_, err = stmt.Exec(nil)
+	}
+	return err
+}
+
+// migrationSavepoint is one of goose's transactions.
+type migrationSavepoint struct{ c migrationConn }
+
+func (s migrationSavepoint) Commit() error {
+	return s.c.exec(context.Background(), `RELEASE migration`)
+}
+
+func (s migrationSavepoint) Rollback() error {
+	return errors.Join(
+		s.c.exec(context.Background(), `ROLLBACK TO migration`),
+		s.c.exec(context.Background(), `RELEASE migration`),
+	)
+}

@@ -1,0 +1,240 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/sqlite"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// open opens the file at path and closes it when t ends.
+func open(t *testing.T, path string) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// pragma returns the value of PRAGMA name on the write connection.
+func pragma(t *testing.T, db *sqlite.DB, name string) string {
+	t.Helper()
+	var v string
+	if err := sqlite.WriteDB(db).QueryRowContext(t.Context(), "PRAGMA "+name).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// What a unit of work committed is in the file: closed and opened again,
+// the database has it, and the file is in WAL mode.
+func TestDurableAcrossReopen(t *testing.T) {
+	t.Parallel()
+	// A name that a DSN would misread, had the path not been escaped.
+	path := filepath.Join(t.TempDir(), "accounts?mode=memory#1.db")
+	db := open(t, path)
+	applied, err := db.Migrate(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(applied, []int64{1, 2}) {
+		t.Fatalf("Migrate applied %v, want [1 2]", applied)
+	}
+	e, err := eventstore.NewEvent("test.happened", map[string]string{"k": "v"}, eventstore.Metadata{CorrelationID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := outbox.NewMessage("mail", "hi", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		if _, err := db.Events().Append(ctx, tx, "s", eventstore.NoStream, e); err != nil {
+			return err
+		}
+		return db.Outbox().Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database file: %v", err)
+	}
+
+	db = open(t, path)
+	if applied, err := db.Migrate(t.Context()); err != nil || len(applied) != 0 {
+		t.Errorf("Migrate of a migrated file applied %v, %v; want nothing", applied, err)
+	}
+	if mode := pragma(t, db, "journal_mode"); mode != "wal" {
+		t.Errorf("journal_mode = %q, want wal", mode)
+	}
+	if sync := pragma(t, db, "synchronous"); sync != "2" {
+		t.Errorf("synchronous = %s, want 2 (FULL)", sync)
+	}
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		got, err := db.Events().Load(ctx, tx, "s", 0)
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 || got[0].ID != e.ID || got[0].Metadata.CorrelationID != "c" {
+			t.Errorf("after reopening, stream s holds %+v, want event %s", got, e.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := db.Outbox().Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatalf("after reopening, Lookup of the message: %v", err)
+	}
+	if !rec.CreatedAt.Equal(m.CreatedAt) {
+		t.Errorf("after reopening, the message was created at %v, want %v", rec.CreatedAt, m.CreatedAt)
+	}
+}
+
+// The relay's bookkeeping commits with synchronous=NORMAL but hands the
+// write connection back at FULL, for the units of work.
+func TestBookkeepingRestoresFullSync(t *testing.T) {
+	t.Parallel()
+	db := open(t, filepath.Join(t.TempDir(), "a.db"))
+	if _, err := db.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	addOne(t, db.Runner(nil), db.Outbox())
+	if n := claimable(t, db.Outbox()); n != 1 {
+		t.Fatalf("claimed %d messages, want 1", n)
+	}
+	if sync := pragma(t, db, "synchronous"); sync != "2" {
+		t.Errorf("synchronous after a claim = %s, want 2 (FULL)", sync)
+	}
+}
+
+func TestOpenCreatesTheFileButNotItsFolder(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "missing")
+	db, err := sqlite.Open(t.Context(), filepath.Join(dir, "a.db"))
+	if err == nil {
+		db.Close()
+		t.Fatal("Open in a missing folder succeeded, want an error")
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open made the folder: %v", err)
+	}
+	if _, err := sqlite.Open(t.Context(), ""); err == nil {
+		t.Error("Open of an empty path succeeded, want an error")
+	}
+}
+
+// Instances that start together all migrate at once: they take turns on
+// the file's write lock, one applies each migration and the others find
+// nothing to do.
+func TestConcurrentMigrations(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a.db")
+	const n = 4
+	type result struct {
+		applied []int64
+		err     error
+	}
+	results := make(chan result, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			<-start
+			db, err := sqlite.Open(t.Context(), path)
+			if err != nil {
+				results <- result{err: err}
+				return
+			}
+			defer db.Close()
+			applied, err := db.Migrate(t.Context())
+			results <- result{applied, err}
+		}()
+	}
+	close(start)
+	var all []int64
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Error(r.err)
+		}
+		all = append(all, r.applied...)
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, []int64{1, 2}) {
+		t.Errorf("the migrations applied %v in all, want each of [1 2] once", all)
+	}
+	// The schema is complete.
+	db := open(t, path)
+	addOne(t, db.Runner(nil), db.Outbox())
+}
+
+// A new release with new migrations starts several instances on a file that
+// an older release migrated: they all see the new migrations pending, take
+// turns, and each new migration is applied once.
+func TestConcurrentMigrationsOfANewRelease(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a.db")
+	migration := func(table string) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte("-- +goose Up\nCREATE TABLE " + table + " (id INTEGER PRIMARY KEY);\n" +
+			"INSERT INTO " + table + " (id) VALUES (1);\n-- +goose Down\nDROP TABLE " + table + ";\n")}
+	}
+	older := fstest.MapFS{"00001_one.sql": migration("one")}
+	newer := fstest.MapFS{
+		"00001_one.sql":   migration("one"),
+		"00002_two.sql":   migration("two"),
+		"00003_three.sql": migration("three"),
+	}
+	if applied, err := sqlite.MigrateFS(t.Context(), open(t, path), older); err != nil || !slices.Equal(applied, []int64{1}) {
+		t.Fatalf("the older release applied %v, %v; want [1]", applied, err)
+	}
+
+	const n = 8
+	type result struct {
+		applied []int64
+		err     error
+	}
+	results := make(chan result, n)
+	start := make(chan struct{})
+	for range n {
+		go func() {
+			db, err := sqlite.Open(t.Context(), path)
+			if err != nil {
+				results <- result{err: err}
+				return
+			}
+			defer db.Close()
+			<-start
+			applied, err := sqlite.MigrateFS(t.Context(), db, newer)
+			results <- result{applied, err}
+		}()
+	}
+	close(start)
+	var all []int64
+	for range n {
+		r := <-results
+		if r.err != nil {
+			t.Error(r.err)
+		}
+		all = append(all, r.applied...)
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, []int64{2, 3}) {
+		t.Errorf("the instances applied %v in all, want each of [2 3] once", all)
+	}
+}

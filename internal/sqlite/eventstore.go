@@ -1,0 +1,256 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// EventStore is the [eventstore.Store] of this backend. Its zero value is
+// ready to use: it keeps no state of its own and works in the transaction of
+// the unit of work it is given.
+//
+// A unit of work holds SQLite's write lock from its first statement to its
+// end, so no other transaction can write while an append decides: an
+// append reads the stream's version and the IDs already stored, decides,
+// and inserts, with nothing to race against. For the same reason an
+// event's position, assigned when it is inserted, is its place in commit
+// order.
+type EventStore struct{}
+
+var (
+	_ eventstore.Store           = (*EventStore)(nil)
+	_ eventstore.Locker          = (*EventStore)(nil)
+	_ eventstore.CommittedReader = (*EventStore)(nil)
+)
+
+// eventColumns are the columns that scanEvent reads, in its order.
+const eventColumns = `id, stream, version, type, data, metadata, recorded_at, position`
+
+// appendChunk is how many events one INSERT statement of Append takes, well
+// below SQLite's limit of 32766 parameters.
+const appendChunk = 500
+
+// Append adds events to stream as [eventstore.Store.Append] describes.
+//
+// It reads the stream's version and which of the events are stored
+// already, then returns the stored events when all of them are in this
+// stream, [eventstore.ErrDuplicateEvent] when some are stored (here or
+// elsewhere), [eventstore.ErrConcurrency] when the stream is not at
+// expected, and otherwise inserts the events numbered from the stream's
+// version. An ID given twice in events is ErrDuplicateEvent. Data that
+// SQLite's JSON functions refuse, such as JSON nested deeper than 1000
+// levels, is [eventstore.ErrInvalidEvent]. A failed append writes nothing.
+func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	if expected < eventstore.Any {
+		return nil, fmt.Errorf("eventstore: append %s: invalid expected version %d", stream, expected)
+	}
+	ids := make([]uuid.UUID, len(events))
+	seen := make(map[uuid.UUID]bool, len(events))
+	for i, e := range events {
+		if err := eventstore.Check(stream, e); err != nil {
+			return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		}
+		if seen[e.ID] {
+			return nil, fmt.Errorf("eventstore: append %s: %w: event %s given twice", stream, eventstore.ErrDuplicateEvent, e.ID)
+		}
+		seen[e.ID] = true
+		ids[i] = e.ID
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	idList, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+
+	const state = `
+SELECT (SELECT coalesce(max(version), 0) FROM events WHERE stream = ?1),
+	count(*), coalesce(sum(stream = ?1), 0)
+FROM events WHERE id IN (SELECT value FROM json_each(?2))`
+	var version int64
+	var found, inStream int
+	if err := st.QueryRowContext(ctx, state, stream, string(idList)).Scan(&version, &found, &inStream); err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	if found > 0 {
+		if inStream < len(ids) {
+			return nil, fmt.Errorf("eventstore: append %s: %w: %d of %d events stored, %d of them in this stream",
+				stream, eventstore.ErrDuplicateEvent, found, len(ids), inStream)
+		}
+		return s.stored(ctx, st, stream, string(idList))
+	}
+	if expected != eventstore.Any && int64(expected) != version {
+		return nil, fmt.Errorf("eventstore: append %s: %w: stream is at version %d, expected %d",
+			stream, eventstore.ErrConcurrency, version, expected)
+	}
+
+	now := t.Now()
+	appended := make([]eventstore.Event, len(events))
+	args := make([]any, 0, 7*min(len(events), appendChunk))
+	err = st.atomically(ctx, len(events) > appendChunk, func() error {
+		for first := 0; first < len(events); first += appendChunk {
+			chunk := events[first:min(first+appendChunk, len(events))]
+			args = args[:0]
+			for i, e := range chunk {
+				md, err := json.Marshal(e.Metadata)
+				if err != nil {
+					return fmt.Errorf("encode metadata of %s: %w", e.ID, err)
+				}
+				e.Stream, e.Version, e.RecordedAt, e.Position = stream, version+int64(first+i+1), now, eventstore.Position{}
+				appended[first+i] = e
+				args = append(args, e.ID, stream, e.Version, e.Type, string(e.Data), string(md), micros(now))
+			}
+			q := `INSERT INTO events (id, stream, version, type, data, metadata, recorded_at) VALUES ` +
+				valueRows(len(chunk), 7)
+			if _, err := st.ExecContext(ctx, q, args...); err != nil {
+				if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_CHECK) {
+					return fmt.Errorf("%w: data or metadata that SQLite does not take for JSON: %w", eventstore.ErrInvalidEvent, err)
+				}
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	return appended, nil
+}
+
+// stored returns the events with the IDs of the JSON array idList, all of
+// which are in stream, as an idempotent append returns them.
+func (s *EventStore) stored(ctx context.Context, st *tx, stream, idList string) ([]eventstore.Event, error) {
+	events, err := queryEvents(ctx, st,
+		`SELECT `+eventColumns+` FROM events WHERE id IN (SELECT value FROM json_each(?)) ORDER BY version`, idList)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	for i := range events {
+		events[i].Position = eventstore.Position{}
+	}
+	return events, nil
+}
+
+// Load returns the events of stream from version from on, in version order,
+// with their Position set.
+func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int64) ([]eventstore.Event, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
+	}
+	events, err := queryEvents(ctx, st,
+		`SELECT `+eventColumns+` FROM events WHERE stream = ? AND version >= ? ORDER BY version`, stream, from)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
+	}
+	return events, nil
+}
+
+// ReadAll returns up to limit events after position in commit order. An
+// event's Position is {Commit: 0, Seq: its row's position}: writers take
+// turns, so positions are handed out in the order their transactions commit,
+// and no transaction can commit an event behind one that a reader has seen.
+// A Position with a non-zero Commit, which this backend never makes, lies
+// after every event.
+func (s *EventStore) ReadAll(ctx context.Context, t uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error) {
+	return s.read(ctx, t, after, limit, "read all")
+}
+
+// ReadCommitted is [EventStore.ReadAll]: on SQLite every event that the
+// log holds is committed and none can commit behind it.
+func (s *EventStore) ReadCommitted(ctx context.Context, t uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error) {
+	return s.read(ctx, t, after, limit, "read committed")
+}
+
+func (s *EventStore) read(ctx context.Context, t uow.Tx, after eventstore.Position, limit int, op string) ([]eventstore.Event, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: %s: %w", op, err)
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("eventstore: %s: limit must be at least 1, got %d", op, limit)
+	}
+	if after.Commit != 0 {
+		return nil, nil
+	}
+	events, err := queryEvents(ctx, st,
+		`SELECT `+eventColumns+` FROM events WHERE position > ? ORDER BY position LIMIT ?`, after.Seq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: %s: %w", op, err)
+	}
+	return events, nil
+}
+
+// Lock holds stream for t until t ends, as [eventstore.Locker] describes.
+// It has nothing to do: a unit of work holds the whole database's write
+// lock, so writers of every stream already wait for each other.
+func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
+	if _, err := asTx(t); err != nil {
+		return fmt.Errorf("eventstore: lock %s: %w", stream, err)
+	}
+	return nil
+}
+
+// queryEvents returns the events of q, which selects [eventColumns].
+func queryEvents(ctx context.Context, st *tx, q string, args ...any) ([]eventstore.Event, error) {
+	rows, err := st.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var events []eventstore.Event
+	for rows.Next() {
+		var e eventstore.Event
+		var data, md string
+		var recorded int64
+		if err := rows.Scan(&e.ID, &e.Stream, &e.Version, &e.Type, &data, &md, &recorded, &e.Position.Seq); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(md), &e.Metadata); err != nil {
+			return nil, fmt.Errorf("decode metadata of %s: %w", e.ID, err)
+		}
+		e.Data, e.RecordedAt = []byte(data), fromMicros(recorded)
+		events = append(events, e)
+	}
+	return events, rows.Err()
+}
+
+// atomically runs fn so that it writes all or nothing: inside a savepoint
+// when several statements write (multi), as is; a single statement is
+// atomic by itself.
+func (t *tx) atomically(ctx context.Context, multi bool, fn func() error) error {
+	if !multi {
+		return fn()
+	}
+	if _, err := t.ExecContext(ctx, `SAVEPOINT atomically`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		_, rbErr := t.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO atomically`)
+		_, relErr := t.ExecContext(context.WithoutCancel(ctx), `RELEASE atomically`)
+		return errors.Join(err, rbErr, relErr)
+	}
+	_, err := t.ExecContext(ctx, `RELEASE atomically`)
+	return err
+}
+
+// isConstraint reports whether err is SQLite's constraint error code, an
+// extended code such as SQLITE_CONSTRAINT_UNIQUE.
+func isConstraint(err error, code int) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code() == code
+}

@@ -1,0 +1,430 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// Outbox is the [outbox.Store] of this backend, with every optional
+// capability: [outbox.BatchAcker], [outbox.Waker] and [outbox.Inspector].
+//
+// Add runs in the unit of work's transaction. The relay's bookkeeping
+// (Claim, Ack, AckAll, Retry, Bury) queues for the write connection like a
+// unit of work, so it never overlaps another write of this process, and a
+// claim is an IMMEDIATE transaction, which holds SQLite's write lock against
+// other processes too: concurrent claims never return one message twice.
+// The Inspector reads on the read pool and waits for no writer.
+type Outbox struct {
+	db *DB
+}
+
+var (
+	_ outbox.Store      = (*Outbox)(nil)
+	_ outbox.BatchAcker = (*Outbox)(nil)
+	_ outbox.Waker      = (*Outbox)(nil)
+	_ outbox.Inspector  = (*Outbox)(nil)
+)
+
+// addChunk is how many messages one INSERT statement of [Outbox.Add] takes,
+// well below SQLite's limit of 32766 parameters.
+const addChunk = 200
+
+// Add stores msgs as part of t. Once t commits, every relay of this process
+// that listens on the same DB is woken ([Outbox.Wakeups]); if t rolls back,
+// none is. It returns an error wrapping [outbox.ErrInvalidMessage], before
+// writing anything, when a message cannot be stored.
+func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("outbox: add: %w", err)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	for _, m := range msgs {
+		if err := outbox.Check(m); err != nil {
+			return fmt.Errorf("outbox: add: %w", err)
+		}
+	}
+	err = st.atomically(ctx, len(msgs) > addChunk, func() error {
+		for chunk := range slices.Chunk(msgs, addChunk) {
+			args := make([]any, 0, 5*len(chunk))
+			for _, m := range chunk {
+				created := micros(m.CreatedAt)
+				args = append(args, m.ID, m.Topic, string(m.Payload), created, created)
+			}
+			q := `INSERT INTO outbox_messages (id, topic, payload, created_at, due_at) VALUES ` +
+				valueRows(len(chunk), 5)
+			if _, err := st.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: add: %w", err)
+	}
+	// The messages are in t's database: wake its relays once t commits,
+	// once however many Adds it made, whichever Outbox value made them.
+	if !st.wakes {
+		st.wakes = true
+		st.onCommit(st.db.wake.wake)
+	}
+	return nil
+}
+
+// valueRows returns n groups of cols parameters, "(?, ?), (?, ?)", for a
+// multi-row VALUES clause.
+func valueRows(n, cols int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	return strings.Repeat(row+", ", n-1) + row
+}
+
+// Claim leases due messages as [outbox.Store.Claim] describes, in one
+// IMMEDIATE transaction on the write connection, so that no other claim
+// (of this process or another) runs between its two statements: the first
+// picks the earliest due messages in order, the second moves their due time
+// to the end of the lease, counts an attempt, and returns them. RETURNING
+// keeps no order; the first statement's restores it.
+func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("outbox: claim: limit must be at least 1, got %d", limit)
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("outbox: claim: lease must be positive, got %s", lease)
+	}
+	var msgs []outbox.Message
+	err := o.db.bookkeep(ctx, func(w conn) error {
+		tx, err := w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		ids, err := dueIDs(ctx, tx, now, limit)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `
+UPDATE outbox_messages SET due_at = ?, attempts = attempts + 1
+WHERE id IN (SELECT value FROM json_each(?))
+RETURNING id, topic, payload, created_at, attempts`, micros(now.Add(lease)), string(list))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		byID := make(map[uuid.UUID]outbox.Message, len(ids))
+		for rows.Next() {
+			var m outbox.Message
+			var payload string
+			var created int64
+			if err := rows.Scan(&m.ID, &m.Topic, &payload, &created, &m.Attempts); err != nil {
+				return err
+			}
+			m.Payload, m.CreatedAt = []byte(payload), fromMicros(created)
+			byID[m.ID] = m
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(byID) != len(ids) {
+			return fmt.Errorf("updated %d of the %d due messages", len(byID), len(ids))
+		}
+		msgs = make([]outbox.Message, len(ids))
+		for i, id := range ids {
+			msgs[i] = byID[id]
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+	return msgs, nil
+}
+
+// dueIDs returns the IDs of up to limit messages due at now, earliest due
+// first.
+func dueIDs(ctx context.Context, tx *sql.Tx, now time.Time, limit int) ([]uuid.UUID, error) {
+	rows, err := tx.QueryContext(ctx, `
+SELECT id FROM outbox_messages
+WHERE buried_at IS NULL AND due_at <= ?
+ORDER BY due_at, id
+LIMIT ?`, micros(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// Ack removes a delivered message; a message already gone is not an error.
+func (o *Outbox) Ack(ctx context.Context, id uuid.UUID) error {
+	err := o.db.bookkeep(ctx, func(c conn) error {
+		_, err := c.ExecContext(ctx, `DELETE FROM outbox_messages WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: ack %s: %w", id, err)
+	}
+	return nil
+}
+
+// AckAll removes delivered messages in one statement, whose one parameter
+// is the JSON array of their IDs.
+func (o *Outbox) AckAll(ctx context.Context, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("outbox: ack %d messages: %w", len(ids), err)
+	}
+	err = o.db.bookkeep(ctx, func(c conn) error {
+		_, err := c.ExecContext(ctx,
+			`DELETE FROM outbox_messages WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: ack %d messages: %w", len(ids), err)
+	}
+	return nil
+}
+
+// Retry makes a message due again at at, keeping reason. A buried message
+// stays buried and is [outbox.ErrNotFound].
+func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error {
+	var n int64
+	err := o.db.bookkeep(ctx, func(c conn) error {
+		res, err := c.ExecContext(ctx,
+			`UPDATE outbox_messages SET due_at = ?, last_error = ? WHERE id = ? AND buried_at IS NULL`,
+			micros(at), reason, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: retry %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("outbox: retry %s: %w", id, outbox.ErrNotFound)
+	}
+	return nil
+}
+
+// Bury stops delivering a message and keeps it with reason, buried at the
+// time of the machine's clock. Burying a buried message replaces its reason.
+func (o *Outbox) Bury(ctx context.Context, id uuid.UUID, reason string) error {
+	var n int64
+	err := o.db.bookkeep(ctx, func(c conn) error {
+		res, err := c.ExecContext(ctx,
+			`UPDATE outbox_messages SET buried_at = coalesce(buried_at, ?), last_error = ? WHERE id = ?`,
+			micros(time.Now()), reason, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: bury %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("outbox: bury %s: %w", id, outbox.ErrNotFound)
+	}
+	return nil
+}
+
+// OldestDue returns the due time of the longest-due message.
+func (o *Outbox) OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	var due sql.NullInt64
+	err := o.db.read.QueryRowContext(ctx,
+		`SELECT min(due_at) FROM outbox_messages WHERE buried_at IS NULL AND due_at <= ?`, micros(now)).Scan(&due)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("outbox: oldest due: %w", err)
+	}
+	if !due.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMicros(due.Int64), true, nil
+}
+
+// recordColumns are the columns scanRecord reads, in its order.
+const recordColumns = `id, topic, payload, created_at, attempts, due_at, coalesce(last_error, ''), buried_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRecord(row scanner) (outbox.Record, error) {
+	var r outbox.Record
+	var payload string
+	var created, due int64
+	var buried sql.NullInt64
+	if err := row.Scan(&r.ID, &r.Topic, &payload, &created, &r.Attempts, &due, &r.LastError, &buried); err != nil {
+		return r, err
+	}
+	r.Payload, r.CreatedAt, r.DueAt = []byte(payload), fromMicros(created), fromMicros(due)
+	if buried.Valid {
+		r.BuriedAt = fromMicros(buried.Int64)
+	}
+	return r, nil
+}
+
+// Buried returns up to limit buried messages, oldest burial first.
+func (o *Outbox) Buried(ctx context.Context, limit int) ([]outbox.Record, error) {
+	if limit < 0 {
+		return nil, fmt.Errorf("outbox: buried: limit must not be negative, got %d", limit)
+	}
+	rows, err := o.db.read.QueryContext(ctx, `SELECT `+recordColumns+` FROM outbox_messages
+WHERE buried_at IS NOT NULL ORDER BY buried_at, id LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: buried: %w", err)
+	}
+	defer rows.Close()
+	var recs []outbox.Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: buried: %w", err)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: buried: %w", err)
+	}
+	return recs, nil
+}
+
+// Lookup returns the message with id and its delivery state.
+func (o *Outbox) Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error) {
+	rec, err := scanRecord(o.db.read.QueryRowContext(ctx,
+		`SELECT `+recordColumns+` FROM outbox_messages WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return outbox.Record{}, fmt.Errorf("outbox: lookup %s: %w", id, outbox.ErrNotFound)
+	}
+	if err != nil {
+		return outbox.Record{}, fmt.Errorf("outbox: lookup %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// Wakeups returns a channel that receives a value after each commit of a
+// unit of work of this DB that added messages ([Outbox.Add]), in this
+// process: SQLite has no notifications between processes, so a relay in
+// another process finds those messages at its next poll. Every channel of
+// the DB is woken, before the committing [Runner.Do] returns; a wake-up
+// that finds the channel full coalesces with the one waiting there. Commits
+// before Wakeups returns send nothing; the relay claims once at start for
+// them. The channel is closed when ctx is done.
+func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
+	return o.db.wake.subscribe(ctx)
+}
+
+// notifier fans wake-ups out to every subscribed channel, without blocking.
+type notifier struct {
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+}
+
+func newNotifier() *notifier {
+	return &notifier{subs: make(map[chan struct{}]struct{})}
+}
+
+// subscribe returns a channel that wake sends to until ctx is done, and is
+// then closed.
+func (n *notifier) subscribe(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	n.subs[ch] = struct{}{}
+	n.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.subs, ch)
+		close(ch)
+	})
+	return ch
+}
+
+// wake sends a wake-up to every channel that has none waiting.
+func (n *notifier) wake() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ch := range n.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// conn is what the relay's bookkeeping runs its statements on.
+type conn interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// bookkeep runs fn, a write of the relay's bookkeeping, on the write
+// connection, with synchronous=NORMAL while it runs: its commit then waits
+// for no flush to disk, and a crash of the machine can lose it, which only
+// makes the relay deliver a message again, as at-least-once delivery
+// allows. Units of work always find the connection at synchronous=FULL; a
+// connection whose setting cannot be restored is discarded.
+//
+// It pays: on a disk whose flush takes about 0.3 ms, a batch of ten
+// messages claimed and acknowledged took 0.30 ms at NORMAL and 0.84 ms at
+// FULL (BenchmarkBookkeeping), of which switching the setting costs some
+// 0.02 ms.
+func (db *DB) bookkeep(ctx context.Context, fn func(c conn) error) error {
+	if err := checkNotNested(ctx, db); err != nil {
+		return err
+	}
+	if !db.relaxed {
+		return fn(db.write)
+	}
+	c, err := db.write.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := c.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return errors.Join(err, c.Close())
+	}
+	fnErr := fn(c)
+	if _, err := c.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
+		// Never let a unit of work commit without a flush.
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		return errors.Join(fnErr, fmt.Errorf("restore synchronous=FULL: %w", err))
+	}
+	return errors.Join(fnErr, c.Close())
+}
+
+// micros returns t as stored: microseconds since 1970-01-01 UTC.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// fromMicros returns the time stored as us, in UTC.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

@@ -1,0 +1,95 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// Runner runs units of work in SQLite transactions on the write connection
+// of its [DB], one at a time.
+type Runner struct {
+	db  *DB
+	now func() time.Time
+}
+
+var _ uow.Runner = (*Runner)(nil)
+
+// errNested is returned by a write that would wait for the unit of work it
+// runs in.
+var errNested = errors.New("a unit of work holds the write connection of this database; a write made inside it would wait for it for ever")
+
+// unitOfWorkKey marks the context of a unit of work with its DB.
+type unitOfWorkKey struct{}
+
+// checkNotNested returns an error wrapping errNested when ctx is the
+// context of a unit of work of db.
+func checkNotNested(ctx context.Context, db *DB) error {
+	if in, _ := ctx.Value(unitOfWorkKey{}).(*DB); in == db {
+		return errNested
+	}
+	return nil
+}
+
+// tx is the [uow.Tx] of this backend.
+type tx struct {
+	*sql.Tx
+	db  *DB
+	now time.Time
+	// afterCommit runs, in order, once the transaction has committed, and
+	// never when it rolls back.
+	afterCommit []func()
+	// wakes is set once afterCommit wakes the relays of db.
+	wakes bool
+}
+
+func (t *tx) Now() time.Time { return t.now }
+
+// onCommit makes fn run once t has committed, and never if it rolls back.
+func (t *tx) onCommit(fn func()) { t.afterCommit = append(t.afterCommit, fn) }
+
+// asTx returns the tx inside t, or an error wrapping [uow.ErrForeignTx].
+func asTx(t uow.Tx) (*tx, error) {
+	st, ok := t.(*tx)
+	if !ok || st == nil {
+		return nil, uow.Foreign(backend, t)
+	}
+	return st, nil
+}
+
+// Do runs fn in a transaction, as [uow.Runner] describes. The transaction
+// begins with BEGIN IMMEDIATE once the write connection is free; its time
+// is read from the runner's clock once, in UTC, to the microsecond that the
+// stores keep. After a commit it runs the transaction's after-commit hooks,
+// by which [Outbox.Add] wakes the relays of this process; a rollback runs
+// none.
+//
+// fn must not make another write of the same DB, such as a nested Do: with
+// the context it is given, that write returns an error instead of waiting
+// for this unit of work to end.
+func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
+	if err := checkNotNested(ctx, r.db); err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	stx, err := r.db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	// Rollback after Commit is a no-op, so this covers errors and panics.
+	defer func() { _ = stx.Rollback() }()
+	t := &tx{Tx: stx, db: r.db, now: r.now().UTC().Truncate(time.Microsecond)}
+	if err := fn(context.WithValue(ctx, unitOfWorkKey{}, r.db), t); err != nil {
+		return err
+	}
+	if err := stx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	for _, fn := range t.afterCommit {
+		fn()
+	}
+	return nil
+}

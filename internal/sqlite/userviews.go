@@ -1,0 +1,196 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// UserViews are the user domain's inline projections ([user.Views]) on
+// SQLite, in the tables and with the meaning of the PostgreSQL backend's.
+// Each event also clears what it makes stale (expired codes and sessions of
+// the same address or user), so the tables stay small and a rebuild from
+// the events produces exactly the same rows. The zero value is ready to
+// use: it works in the transaction of the unit of work it is given.
+type UserViews struct{}
+
+var _ user.Views = UserViews{}
+
+// Apply updates the projections with events appended in t. An event that
+// would give one address to two users is an error wrapping
+// [user.ErrEmailTaken], and changes nothing.
+func (UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("user views: %w", err)
+	}
+	for _, e := range events {
+		if err := applyUserEvent(ctx, st, e); err != nil {
+			if isEmailTaken(err) {
+				return fmt.Errorf("user views: apply %s: %w", e.Type, user.ErrEmailTaken)
+			}
+			return fmt.Errorf("user views: apply %s %s: %w", e.Type, e.ID, err)
+		}
+	}
+	return nil
+}
+
+// isEmailTaken reports whether err is a violation of the unique index
+// users_email_key. SQLite names the columns of a violated unique index,
+// not the index, and the index on users (email) is the only one there.
+func isEmailTaken(err error) bool {
+	return isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE) &&
+		strings.Contains(err.Error(), "UNIQUE constraint failed: users.email")
+}
+
+// statement is one SQL statement with its arguments.
+type statement struct {
+	sql  string
+	args []any
+}
+
+func applyUserEvent(ctx context.Context, st *tx, e eventstore.Event) error {
+	stmts, err := userViewStatements(e)
+	if err != nil {
+		return err
+	}
+	// Where an event takes two statements, the one that can fail on the
+	// data (the unique address) comes first, so that a failure changes
+	// nothing.
+	for _, s := range stmts {
+		if _, err := st.ExecContext(ctx, s.sql, s.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// userViewStatements returns the statements that apply e to the views, or
+// none for an event the views do not follow.
+func userViewStatements(e eventstore.Event) ([]statement, error) {
+	recorded := micros(e.RecordedAt)
+	switch e.Type {
+	case user.TypeSignInLinkRequested:
+		d, err := eventstore.Decode[user.SignInLinkRequested](e)
+		return []statement{
+			{`DELETE FROM signin_codes WHERE email = ? AND expires_at <= ?`, []any{d.Email, recorded}},
+			{`INSERT INTO signin_codes (code_hash, email, expires_at) VALUES (?, ?, ?)`,
+				[]any{d.CodeHash, d.Email, micros(d.ExpiresAt)}},
+		}, err
+	case user.TypeSignInLinkUsed:
+		d, err := eventstore.Decode[user.SignInLinkUsed](e)
+		return []statement{{`DELETE FROM signin_codes WHERE code_hash = ?`, []any{d.CodeHash}}}, err
+	case user.TypeRegistered:
+		d, err := eventstore.Decode[user.Registered](e)
+		return []statement{{`INSERT INTO users (id, email, created_at) VALUES (?, ?, ?)`,
+			[]any{d.UserID, d.Email, recorded}}}, err
+	case user.TypeSessionStarted:
+		d, err := eventstore.Decode[user.SessionStarted](e)
+		return []statement{
+			{`DELETE FROM sessions WHERE user_id = ? AND expires_at <= ?`, []any{d.UserID, recorded}},
+			{`INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (?, ?, ?)`,
+				[]any{d.TokenHash, d.UserID, micros(d.ExpiresAt)}},
+		}, err
+	case user.TypeSessionEnded:
+		d, err := eventstore.Decode[user.SessionEnded](e)
+		return []statement{{`DELETE FROM sessions WHERE token_hash = ?`, []any{d.TokenHash}}}, err
+	case user.TypeEmailChangeRequested:
+		d, err := eventstore.Decode[user.EmailChangeRequested](e)
+		return []statement{
+			{`DELETE FROM email_change_codes WHERE user_id = ? AND expires_at <= ?`, []any{d.UserID, recorded}},
+			{`INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES (?, ?, ?)`,
+				[]any{d.CodeHash, d.UserID, micros(d.ExpiresAt)}},
+		}, err
+	case user.TypeEmailChanged:
+		d, err := eventstore.Decode[user.EmailChanged](e)
+		return []statement{
+			{`UPDATE users SET email = ? WHERE id = ?`, []any{d.NewEmail, d.UserID}},
+			{`DELETE FROM email_change_codes WHERE code_hash = ?`, []any{d.CodeHash}},
+		}, err
+	}
+	return nil, nil
+}
+
+// Reset empties the projections as part of t, for a rebuild. The unit of
+// work holds the database's write lock, so commands wait for the rebuild
+// instead of writing into half-built tables. The log's order is exact commit
+// order on SQLite, so the replay passes only through states the live
+// projections had, and the unique address needs no deferral.
+func (UserViews) Reset(ctx context.Context, t uow.Tx) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("user views: reset: %w", err)
+	}
+	for _, table := range []string{"users", "sessions", "signin_codes", "email_change_codes"} {
+		if _, err := st.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+			return fmt.Errorf("user views: reset %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+func (UserViews) UserByEmail(ctx context.Context, t uow.Tx, email string) (user.User, bool, error) {
+	return queryUser(ctx, t, `SELECT id, email, created_at FROM users WHERE email = ?`, email)
+}
+
+func (UserViews) User(ctx context.Context, t uow.Tx, id uuid.UUID) (user.User, bool, error) {
+	return queryUser(ctx, t, `SELECT id, email, created_at FROM users WHERE id = ?`, id)
+}
+
+func queryUser(ctx context.Context, t uow.Tx, q string, arg any) (user.User, bool, error) {
+	var u user.User
+	var created int64
+	found, err := queryRow(ctx, t, q, []any{arg}, &u.ID, &u.Email, &created)
+	if found {
+		u.CreatedAt = fromMicros(created)
+	}
+	return u, found, err
+}
+
+func (UserViews) SignInCode(ctx context.Context, t uow.Tx, hash string) (string, bool, error) {
+	var email string
+	found, err := queryRow(ctx, t, `SELECT email FROM signin_codes WHERE code_hash = ?`, []any{hash}, &email)
+	return email, found, err
+}
+
+func (UserViews) EmailChangeCode(ctx context.Context, t uow.Tx, hash string) (uuid.UUID, bool, error) {
+	var id uuid.UUID
+	found, err := queryRow(ctx, t, `SELECT user_id FROM email_change_codes WHERE code_hash = ?`, []any{hash}, &id)
+	return id, found, err
+}
+
+func (UserViews) Session(ctx context.Context, t uow.Tx, hash string) (uuid.UUID, time.Time, bool, error) {
+	var id uuid.UUID
+	var expires int64
+	found, err := queryRow(ctx, t, `SELECT user_id, expires_at FROM sessions WHERE token_hash = ?`, []any{hash}, &id, &expires)
+	if !found {
+		return id, time.Time{}, found, err
+	}
+	return id, fromMicros(expires), found, err
+}
+
+// queryRow scans the one row of q into dest and reports whether there was one.
+func queryRow(ctx context.Context, t uow.Tx, q string, args []any, dest ...any) (bool, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return false, fmt.Errorf("user views: %w", err)
+	}
+	err = st.QueryRowContext(ctx, q, args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("user views: %w", err)
+	}
+	return true, nil
+}
