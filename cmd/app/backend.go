@@ -32,10 +32,12 @@ type backend interface {
 	Close()
 }
 
-// outboxStore is an outbox store with the inspection operators use.
+// outboxStore is an outbox store with what operators use: inspection and
+// requeuing of buried messages.
 type outboxStore interface {
 	outbox.Store
 	outbox.Inspector
+	outbox.Requeuer
 }
 
 // views are the user domain's inline projections, which can be rebuilt.

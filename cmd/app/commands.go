@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
@@ -165,7 +168,7 @@ func printConfig(stdout io.Writer) error {
 
 func outboxCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("outbox: want a subcommand: drain or buried")
+		return errors.New("outbox: want a subcommand: drain, buried or requeue")
 	}
 	e, err := load(getenv, stderr)
 	if err != nil {
@@ -212,8 +215,10 @@ func outboxCommand(ctx context.Context, args []string, getenv func(string) strin
 			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", b.ID, b.Topic, b.Attempts, b.BuriedAt.Format("2006-01-02T15:04:05Z"), b.LastError)
 		}
 		return w.Flush()
+	case "requeue":
+		return requeue(ctx, e, args[1:], stdout, stderr)
 	default:
-		return fmt.Errorf("outbox: unknown subcommand %q: want drain or buried", args[0])
+		return fmt.Errorf("outbox: unknown subcommand %q: want drain, buried or requeue", args[0])
 	}
 }
 
@@ -236,5 +241,50 @@ func projectionsCommand(ctx context.Context, args []string, getenv func(string) 
 		return err
 	}
 	fmt.Fprintf(stdout, "rebuilt the user views from %d events\n", n)
+	return nil
+}
+
+// requeue makes buried messages due again now: those named by ID, or with
+// --all every buried one.
+func requeue(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("outbox requeue", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	all := fs.Bool("all", false, "requeue every buried message")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ids := make([]uuid.UUID, 0, fs.NArg())
+	for _, a := range fs.Args() {
+		id, err := uuid.Parse(a)
+		if err != nil {
+			return fmt.Errorf("outbox requeue: %q is not a message ID", a)
+		}
+		ids = append(ids, id)
+	}
+	if *all == (len(ids) > 0) {
+		return errors.New("outbox requeue: name message IDs or give --all, not both")
+	}
+	db, err := e.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	store := db.Outbox()
+	if *all {
+		buried, err := store.Buried(ctx, math.MaxInt32)
+		if err != nil {
+			return err
+		}
+		for _, b := range buried {
+			ids = append(ids, b.ID)
+		}
+	}
+	now := time.Now()
+	for _, id := range ids {
+		if err := store.Requeue(ctx, id, now); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "requeued %d\n", len(ids))
 	return nil
 }

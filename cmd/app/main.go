@@ -8,6 +8,7 @@
 //	app config             list every environment variable, its default and meaning
 //	app outbox drain       deliver what is due in one synchronous pass
 //	app outbox buried      list buried messages with their reasons
+//	app outbox requeue     give buried messages (IDs, or --all) another chance
 //	app projections rebuild  rebuild the inline projections from the events
 //	app bench drain        measure how fast the relay empties a full outbox
 //	app bench latency      measure the time from commit to handler
@@ -40,6 +41,7 @@ commands:
   config            list every environment variable, its default and meaning
   outbox drain      deliver the messages due now in one synchronous pass
   outbox buried     list buried messages with their reasons
+  outbox requeue    give buried messages (IDs, or --all) another chance
   projections rebuild
                     rebuild the inline projections from the events
   bench drain       measure how fast the relay empties a full outbox

@@ -48,6 +48,15 @@ type Inspector interface {
 	Lookup(ctx context.Context, id uuid.UUID) (Record, error)
 }
 
+// Requeuer is implemented by stores that can give buried messages another
+// chance, for an operator who has mended what buried them.
+type Requeuer interface {
+	// Requeue makes a buried message due at at, with its attempts counted
+	// from zero again and its last error kept. It returns an error wrapping
+	// [ErrNotFound] for a message that is not buried.
+	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
+}
+
 // Record is a stored message with its delivery state.
 type Record struct {
 	Message

@@ -43,6 +43,7 @@ var (
 	_ outbox.BatchAcker = (*Outbox)(nil)
 	_ outbox.Waker      = (*Outbox)(nil)
 	_ outbox.Inspector  = (*Outbox)(nil)
+	_ outbox.Requeuer   = (*Outbox)(nil)
 )
 
 // Add stores msgs as part of t and notifies listening relays, which hear it
@@ -185,6 +186,20 @@ func (o *Outbox) Bury(ctx context.Context, id uuid.UUID, reason string) error {
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("outbox: bury %s: %w", id, outbox.ErrNotFound)
+	}
+	return nil
+}
+
+// Requeue makes a buried message due again at at.
+func (o *Outbox) Requeue(ctx context.Context, id uuid.UUID, at time.Time) error {
+	tag, err := o.pool.Exec(ctx,
+		`UPDATE outbox_messages SET buried_at = NULL, attempts = 0, due_at = $2 WHERE id = $1 AND buried_at IS NOT NULL`,
+		id, at)
+	if err != nil {
+		return fmt.Errorf("outbox: requeue %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("outbox: requeue %s: %w", id, outbox.ErrNotFound)
 	}
 	return nil
 }

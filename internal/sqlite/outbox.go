@@ -36,6 +36,7 @@ var (
 	_ outbox.BatchAcker = (*Outbox)(nil)
 	_ outbox.Waker      = (*Outbox)(nil)
 	_ outbox.Inspector  = (*Outbox)(nil)
+	_ outbox.Requeuer   = (*Outbox)(nil)
 )
 
 // addChunk is how many messages one INSERT statement of [Outbox.Add] takes,
@@ -256,6 +257,28 @@ func (o *Outbox) Bury(ctx context.Context, id uuid.UUID, reason string) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("outbox: bury %s: %w", id, outbox.ErrNotFound)
+	}
+	return nil
+}
+
+// Requeue makes a buried message due again at at.
+func (o *Outbox) Requeue(ctx context.Context, id uuid.UUID, at time.Time) error {
+	var n int64
+	err := o.db.bookkeep(ctx, func(c conn) error {
+		res, err := c.ExecContext(ctx,
+			`UPDATE outbox_messages SET buried_at = NULL, attempts = 0, due_at = ? WHERE id = ? AND buried_at IS NOT NULL`,
+			micros(at), id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: requeue %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("outbox: requeue %s: %w", id, outbox.ErrNotFound)
 	}
 	return nil
 }

@@ -94,6 +94,7 @@ var cases = []struct {
 	{"Inspector/OldestDue", testOldestDue},
 	{"Inspector/Buried", testBuried},
 	{"Inspector/Lookup", testLookup},
+	{"Requeuer/BuriedMessageIsDueAgain", testRequeue},
 }
 
 // base is the time the suite's messages are created around, truncated to the
@@ -686,6 +687,47 @@ func testLookup(t *testing.T, s suite) {
 	s.ack(t, m.ID)
 	if _, err := insp.Lookup(t.Context(), m.ID); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Lookup of an acknowledged message = %v, want outbox.ErrNotFound", err)
+	}
+}
+
+// Requeuer: a buried message requeued at a time is due then, with its
+// attempts counted afresh and its last error kept; only buried messages can
+// be requeued.
+func testRequeue(t *testing.T, s suite) {
+	r, ok := s.Store.(outbox.Requeuer)
+	if !ok {
+		t.Skip("store does not implement outbox.Requeuer")
+	}
+	m := s.msg(t, "test.requeue", nil, base)
+	waiting := s.msg(t, "test.waiting", nil, base)
+	s.add(t, m, waiting)
+	if err := r.Requeue(t.Context(), waiting.ID, base); !errors.Is(err, outbox.ErrNotFound) {
+		t.Errorf("Requeue of a message that is not buried = %v, want outbox.ErrNotFound", err)
+	}
+	if err := r.Requeue(t.Context(), uuid.New(), base); !errors.Is(err, outbox.ErrNotFound) {
+		t.Errorf("Requeue of an unknown message = %v, want outbox.ErrNotFound", err)
+	}
+	for range 3 {
+		got := s.claimIDs(t, farFuture, 1, m)
+		s.retry(t, got[0].ID, base, "421 busy")
+	}
+	s.bury(t, m.ID, "550 no such user")
+	at := base.Add(time.Hour)
+	if err := r.Requeue(t.Context(), m.ID, at); err != nil {
+		t.Fatal(err)
+	}
+	s.ack(t, waiting.ID)
+	s.nothingDue(t, at.Add(-time.Millisecond))
+	got := s.claimIDs(t, at, 10, m)
+	checkMessage(t, got[0], m, 1)
+	if insp, ok := s.Store.(outbox.Inspector); ok {
+		rec, err := insp.Lookup(t.Context(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.LastError != "550 no such user" || !rec.BuriedAt.IsZero() {
+			t.Errorf("requeued: LastError %q, BuriedAt %v; want the reason kept, not buried", rec.LastError, rec.BuriedAt)
+		}
 	}
 }
 
