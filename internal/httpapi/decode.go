@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 )
 
 // maxBody is the largest request body the API reads.
@@ -43,6 +44,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if raw[0] != '{' {
 		return &decodeError{http.StatusBadRequest, TypeBadRequest, "the body must be a JSON object"}
 	}
+	if name, ok := repeatedField(raw); ok {
+		return &decodeError{http.StatusBadRequest, TypeBadRequest,
+			fmt.Sprintf("field %q is given more than once", name)}
+	}
 	fields := json.NewDecoder(bytes.NewReader(raw))
 	fields.DisallowUnknownFields()
 	if err := fields.Decode(v); err != nil {
@@ -56,6 +61,34 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return &decodeError{http.StatusBadRequest, TypeBadRequest, "the body has data after its JSON object"}
 	}
 	return nil
+}
+
+// repeatedField returns a field name that the JSON object raw holds twice,
+// compared without regard to case as encoding/json matches names, so that
+// {"email":a,"EMAIL":b} cannot slip a second value past a reader of the first.
+func repeatedField(raw json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // The opening brace.
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		name, _ := tok.(string)
+		if key := strings.ToLower(name); seen[key] {
+			return name, true
+		} else {
+			seen[key] = true
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 func decodeFailure(err error) *decodeError {

@@ -84,6 +84,8 @@ func TestStrictDecoding(t *testing.T) {
 				{"a number", "5", 400, httpapi.TypeBadRequest},
 				{"true", "true", 400, httpapi.TypeBadRequest},
 				{"null", "null", 400, httpapi.TypeBadRequest},
+				{"the field twice", "{" + f + ":" + v + "," + f + ":" + v + "}", 400, httpapi.TypeBadRequest},
+				{"the field twice in two cases", "{" + f + ":" + v + "," + strings.ToUpper(f) + ":" + v + "}", 400, httpapi.TypeBadRequest},
 				{"a number for the field", "{" + f + ":5}", 400, httpapi.TypeBadRequest},
 				{"a boolean for the field", "{" + f + ":true}", 400, httpapi.TypeBadRequest},
 				{"an array for the field", "{" + f + ":[" + v + "]}", 400, httpapi.TypeBadRequest},

@@ -145,12 +145,16 @@ func TestClientRateLimitPerClient(t *testing.T) {
 		t.Errorf("Retry-After %s, want 30s", wait)
 	}
 	// Other clients, IPv4 and IPv6, are not held back by A.
-	for _, remote := range []string{"192.0.2.2:1000", "[2001:db8::1]:1000", "[2001:DB8::2]:1000"} {
+	for _, remote := range []string{"192.0.2.2:1000", "[2001:db8::1]:1000", "[2001:db8:0:1::1]:1000", "[::ffff:192.0.2.3]:1000"} {
 		for range 2 {
 			wantStatus(t, "client "+remote, me(remote), http.StatusOK)
 		}
 		wantProblem(t, "client "+remote+" over its limit", me(remote), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
 	}
+	// An IPv6 client commonly holds a whole /64: its addresses share a budget.
+	wantProblem(t, "another address of the first IPv6 /64", me("[2001:DB8::2]:1000"), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
+	// An IPv4-mapped IPv6 address is that IPv4 client.
+	wantProblem(t, "client A as IPv4-mapped IPv6", me("[::ffff:192.0.2.1]:1000"), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
 	// /healthz is not limited even for a client over its limit.
 	wantStatus(t, "/healthz", serve(t, h, "GET", "/healthz", "192.0.2.1:1000", nil, nil), http.StatusOK)
 }

@@ -64,8 +64,8 @@ type outcome struct {
 // strictField is the decoding the API promises, written independently of
 // it: body is at most 4 KiB, one JSON object whose keys all name field
 // (encoding/json matches names without regard to case), whose values are
-// strings or null. It returns the field's value. A bare null is not an
-// object.
+// strings or null, and name it at most once. It returns the field's value.
+// A bare null is not an object.
 func strictField(body []byte, field string) (string, bool) {
 	if len(body) > 4<<10 || !json.Valid(body) {
 		return "", false
@@ -76,12 +76,16 @@ func strictField(body []byte, field string) (string, bool) {
 		return "", false
 	}
 	var value string
+	keys := 0
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return "", false
 		}
 		if key, _ := tok.(string); !strings.EqualFold(key, field) {
+			return "", false
+		}
+		if keys++; keys > 1 { // The one field, given twice in any case.
 			return "", false
 		}
 		var raw json.RawMessage

@@ -21,7 +21,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case errors.As(err, &bad):
 		writeProblem(w, bad.status, bad.typ, bad.detail)
 	case errors.As(err, &tooMany):
-		writeTooMany(w, tooMany.RetryAfter, "this address asked for too many sign-in links")
+		writeTooMany(w, tooMany.RetryAfter, "too many links asked for; retry after the time given")
 	case errors.Is(err, user.ErrBadEmail):
 		writeProblem(w, http.StatusBadRequest, TypeBadEmail, err.Error())
 	case errors.Is(err, user.ErrInvalidCode):

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -86,14 +87,24 @@ func limitClients(perMinute int, now func() time.Time) func(http.Handler) http.H
 	}
 }
 
-// clientAddress is the IP address the request came from. Behind a proxy it
-// is the proxy's: the limit is then per proxy, which errs on the safe side.
+// clientAddress is the IP address the request came from, or for IPv6 its
+// /64 network, which one client commonly holds whole. Behind a proxy it is
+// the proxy's: the limit is then per proxy, which errs on the safe side.
 func clientAddress(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return strings.ToLower(host)
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return strings.ToLower(host)
+	}
+	addr = addr.Unmap()
+	if addr.Is6() {
+		prefix, _ := addr.Prefix(64)
+		return prefix.String()
+	}
+	return addr.String()
 }
 
 type client struct {

@@ -112,10 +112,12 @@ SET CONSTRAINTS users_email_key DEFERRED`)
 	return nil
 }
 
+// UserByEmail returns the user who holds email, as [user.Views] describes.
 func (UserViews) UserByEmail(ctx context.Context, t uow.Tx, email string) (user.User, bool, error) {
 	return queryUser(ctx, t, `SELECT id, email, created_at FROM users WHERE email = $1`, email)
 }
 
+// User returns the user with id.
 func (UserViews) User(ctx context.Context, t uow.Tx, id uuid.UUID) (user.User, bool, error) {
 	return queryUser(ctx, t, `SELECT id, email, created_at FROM users WHERE id = $1`, id)
 }
@@ -127,18 +129,23 @@ func queryUser(ctx context.Context, t uow.Tx, q string, arg any) (user.User, boo
 	return u, found, err
 }
 
+// SignInCode returns the address the unused sign-in code with hash was sent to.
 func (UserViews) SignInCode(ctx context.Context, t uow.Tx, hash string) (string, bool, error) {
 	var email string
 	found, err := queryRow(ctx, t, `SELECT email FROM signin_codes WHERE code_hash = $1`, []any{hash}, &email)
 	return email, found, err
 }
 
+// EmailChangeCode returns the user who was sent the unused confirmation
+// code with hash.
 func (UserViews) EmailChangeCode(ctx context.Context, t uow.Tx, hash string) (uuid.UUID, bool, error) {
 	var id uuid.UUID
 	found, err := queryRow(ctx, t, `SELECT user_id FROM email_change_codes WHERE code_hash = $1`, []any{hash}, &id)
 	return id, found, err
 }
 
+// Session returns the user of the session with the token hash and when it
+// expires.
 func (UserViews) Session(ctx context.Context, t uow.Tx, hash string) (uuid.UUID, time.Time, bool, error) {
 	var id uuid.UUID
 	var expires time.Time

@@ -6,6 +6,7 @@ package smtp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -32,7 +33,12 @@ var _ mail.Sender = (*Sender)(nil)
 func New(rawURL string, timeout time.Duration) (*Sender, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("smtp: SMTP_URL: %w", err)
+		// url.Error repeats the URL, password and all; keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("smtp: SMTP_URL is not a URL: %v", err)
 	}
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("smtp: SMTP_URL %q has no host", u.Redacted())

@@ -76,7 +76,8 @@ type DB struct {
 
 // Open opens the database file at path, creating the file (not its folder)
 // when it does not exist, and checks that it answers. The file is put in
-// WAL mode, which it keeps; foreign keys are enforced.
+// WAL mode, which it keeps; foreign keys are enforced, and deleted content is
+// overwritten (secure_delete), since outbox messages carry one-time codes.
 func Open(ctx context.Context, path string) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
@@ -87,6 +88,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 			"journal_mode(WAL)",
 			"foreign_keys(1)",
 			"synchronous(FULL)",
+			// Deleted rows are overwritten, not left in free pages: an
+			// outbox message holds a plain one-time code until delivered.
+			"secure_delete(on)",
 		},
 		"_txlock": {"immediate"},
 	})

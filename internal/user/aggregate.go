@@ -62,9 +62,16 @@ func (s *signInLinks) code(hash string) *signInCode {
 // retryAfter returns how long the address must wait before it may ask for
 // another link at now, or 0 when it may ask now.
 func (s signInLinks) retryAfter(now time.Time, p Policy) time.Duration {
+	return retryAfter(s.requests, now, p)
+}
+
+// retryAfter returns how long one more request must wait at now, when
+// requests were made at the given times in order, to keep at most
+// p.LinkLimit within any p.LinkWindow; 0 when it may be made now.
+func retryAfter(requests []time.Time, now time.Time, p Policy) time.Duration {
 	since := now.Add(-p.LinkWindow)
 	var recent []time.Time
-	for _, t := range s.requests {
+	for _, t := range requests {
 		if t.After(since) {
 			recent = append(recent, t)
 		}
@@ -100,6 +107,10 @@ type account struct {
 	createdAt time.Time
 	sessions  map[string]time.Time
 	changes   []emailChange
+	// changeRequests are the times of the user's email change requests,
+	// limited as an address's sign-in links are, so that one account
+	// cannot flood an inbox or probe many addresses.
+	changeRequests []time.Time
 }
 
 type emailChange struct {
@@ -138,6 +149,7 @@ func foldAccount(events []eventstore.Event) (account, error) {
 				return a, err
 			}
 			a.changes = append(a.changes, emailChange{hash: d.CodeHash, newEmail: d.NewEmail, expiresAt: d.ExpiresAt})
+			a.changeRequests = append(a.changeRequests, e.RecordedAt)
 		case TypeEmailChanged:
 			d, err := eventstore.Decode[EmailChanged](e)
 			if err != nil {

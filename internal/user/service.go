@@ -43,7 +43,7 @@ type TooManyRequestsError struct {
 }
 
 func (e *TooManyRequestsError) Error() string {
-	return fmt.Sprintf("user: too many sign-in links asked for; retry after %s", e.RetryAfter.Round(time.Second))
+	return fmt.Sprintf("user: too many links asked for; retry after %s", e.RetryAfter.Round(time.Second))
 }
 
 // Is makes errors.Is(err, ErrTooManyRequests) true.
@@ -53,7 +53,7 @@ func (e *TooManyRequestsError) Is(target error) bool { return target == ErrTooMa
 type Policy struct {
 	LinkTTL    time.Duration `env:"LINK_TTL" envDefault:"15m" desc:"How long a sign-in or confirmation link works."`
 	SessionTTL time.Duration `env:"SESSION_TTL" envDefault:"720h" desc:"How long a session lasts."`
-	LinkLimit  int           `env:"LINK_LIMIT" envDefault:"5" desc:"Sign-in links one address may ask for within LINK_WINDOW."`
+	LinkLimit  int           `env:"LINK_LIMIT" envDefault:"5" desc:"Sign-in links one address, or email changes one user, may ask for within LINK_WINDOW."`
 	LinkWindow time.Duration `env:"LINK_WINDOW" envDefault:"15m" desc:"The window LINK_LIMIT counts in."`
 }
 
@@ -393,8 +393,9 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 }
 
 // RequestEmailChange mails a confirmation link to the new address of the
-// session's user. It returns [ErrUnauthenticated], [ErrBadEmail] or
-// [ErrEmailTaken].
+// session's user. Each user may ask as often as an address may ask for
+// sign-in links ([Policy]). It returns [ErrUnauthenticated], [ErrBadEmail],
+// a [*TooManyRequestsError] or [ErrEmailTaken].
 func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress string) error {
 	email, err := NormalizeEmail(newAddress)
 	if err != nil {
@@ -404,6 +405,9 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 		acct, _, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err
+		}
+		if wait := retryAfter(acct.changeRequests, tx.Now(), s.policy); wait > 0 {
+			return &TooManyRequestsError{RetryAfter: wait}
 		}
 		if _, taken, err := s.Views.UserByEmail(ctx, tx, email); err != nil {
 			return err

@@ -1,0 +1,55 @@
+package smtp_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/smtp"
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+func TestNewRefusesURLsThatCannotWorkWithoutShowingThePassword(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{
+		"smtp://user:s3cret%zz@mail.example.com:587",
+		"http://user:s3cret@mail.example.com",
+		"smtp://user:s3cret@:587",
+		"smtp://user:s3cret@mail.example.com:0",
+		"smtp://user:s3cret@mail.example.com:99999",
+		"smtp://user:s3cret@mail.example.com:x",
+	} {
+		_, err := smtp.New(u, time.Second)
+		if err == nil {
+			t.Errorf("New(%q) accepted", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("New(%q): the error shows the password: %v", u, err)
+		}
+	}
+	for _, u := range []string{"smtp://mail.example.com", "smtps://user:pass@mail.example.com:465", "smtp://127.0.0.1:2525"} {
+		if _, err := smtp.New(u, time.Second); err != nil {
+			t.Errorf("New(%q): %v", u, err)
+		}
+	}
+}
+
+// Implicit TLS (smtps) to a server that speaks plain SMTP fails rather
+// than sending in the clear.
+func TestSMTPSNeverFallsBackToPlainText(t *testing.T) {
+	t.Parallel()
+	srv := smtptest.NewServer(t)
+	s, err := smtp.New(strings.Replace(srv.URL(), "smtp://", "smtps://", 1), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: "b@example.com", Subject: "s", MessageID: "x@example.com", Text: "t"})
+	if err == nil {
+		t.Fatal("smtps to a plain-text server sent the mail")
+	}
+	if got := srv.Messages(); len(got) != 0 {
+		t.Errorf("the server received %d messages in the clear", len(got))
+	}
+}
