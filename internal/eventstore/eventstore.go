@@ -78,7 +78,7 @@ type Event struct {
 	// Append sets it from the transaction.
 	RecordedAt time.Time
 	// Position is the event's place in the log. Append leaves it zero;
-	// Load and ReadAll set it.
+	// Load, ReadAll and [Tailer.LoadSince] set it.
 	Position Position
 }
 
@@ -142,4 +142,26 @@ type CommittedReader interface {
 	// for readers that keep such commits out, as a rebuild that has locked
 	// its projection does, and who must not wait on unrelated transactions.
 	ReadCommitted(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
+}
+
+// Tailer is implemented by stores that can load the recent end of a stream
+// without reading the rest of it, for aggregates whose decisions depend only
+// on their latest events but whose streams grow without bound.
+type Tailer interface {
+	// LoadSince returns the events of stream whose [Event.RecordedAt] is
+	// at or after since, in version order, with their Position set as
+	// [Store.Load] sets it, and the stream's current version: 0 for a
+	// stream with no events, and the version of its last event even when
+	// none is recent. Both are read together, in one snapshot of the
+	// stream, so an append at [Exactly] that version is an optimistic check
+	// on the whole stream, including the events left out.
+	//
+	// RecordedAt is read from the clock of the unit of work that appended
+	// an event, so it need not grow with the version: the events returned
+	// are those whose time is at or after since, whatever their versions,
+	// and a later version may be left out while an earlier one is
+	// returned. since is compared exactly, though stores keep RecordedAt to
+	// the microsecond: a since of 12:00:00.0000005 leaves out an event of
+	// 12:00:00.000000.
+	LoadSince(ctx context.Context, tx uow.Tx, stream string, since time.Time) ([]Event, int64, error)
 }

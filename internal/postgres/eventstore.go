@@ -22,6 +22,7 @@ var (
 	_ eventstore.Store           = (*EventStore)(nil)
 	_ eventstore.Locker          = (*EventStore)(nil)
 	_ eventstore.CommittedReader = (*EventStore)(nil)
+	_ eventstore.Tailer          = (*EventStore)(nil)
 )
 
 // eventColumns are the columns that scanEvent reads, in its order.
@@ -209,6 +210,58 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 	return events, nil
 }
 
+// LoadSince returns the events of stream recorded at or after since, in
+// version order, with their Position set, and the stream's current version,
+// as [eventstore.Tailer] describes.
+//
+// It is one statement, so one snapshot: the head version comes from the
+// primary key (stream, version), the recent events from the index
+// events_stream_recorded_at, and neither reads the stream's older events.
+// Every row carries the head; a stream with no recent event returns one row
+// of the head alone, whose event columns are NULL.
+func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
+	when := since.UTC().Format(time.RFC3339Nano)
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, 0, fmt.Errorf("eventstore: load %s since %s: %w", stream, when, err)
+	}
+	rows, err := ptx.Query(ctx, loadSinceQuery, stream, ceilMicro(since))
+	if err != nil {
+		return nil, 0, fmt.Errorf("eventstore: load %s since %s: %w", stream, when, err)
+	}
+	tail, err := pgx.CollectRows(rows, scanTail)
+	if err != nil {
+		return nil, 0, fmt.Errorf("eventstore: load %s since %s: %w", stream, when, err)
+	}
+	var head int64
+	events := make([]eventstore.Event, 0, len(tail))
+	for _, r := range tail {
+		head = r.head
+		if r.event != nil {
+			events = append(events, *r.event)
+		}
+	}
+	return events, head, nil
+}
+
+// loadSinceQuery is the statement of [EventStore.LoadSince], given the
+// stream and since: the head, then [eventColumns] of each recent event.
+const loadSinceQuery = `
+WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
+SELECT head.version, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at, e.transaction_id, e.position
+FROM head LEFT JOIN events e ON e.stream = $1 AND e.recorded_at >= $2
+ORDER BY e.version`
+
+// ceilMicro returns t rounded up to the microsecond, the precision of
+// timestamptz. pgx would round it down, and an event recorded at the start
+// of that microsecond, before t, would pass for one recorded at or after t.
+func ceilMicro(t time.Time) time.Time {
+	if c := t.Truncate(time.Microsecond); !c.Equal(t) {
+		return c.Add(time.Microsecond)
+	}
+	return t
+}
+
 // ReadAll returns up to limit events after position in commit order, as
 // watermill-sql orders its PostgreSQL messages. A Position's Commit is the
 // id (xid8) of the transaction that appended the event and its Seq the
@@ -271,8 +324,42 @@ LIMIT $3`
 func scanEvent(row pgx.CollectableRow) (eventstore.Event, error) {
 	var e eventstore.Event
 	var recorded time.Time
-	err := row.Scan(&e.ID, &e.Stream, &e.Version, &e.Type, &e.Data, &e.Metadata, &recorded,
-		&e.Position.Commit, &e.Position.Seq)
+	err := row.Scan(eventDest(&e, &recorded)...)
 	e.RecordedAt = recorded.UTC()
 	return e, err
+}
+
+// eventDest returns where the columns of [eventColumns] are scanned into e,
+// with recorded_at into recorded, which the caller turns to UTC.
+func eventDest(e *eventstore.Event, recorded *time.Time) []any {
+	return []any{&e.ID, &e.Stream, &e.Version, &e.Type, &e.Data, &e.Metadata, recorded,
+		&e.Position.Commit, &e.Position.Seq}
+}
+
+// tailRow is a row of [EventStore.LoadSince]: the stream's head version and
+// a recent event, nil when the stream has none.
+type tailRow struct {
+	head  int64
+	event *eventstore.Event
+}
+
+// scanTail reads a row of [EventStore.LoadSince]: the head, then
+// [eventColumns], all NULL when no event is recent.
+func scanTail(row pgx.CollectableRow) (tailRow, error) {
+	var r tailRow
+	var e eventstore.Event
+	var recorded time.Time
+	dest := append([]any{&r.head}, eventDest(&e, &recorded)...)
+	if row.RawValues()[1] == nil {
+		// The id of an event is never NULL: no event is recent, and the
+		// row holds only the head. pgx skips a nil destination.
+		clear(dest[1:])
+		return r, row.Scan(dest...)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return r, err
+	}
+	e.RecordedAt = recorded.UTC()
+	r.event = &e
+	return r, nil
 }

@@ -2,7 +2,10 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +21,11 @@ func TestEventStore(t *testing.T) {
 	t.Parallel()
 	eventstoretest.Run(t, eventstoretest.Features{ConcurrentWriters: true}, func(t *testing.T) eventstoretest.Harness {
 		db := pgtest.New(t)
-		return eventstoretest.Harness{Runner: db.Runner(nil), Store: db.Events()}
+		return eventstoretest.Harness{
+			Runner:   db.Runner(nil),
+			RunnerAt: func(now func() time.Time) uow.Runner { return db.Runner(now) },
+			Store:    db.Events(),
+		}
 	})
 }
 
@@ -46,6 +53,10 @@ func TestEventStoreForeignTx(t *testing.T) {
 	_, err = store.ReadAll(ctx, eventStoreForeignTx{}, eventstore.Position{}, 10)
 	if !errors.Is(err, uow.ErrForeignTx) {
 		t.Errorf("ReadAll error = %v, want ErrForeignTx", err)
+	}
+	_, _, err = store.LoadSince(ctx, eventStoreForeignTx{}, "s", time.Now())
+	if !errors.Is(err, uow.ErrForeignTx) {
+		t.Errorf("LoadSince error = %v, want ErrForeignTx", err)
 	}
 }
 
@@ -242,4 +253,83 @@ func TestEventStoreLockMakesWritersWait(t *testing.T) {
 	if err := <-bDone; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// LoadSince reads neither the table nor the whole stream: with a long
+// stream and statistics that say so, PostgreSQL takes the head from the
+// primary key and the recent events from events_stream_recorded_at.
+func TestEventStoreLoadSinceUsesIndexes(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := t.Context()
+	now := time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC)
+	// One event a second: 20000 in the hot stream, up to now, and 50 in
+	// each of 400 others.
+	const fill = `
+INSERT INTO events (id, stream, version, type, data, recorded_at)
+SELECT gen_random_uuid(), s.name, g, 'test.happened', '{}', $1::timestamptz - make_interval(secs => $2 - g)
+FROM unnest($3::text[]) AS s(name), generate_series(1, $2) AS g`
+	if _, err := db.Pool().Exec(ctx, fill, now, 20000, []string{"hot"}); err != nil {
+		t.Fatal(err)
+	}
+	others := make([]string, 400)
+	for i := range others {
+		others[i] = fmt.Sprintf("other-%d", i)
+	}
+	if _, err := db.Pool().Exec(ctx, fill, now, 50, others); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, `ANALYZE events`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		since time.Time
+	}{
+		{"fifteen minutes of events", now.Add(-15 * time.Minute)},
+		{"no recent event", now.Add(time.Minute)},
+	} {
+		var plan []byte
+		err := db.Pool().QueryRow(ctx, `EXPLAIN (FORMAT JSON) `+postgres.LoadSinceQuery, "hot", tc.since).Scan(&plan)
+		if err != nil {
+			t.Fatalf("%s: explain: %v", tc.name, err)
+		}
+		var doc any
+		if err := json.Unmarshal(plan, &doc); err != nil {
+			t.Fatalf("%s: plan %s: %v", tc.name, plan, err)
+		}
+		nodes, indexes := planNodes(doc)
+		if slices.Contains(nodes, "Seq Scan") {
+			t.Errorf("%s: the plan scans the table: %s", tc.name, plan)
+		}
+		for _, want := range []string{"events_pkey", "events_stream_recorded_at"} {
+			if !slices.Contains(indexes, want) {
+				t.Errorf("%s: the plan does not use %s: %s", tc.name, want, plan)
+			}
+		}
+	}
+}
+
+// planNodes returns the node types and the index names of a plan of
+// EXPLAIN (FORMAT JSON), at every depth.
+func planNodes(v any) (nodes, indexes []string) {
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			n, i := planNodes(e)
+			nodes, indexes = append(nodes, n...), append(indexes, i...)
+		}
+	case map[string]any:
+		if s, ok := v["Node Type"].(string); ok {
+			nodes = append(nodes, s)
+		}
+		if s, ok := v["Index Name"].(string); ok {
+			indexes = append(indexes, s)
+		}
+		for _, e := range v {
+			n, i := planNodes(e)
+			nodes, indexes = append(nodes, n...), append(indexes, i...)
+		}
+	}
+	return nodes, indexes
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	sqlite "modernc.org/sqlite"
@@ -30,6 +31,7 @@ var (
 	_ eventstore.Store           = (*EventStore)(nil)
 	_ eventstore.Locker          = (*EventStore)(nil)
 	_ eventstore.CommittedReader = (*EventStore)(nil)
+	_ eventstore.Tailer          = (*EventStore)(nil)
 )
 
 // eventColumns are the columns that scanEvent reads, in its order.
@@ -158,6 +160,48 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
 	}
 	return events, nil
+}
+
+// LoadSince returns the events of stream recorded at or after since, in
+// version order, with their Position set, and the stream's current version,
+// as [eventstore.Tailer] describes. The head version comes from the index of
+// UNIQUE (stream, version), the recent events from the index
+// events_stream_recorded_at; neither reads the stream's older events. The
+// two queries see one state of the stream: the unit of work holds the write
+// lock from its first statement.
+func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
+	when := since.UTC().Format(time.RFC3339Nano)
+	st, err := asTx(t)
+	if err != nil {
+		return nil, 0, fmt.Errorf("eventstore: load %s since %s: %w", stream, when, err)
+	}
+	var head int64
+	err = st.QueryRowContext(ctx, headQuery, stream).Scan(&head)
+	if err != nil {
+		return nil, 0, fmt.Errorf("eventstore: load %s since %s: %w", stream, when, err)
+	}
+	events, err := queryEvents(ctx, st, sinceQuery, stream, ceilMicros(since))
+	if err != nil {
+		return nil, 0, fmt.Errorf("eventstore: load %s since %s: %w", stream, when, err)
+	}
+	return events, head, nil
+}
+
+// headQuery and sinceQuery are the queries of [EventStore.LoadSince], given
+// the stream and, for sinceQuery, since in microseconds.
+const (
+	headQuery  = `SELECT coalesce(max(version), 0) FROM events WHERE stream = ?`
+	sinceQuery = `SELECT ` + eventColumns + ` FROM events WHERE stream = ? AND recorded_at >= ? ORDER BY version`
+)
+
+// ceilMicros returns t in microseconds, as stored, rounded up: an event
+// recorded at the start of t's microsecond is before t.
+func ceilMicros(t time.Time) int64 {
+	us := micros(t)
+	if t.Nanosecond()%int(time.Microsecond) != 0 {
+		us++
+	}
+	return us
 }
 
 // ReadAll returns up to limit events after position in commit order. An

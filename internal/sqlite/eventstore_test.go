@@ -20,7 +20,11 @@ func TestEventStore(t *testing.T) {
 	// while another commits, so the cases that need that are skipped.
 	eventstoretest.Run(t, eventstoretest.Features{ConcurrentWriters: false}, func(t *testing.T) eventstoretest.Harness {
 		db := sqlitetest.New(t)
-		return eventstoretest.Harness{Runner: db.Runner(nil), Store: db.Events()}
+		return eventstoretest.Harness{
+			Runner:   db.Runner(nil),
+			RunnerAt: func(now func() time.Time) uow.Runner { return db.Runner(now) },
+			Store:    db.Events(),
+		}
 	})
 }
 
@@ -51,6 +55,9 @@ func TestEventStoreForeignTx(t *testing.T) {
 	}
 	if err := store.Lock(ctx, eventStoreForeignTx{}, "s"); !errors.Is(err, uow.ErrForeignTx) {
 		t.Errorf("Lock error = %v, want ErrForeignTx", err)
+	}
+	if _, _, err := store.LoadSince(ctx, eventStoreForeignTx{}, "s", time.Now()); !errors.Is(err, uow.ErrForeignTx) {
+		t.Errorf("LoadSince error = %v, want ErrForeignTx", err)
 	}
 }
 

@@ -1,11 +1,16 @@
 package user_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -45,5 +50,59 @@ func TestEmailChangeRequestsAreLimitedPerUser(t *testing.T) {
 	b.clock.Advance(tooMany.RetryAfter)
 	if err := b.svc.RequestEmailChange(t.Context(), s.Token, "victim@example.com"); err != nil {
 		t.Errorf("once the window moved on: %v", err)
+	}
+}
+
+// tailSpy is an event store that counts the events its loads return.
+type tailSpy struct {
+	*postgres.EventStore
+	loaded atomic.Int64
+}
+
+func (s *tailSpy) Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]eventstore.Event, error) {
+	events, err := s.EventStore.Load(ctx, tx, stream, from)
+	s.loaded.Add(int64(len(events)))
+	return events, err
+}
+
+func (s *tailSpy) LoadSince(ctx context.Context, tx uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
+	events, version, err := s.EventStore.LoadSince(ctx, tx, stream, since)
+	s.loaded.Add(int64(len(events)))
+	return events, version, err
+}
+
+// An address's old links cost nothing: a request reads only the links that
+// can still count, however long the address's history.
+func TestSignInLinkRequestsReadOnlyRecentHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	spy := &tailSpy{EventStore: b.db.Events()}
+	svc, err := user.NewService(user.Deps{
+		Runner: b.db.Runner(b.clock.Now), Events: spy, Outbox: b.db.Outbox(), Views: postgres.UserViews{},
+	}, user.Policy{}, baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		for range 5 {
+			if err := svc.RequestSignInLink(t.Context(), "ada@example.com"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.clock.Advance(time.Hour)
+	}
+	spy.loaded.Store(0)
+	if err := svc.RequestSignInLink(t.Context(), "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if n := spy.loaded.Load(); n != 0 {
+		t.Errorf("a request after 20 old links read %d events, want none", n)
+	}
+	b.mails(t)
+	if err := svc.RequestSignInLink(t.Context(), "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if n := spy.loaded.Load(); n != 1 {
+		t.Errorf("a request after one recent link read %d events, want 1", n)
 	}
 }

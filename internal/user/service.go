@@ -226,11 +226,7 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 	}
 	stream := signInStream(email)
 	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		events, err := s.Events.Load(ctx, tx, stream, 1)
-		if err != nil {
-			return err
-		}
-		links, err := foldSignInLinks(events)
+		links, err := s.loadSignInLinks(ctx, tx, email)
 		if err != nil {
 			return err
 		}
@@ -271,11 +267,7 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		if err := s.lock(ctx, tx, signInStream(email)); err != nil {
 			return err
 		}
-		events, err := s.Events.Load(ctx, tx, signInStream(email), 1)
-		if err != nil {
-			return err
-		}
-		links, err := foldSignInLinks(events)
+		links, err := s.loadSignInLinks(ctx, tx, email)
 		if err != nil {
 			return err
 		}
@@ -330,6 +322,30 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		return nil
 	})
 	return session, err
+}
+
+// loadSignInLinks returns the state of an address's sign-in links. Only
+// links asked for within the last LinkWindow or LinkTTL, whichever is
+// longer, can still count against the limit or sign in, so when the store
+// can it loads just those ([eventstore.Tailer]): an address asked for often
+// over years costs what a new one does.
+func (s *Service) loadSignInLinks(ctx context.Context, tx uow.Tx, email string) (signInLinks, error) {
+	stream := signInStream(email)
+	if t, ok := s.Events.(eventstore.Tailer); ok {
+		since := tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
+		events, version, err := t.LoadSince(ctx, tx, stream, since)
+		if err != nil {
+			return signInLinks{}, err
+		}
+		links, err := foldSignInLinks(events)
+		links.version = version
+		return links, err
+	}
+	events, err := s.Events.Load(ctx, tx, stream, 1)
+	if err != nil {
+		return signInLinks{}, err
+	}
+	return foldSignInLinks(events)
 }
 
 func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (account, error) {

@@ -25,6 +25,11 @@ import (
 type Harness struct {
 	// Runner runs the units of work in which the suite calls Store.
 	Runner uow.Runner
+	// RunnerAt returns a runner like Runner, on the same database, whose
+	// units of work take their time from now. The cases of
+	// [eventstore.Tailer] need it to record events at the times they
+	// choose; they fail without it when Store is a Tailer.
+	RunnerAt func(now func() time.Time) uow.Runner
 	// Store is the store under test, empty when setup returns it.
 	Store eventstore.Store
 }
@@ -74,6 +79,10 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "AppendWhileOtherOpen", concurrent: true, run: testAppendWhileOtherOpen},
 		{name: "ReadAllWaitsForInFlight", concurrent: true, run: testReadAllWaitsForInFlight},
 		{name: "CommittedReader/PassesInFlight", concurrent: true, run: testReadCommittedPassesInFlight},
+		{name: "Tailer/Since", run: testTailerSince},
+		{name: "Tailer/VersionOrder", run: testTailerVersionOrder},
+		{name: "Tailer/HeadForAppend", run: testTailerHeadForAppend},
+		{name: "Tailer/ConcurrentAppend", concurrent: true, run: testTailerConcurrentAppend},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -581,6 +590,263 @@ func testReadCommittedPassesInFlight(t *testing.T, h Harness) {
 	assertIDs(t, "ReadCommitted while A is open", read(), b...)
 	a.commit(t)
 	assertIDs(t, "ReadCommitted after A committed", read(), append(a.events, b...)...)
+}
+
+// tailBase is the time at which the Tailer cases record events: any fixed
+// time would do, but not one on a whole second, nor on a whole
+// millisecond, so that a backend that keeps less than microseconds fails.
+var tailBase = time.Date(2031, time.March, 4, 5, 6, 7, 123456000, time.UTC)
+
+// Tailer: LoadSince returns the events of the stream recorded at or after
+// since, compared to the nanosecond, with all their fields as Load returns
+// them, and the stream's head whether or not any event is recent.
+func testTailerSince(t *testing.T, h Harness) {
+	tl := tailer(t, h)
+	t0, t1, t2 := tailBase, tailBase.Add(time.Minute), tailBase.Add(2*time.Minute)
+	appendAt(t, h, t0, "s", eventstore.NoStream, newEvents(t, 2)...)
+	appendAt(t, h, t1, "s", eventstore.Exactly(2), newEvents(t, 2)...)
+	appendAt(t, h, t2, "s", eventstore.Exactly(4), newEvents(t, 1)...)
+	// Another stream, whose name starts with this one's, with events at
+	// every time, which must never show.
+	for _, at := range []time.Time{t0, t1, t2} {
+		appendAt(t, h, at, "s2", eventstore.Any, newEvents(t, 1)...)
+	}
+	all := load(t, h, "s", 0)
+	if len(all) != 5 {
+		t.Fatalf("Load(s) returned %d events, want 5", len(all))
+	}
+	for i, at := range []time.Time{t0, t0, t1, t1, t2} {
+		if !all[i].RecordedAt.Equal(at) {
+			t.Fatalf("Load(s)[%d].RecordedAt = %s, want %s", i, all[i].RecordedAt, at)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		since time.Time
+		want  []eventstore.Event
+	}{
+		{"the zero time", time.Time{}, all},
+		{"the first events' time", t0, all},
+		{"a second after the first events", t0.Add(time.Second), all[2:]},
+		{"a microsecond before the middle events", t1.Add(-time.Microsecond), all[2:]},
+		{"the middle events' time", t1, all[2:]},
+		{"the middle events' time in another zone", t1.In(time.FixedZone("UTC-5", -5*60*60)), all[2:]},
+		{"a nanosecond after the middle events", t1.Add(time.Nanosecond), all[4:]},
+		{"a microsecond after the middle events", t1.Add(time.Microsecond), all[4:]},
+		{"the last event's time", t2, all[4:]},
+		{"a nanosecond after the last event", t2.Add(time.Nanosecond), nil},
+		{"an hour after the last event", t2.Add(time.Hour), nil},
+	} {
+		got, version := loadSince(t, h, tl, "s", tc.since)
+		what := fmt.Sprintf("LoadSince(s, %s)", tc.name)
+		if version != 5 {
+			t.Errorf("%s: version = %d, want the head 5", what, version)
+		}
+		assertIDs(t, what, got, tc.want...)
+		for i, e := range got {
+			assertEvent(t, fmt.Sprintf("%s[%d]", what, i), e, tc.want[i])
+			if e.Position != tc.want[i].Position {
+				t.Errorf("%s[%d].Position = %+v, want %+v as Load returns it", what, i, e.Position, tc.want[i].Position)
+			}
+		}
+	}
+	for _, since := range []time.Time{time.Time{}, t2.Add(time.Hour)} {
+		got, version := loadSince(t, h, tl, "missing", since)
+		if len(got) != 0 || version != 0 {
+			t.Errorf("LoadSince(missing, %s) returned %v and version %d, want nothing and 0", since, describe(got), version)
+		}
+	}
+}
+
+// Tailer: events come in version order even when their times do not, as
+// when units of work on different machines read clocks that disagree.
+func testTailerVersionOrder(t *testing.T, h Harness) {
+	tl := tailer(t, h)
+	t0, t1, t2 := tailBase, tailBase.Add(time.Minute), tailBase.Add(2*time.Minute)
+	times := []time.Time{t2, t0, t1, t2, t1, t0}
+	var events []eventstore.Event
+	for i, at := range times {
+		events = append(events, appendAt(t, h, at, "s", eventstore.Exactly(int64(i)), newEvents(t, 1)...)...)
+	}
+	got, version := loadSince(t, h, tl, "s", t1)
+	assertIDs(t, "LoadSince(s, t1)", got, events[0], events[2], events[3], events[4])
+	for i, v := range []int64{1, 3, 4, 5} {
+		if got[i].Version != v {
+			t.Errorf("LoadSince(s, t1)[%d].Version = %d, want %d", i, got[i].Version, v)
+		}
+	}
+	if version != int64(len(times)) {
+		t.Errorf("LoadSince(s, t1): version = %d, want the head %d, whose event is not recent", version, len(times))
+	}
+}
+
+// Tailer: an append at the version LoadSince returns succeeds, also when no
+// event is recent or the stream is missing, and fails with ErrConcurrency
+// once another append has moved the stream, even if that append is not
+// recent either.
+func testTailerHeadForAppend(t *testing.T, h Harness) {
+	tl := tailer(t, h)
+	old := appendAt(t, h, tailBase, "s", eventstore.NoStream, newEvents(t, 3)...)
+	now := tailBase.Add(time.Hour)
+	since := now.Add(-15 * time.Minute)
+
+	// Nothing is recent: the version is still the head, and appending at it
+	// succeeds.
+	fresh := newEvents(t, 1)
+	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
+		got, version, err := tl.LoadSince(ctx, tx, "s", since)
+		if err != nil {
+			return err
+		}
+		if len(got) != 0 || version != 3 {
+			return fmt.Errorf("LoadSince(s) returned %v and version %d, want nothing and 3", describe(got), version)
+		}
+		appended, err := h.Store.Append(ctx, tx, "s", eventstore.Exactly(version), fresh...)
+		if err != nil {
+			return fmt.Errorf("Append at the version LoadSince returned: %w", err)
+		}
+		if appended[0].Version != 4 {
+			return fmt.Errorf("Append at the version LoadSince returned numbered the event %d, want 4", appended[0].Version)
+		}
+		return nil
+	})
+
+	// A version read before another append, an old one, is stale.
+	var version int64
+	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
+		var err error
+		_, version, err = tl.LoadSince(ctx, tx, "s", since)
+		return err
+	})
+	if version != 4 {
+		t.Fatalf("LoadSince(s): version = %d, want 4", version)
+	}
+	moved := appendAt(t, h, tailBase, "s", eventstore.Exactly(4), newEvents(t, 1)...)
+	var appendErr error
+	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
+		_, appendErr = h.Store.Append(ctx, tx, "s", eventstore.Exactly(version), newEvents(t, 1)...)
+		return nil // Commit anyway: the failed append must write nothing.
+	})
+	if !errors.Is(appendErr, eventstore.ErrConcurrency) {
+		t.Errorf("Append at a version LoadSince returned before another append: error = %v, want ErrConcurrency", appendErr)
+	}
+	assertStream(t, h, "s", slices.Concat(old, fresh, moved)...)
+
+	// A missing stream is at version 0.
+	created := newEvents(t, 1)
+	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
+		got, version, err := tl.LoadSince(ctx, tx, "missing", since)
+		if err != nil {
+			return err
+		}
+		if len(got) != 0 || version != 0 {
+			return fmt.Errorf("LoadSince(missing) returned %v and version %d, want nothing and 0", describe(got), version)
+		}
+		_, err = h.Store.Append(ctx, tx, "missing", eventstore.Exactly(version), created...)
+		return err
+	})
+	assertStream(t, h, "missing", created...)
+}
+
+// Tailer: a unit of work that read the head with LoadSince and appends at
+// it after another unit of work appended and committed meanwhile gets
+// ErrConcurrency.
+func testTailerConcurrentAppend(t *testing.T, h Harness) {
+	tl := tailer(t, h)
+	old := appendAt(t, h, tailBase, "s", eventstore.NoStream, newEvents(t, 2)...)
+	now := tailBase.Add(time.Hour)
+	read, moved := make(chan struct{}), make(chan struct{})
+	var appendErr error
+	done := make(chan error, 1)
+	go func() {
+		done <- h.RunnerAt(func() time.Time { return now }).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			_, version, err := tl.LoadSince(ctx, tx, "s", now.Add(-15*time.Minute))
+			close(read)
+			if err != nil {
+				return err
+			}
+			if version != 2 {
+				return fmt.Errorf("LoadSince(s): version = %d, want 2", version)
+			}
+			select {
+			case <-moved:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			_, appendErr = h.Store.Append(ctx, tx, "s", eventstore.Exactly(version), newEvents(t, 1)...)
+			return nil // Commit anyway: the failed append must write nothing.
+		})
+	}()
+	select {
+	case <-read:
+	case err := <-done:
+		t.Fatalf("the unit of work ended before it loaded: %v", err)
+	}
+	other := appendAt(t, h, now, "s", eventstore.Exactly(2), newEvents(t, 1)...)
+	close(moved)
+	if err := <-done; err != nil {
+		t.Fatalf("the unit of work that loaded first: %v", err)
+	}
+	if !errors.Is(appendErr, eventstore.ErrConcurrency) {
+		t.Errorf("Append at the version LoadSince returned, after a concurrent append: error = %v, want ErrConcurrency", appendErr)
+	}
+	assertStream(t, h, "s", append(old, other...)...)
+}
+
+// tailer returns the store as an [eventstore.Tailer], and skips t when it
+// is not one.
+func tailer(t *testing.T, h Harness) eventstore.Tailer {
+	t.Helper()
+	tl, ok := h.Store.(eventstore.Tailer)
+	if !ok {
+		t.Skip("store does not implement eventstore.Tailer")
+	}
+	if h.RunnerAt == nil {
+		t.Fatal("Harness.RunnerAt is nil: the cases of eventstore.Tailer need it")
+	}
+	return tl
+}
+
+// doAt runs fn in a unit of work whose time is now, and fails t on an error.
+func doAt(t *testing.T, h Harness, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) {
+	t.Helper()
+	if err := h.RunnerAt(func() time.Time { return now }).Do(t.Context(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendAt appends events in a unit of work of their own whose time is
+// now, and fails t on an error.
+func appendAt(t *testing.T, h Harness, now time.Time, stream string, expected eventstore.Expected, events ...eventstore.Event) []eventstore.Event {
+	t.Helper()
+	var got []eventstore.Event
+	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
+		var err error
+		got, err = h.Store.Append(ctx, tx, stream, expected, events...)
+		if err != nil {
+			return fmt.Errorf("Append(%s, %d) at %s: %w", stream, expected, now, err)
+		}
+		return nil
+	})
+	for i, e := range got {
+		if !e.RecordedAt.Equal(now) {
+			t.Fatalf("Append(%s, %d)[%d].RecordedAt = %s, want the unit of work's time %s", stream, expected, i, e.RecordedAt, now)
+		}
+	}
+	return got
+}
+
+// loadSince calls LoadSince in a unit of work of its own.
+func loadSince(t *testing.T, h Harness, tl eventstore.Tailer, stream string, since time.Time) ([]eventstore.Event, int64) {
+	t.Helper()
+	var got []eventstore.Event
+	var version int64
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		var err error
+		got, version, err = tl.LoadSince(ctx, tx, stream, since)
+		return err
+	})
+	return got, version
 }
 
 // hold starts a unit of work that appends one event to stream at expected
