@@ -29,6 +29,9 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	}))
 	op("/readyz", handleReady(d.Ready, d.Log))
 	op("/metrics", d.Metrics)
+	op("/sign-in", handlePage("Sign in", "Sign in", "/v1/sessions"))
+	op("/confirm-email", handlePage("Confirm your new address", "Confirm", "/v1/email-changes"))
+	op("/assets/pages.js", http.HandlerFunc(handlePagesJS))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, TypeNotFound, "no route for "+r.URL.Path)
 	})
