@@ -90,3 +90,25 @@ func Decode[T any](e Event) (T, error) {
 	}
 	return v, nil
 }
+
+// CheckAppend checks an append before a backend writes anything: expected
+// must be [Any] or a version, every event must pass [Check], and no ID may
+// be given twice ([ErrDuplicateEvent]). It returns the events' IDs in order.
+func CheckAppend(stream string, expected Expected, events []Event) ([]uuid.UUID, error) {
+	if expected < Any {
+		return nil, fmt.Errorf("invalid expected version %d", expected)
+	}
+	ids := make([]uuid.UUID, len(events))
+	seen := make(map[uuid.UUID]bool, len(events))
+	for i, e := range events {
+		if err := Check(stream, e); err != nil {
+			return nil, err
+		}
+		if seen[e.ID] {
+			return nil, fmt.Errorf("%w: event %s given twice", ErrDuplicateEvent, e.ID)
+		}
+		seen[e.ID] = true
+		ids[i] = e.ID
+	}
+	return ids, nil
+}

@@ -46,20 +46,9 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
-	if expected < eventstore.Any {
-		return nil, fmt.Errorf("eventstore: append %s: invalid expected version %d", stream, expected)
-	}
-	ids := make([]uuid.UUID, len(events))
-	seen := make(map[uuid.UUID]bool, len(events))
-	for i, e := range events {
-		if err := eventstore.Check(stream, e); err != nil {
-			return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
-		}
-		if seen[e.ID] {
-			return nil, fmt.Errorf("eventstore: append %s: %w: event %s given twice", stream, eventstore.ErrDuplicateEvent, e.ID)
-		}
-		seen[e.ID] = true
-		ids[i] = e.ID
+	ids, err := eventstore.CheckAppend(stream, expected, events)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
 	if len(events) == 0 {
 		return nil, nil
