@@ -1,13 +1,18 @@
 // Package eventstore keeps the events of every aggregate in streams, and all
-// streams in one log that can be read in commit order.
+// streams in one log that can be read in one stable order.
 //
 // A stream is the history of one aggregate, numbered from version 1. Appends
 // are optimistic: the caller states the version it decided on ([Any],
 // [NoStream] or an exact version), and a stream that moved meanwhile makes
 // [Store.Append] return [ErrConcurrency], so the unit of work can be retried
 // on fresh state. The log is what projections follow: [Store.ReadAll] returns
-// events in the order their transactions committed and never passes over an
-// event whose transaction was still in flight.
+// events in one order that never changes once read (the order of their
+// transactions, then of the events within them), and never passes over an
+// event whose transaction was still in flight. That order is the commit
+// order where writers are serialised (SQLite); on PostgreSQL it is the order
+// in which transactions took their IDs, which two transactions that overlap
+// may commit in reverse. Events of one stream always keep their versions'
+// order.
 package eventstore
 
 import (
@@ -82,7 +87,7 @@ type Event struct {
 	Position Position
 }
 
-// Position is a place in the log, in commit order. The zero Position lies
+// Position is a place in the log, in the order of [Store.ReadAll]. The zero Position lies
 // before every event. Positions compare with [Position.Less]; their fields
 // mean something only to the backend that made them.
 type Position struct {
@@ -116,7 +121,7 @@ type Store interface {
 	// version order. A stream with no events returns none and no error.
 	Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]Event, error)
 	// ReadAll returns up to limit events of every stream that come after
-	// position in commit order. It returns an event only once every
+	// position in the log's order. It returns an event only once every
 	// transaction that could still commit an earlier one has ended, so a
 	// reader that resumes from the last position it saw never misses one.
 	ReadAll(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)

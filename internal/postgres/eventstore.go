@@ -251,8 +251,10 @@ func ceilMicro(t time.Time) time.Time {
 	return t
 }
 
-// ReadAll returns up to limit events after position in commit order, as
-// watermill-sql orders its PostgreSQL messages. A Position's Commit is the
+// ReadAll returns up to limit events after position in the order of their
+// transactions' IDs, as watermill-sql orders its PostgreSQL messages: two
+// overlapping transactions may commit in the other order, but a reader never
+// sees the later ID before the earlier one has ended. A Position's Commit is the
 // id (xid8) of the transaction that appended the event and its Seq the
 // event's row number. Only events of transactions older than every
 // transaction still in flight (pg_snapshot_xmin) are returned, so an event

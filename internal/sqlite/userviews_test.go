@@ -12,9 +12,25 @@ import (
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
+	"github.com/eventsourced/accounts/internal/user/viewstest"
 )
+
+// TestUserViews runs the conformance suite of [user.Views] on [sqlite.UserViews].
+func TestUserViews(t *testing.T) {
+	t.Parallel()
+	viewstest.Run(t, func(t *testing.T) viewstest.Harness {
+		db := sqlitetest.New(t)
+		return viewstest.Harness{
+			Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
+			Events: db.Events(),
+			Outbox: db.Outbox(),
+			Views:  sqlite.UserViews{},
+		}
+	})
+}
 
 // userViewTables are the projection tables of [sqlite.UserViews], each
 // with the order of its primary key.
@@ -66,6 +82,8 @@ func snapshotUserViews(t *testing.T, db *sqlite.DB) map[string][]string {
 // TestUserViewsRebuildEqualsLive drives a varied history through the user
 // service, whose inline projections follow it live, and checks that
 // rebuilding the projections from the events alone gives the same rows.
+// It compares the tables, every row and column, which proves more than
+// [viewstest] can through the queries: no row is left that no key names.
 func TestUserViewsRebuildEqualsLive(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
@@ -180,7 +198,7 @@ func TestUserViewsRebuildEqualsLive(t *testing.T) {
 	signIn("ada.new@example.com")
 	bob3 := signIn("bob@example.com")
 	_ = changeCode(bob3.Token, "bob.much.later@example.com")
-	gus := signIn("gus@example.com")
+	signIn("gus@example.com")
 	want(svc.SignOut(ctx, bob3.Token), nil)
 	if s := signIn("eve@example.com"); s.User.ID != dan.User.ID {
 		t.Errorf("eve@example.com signs in to %s, want Dan's account %s", s.User.ID, dan.User.ID)
@@ -231,10 +249,5 @@ INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES ('bogus',
 		if !slices.Equal(l, r) {
 			t.Errorf("table %s differs after the rebuild:\nlive:    %v\nrebuilt: %v", table.name, l, r)
 		}
-	}
-
-	// The rebuilt projections serve the commands as the live ones did.
-	if _, err := svc.Me(ctx, gus.Token); err != nil {
-		t.Errorf("Me of a live session after the rebuild: %v", err)
 	}
 }

@@ -1,0 +1,742 @@
+// Package viewstest is the conformance suite of [user.Views], the inline
+// projections of the user domain, together with the [projections.Projection]
+// that rebuilds them. Every backend runs it unchanged from a test of its
+// own, as it runs the suites of the event store and the outbox:
+//
+//	func TestUserViews(t *testing.T) {
+//		t.Parallel()
+//		viewstest.Run(t, func(t *testing.T) viewstest.Harness {
+//			db := pgtest.New(t)
+//			return viewstest.Harness{
+//				Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
+//				Events: db.Events(),
+//				Outbox: db.Outbox(),
+//				Views:  postgres.UserViews{},
+//			}
+//		})
+//	}
+//
+// The suite drives the views in two ways: through [user.NewService] over the
+// harness, so that the events are the domain's own, and by applying events
+// it makes itself with [user.Views.Apply], to choose their hashes and times.
+// It sees the views only through their queries, never their tables, so it
+// knows no SQL dialect; the hashes of the codes and tokens the service
+// makes it reads from the log.
+//
+// Besides what [user.Views] documents, it holds every backend to what they
+// all do, on which both the service and the rebuild rely:
+//
+//   - A query answers a row until an event removes it, whether or not it has
+//     expired: the caller judges expiry, which is why Session returns it.
+//   - Registered holds its address for its user, created at the event's
+//     RecordedAt; EmailChanged moves the user to the new address, freeing
+//     the old one, and keeps created_at.
+//   - SignInLinkUsed removes its code, SessionEnded its session, and
+//     EmailChanged the confirmation code it used, and only that one: the
+//     user's other confirmation codes stay.
+//   - Stale rows are dropped by the next event of the same kind for the same
+//     key, and only by it: SignInLinkRequested drops the sign-in codes of its
+//     address, SessionStarted the sessions of its user, EmailChangeRequested
+//     the confirmation codes of its user, each that expired at or before the
+//     event's RecordedAt (not the time of the unit of work that applies it,
+//     so that a rebuild, which runs later, drops exactly what the live views
+//     dropped). Rows of other addresses and users, and rows that expire
+//     later, stay.
+//   - Events of other types are ignored, whatever their data.
+//   - A rebuild from the log answers every query as the live views did.
+package viewstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// Harness is what the suite needs of a backend: fresh, empty stores per call.
+type Harness struct {
+	// Runner returns a runner whose units of work take their time from now.
+	// The stores below accept its transactions.
+	Runner func(now func() time.Time) uow.Runner
+	// Events is the event store the service appends to and the rebuild
+	// reads. If it is no [eventstore.CommittedReader], its ReadAll must
+	// return every committed event while none is in flight.
+	Events eventstore.Store
+	// Outbox is where the service adds the mails from which the suite takes
+	// the codes.
+	Outbox outbox.Store
+	// Views are the views under test.
+	Views interface {
+		user.Views
+		projections.Projection
+	}
+}
+
+// Run runs the suite. Each case is a parallel subtest that calls setup for
+// stores of its own.
+func Run(t *testing.T, setup func(t *testing.T) Harness) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := setup(t)
+			if h.Runner == nil || h.Events == nil || h.Outbox == nil || h.Views == nil {
+				t.Fatalf("setup returned an incomplete harness: %+v", h)
+			}
+			c.run(t, newSuite(t, h))
+		})
+	}
+}
+
+// cases lists the suite; each name is "Query/Behaviour" or "Method/Behaviour".
+var cases = []struct {
+	name string
+	run  func(t *testing.T, s *suite)
+}{
+	{"User/Registered", testUserRegistered},
+	{"User/EmailChanged", testUserEmailChanged},
+	{"SignInCode/UntilUsed", testSignInCodeUntilUsed},
+	{"SignInCode/ExpiredDroppedByNextLink", testSignInCodeExpiredDropped},
+	{"EmailChangeCode/UntilUsed", testEmailChangeCodeUntilUsed},
+	{"EmailChangeCode/ExpiredDroppedByNextRequest", testEmailChangeCodeExpiredDropped},
+	{"Session/UntilSignOut", testSessionUntilSignOut},
+	{"Session/ExpiredDroppedByNextSignIn", testSessionExpiredDropped},
+	{"Apply/TimesFromEvents", testApplyTimesFromEvents},
+	{"Apply/RegisteredForHeldAddress", testApplyRegisteredForHeldAddress},
+	{"Apply/EmailChangedToHeldAddress", testApplyEmailChangedToHeldAddress},
+	{"Apply/IgnoresOtherTypes", testApplyIgnoresOtherTypes},
+	{"Rebuild/EqualsLive", testRebuildEqualsLive},
+	{"Rebuild/EmptyLog", testRebuildEmptyLog},
+}
+
+// User and UserByEmail: a sign-in link alone makes no account; the first
+// sign-in does, created at the Registered event's RecordedAt; later ones
+// change nothing.
+func testUserRegistered(t *testing.T, s *suite) {
+	const ada, bob = "ada@example.com", "bob@example.com"
+	s.wantNoUserByEmail(t, ada)
+	s.link(t, ada)
+	s.wantNoUserByEmail(t, ada)
+
+	first := s.signIn(t, ada)
+	_, reg := last(t, s, user.TypeRegistered, func(d user.Registered) bool { return d.Email == ada })
+	if !reg.RecordedAt.Equal(start) {
+		t.Fatalf("Registered was recorded at %s, want the clock's %s", showTime(reg.RecordedAt), showTime(start))
+	}
+	want := user.User{ID: first.User.ID, Email: ada, CreatedAt: reg.RecordedAt}
+	s.wantUser(t, want)
+
+	s.clock.Advance(time.Hour)
+	if again := s.signIn(t, ada); again.User.ID != want.ID {
+		t.Fatalf("the second sign-in of %s is to %s, want %s", ada, again.User.ID, want.ID)
+	}
+	s.wantUser(t, want)
+
+	b := s.signIn(t, bob)
+	s.wantUser(t, user.User{ID: b.User.ID, Email: bob, CreatedAt: start.Add(time.Hour)})
+	s.wantUser(t, want)
+	s.wantNoUser(t, newID(t))
+	s.wantNoUserByEmail(t, "nobody@example.com")
+}
+
+// User and UserByEmail after a change of address: the old address is free,
+// the new one held, created_at that of the registration; and another person
+// can then take the old address.
+func testUserEmailChanged(t *testing.T, s *suite) {
+	const ada, adaNew = "ada@example.com", "ada.new@example.com"
+	a := s.signIn(t, ada)
+	s.clock.Advance(time.Minute)
+	c := s.changeCode(t, a, adaNew)
+	// A request alone moves nothing.
+	s.wantUser(t, user.User{ID: a.User.ID, Email: ada, CreatedAt: start})
+	s.wantNoUserByEmail(t, adaNew)
+
+	s.clock.Advance(time.Minute)
+	s.confirm(t, c)
+	s.wantNoUserByEmail(t, ada)
+	s.wantUser(t, user.User{ID: a.User.ID, Email: adaNew, CreatedAt: start})
+
+	s.clock.Advance(time.Minute)
+	d := s.signIn(t, ada)
+	if d.User.ID == a.User.ID {
+		t.Fatalf("a sign-in of the freed %s is to the account that left it", ada)
+	}
+	s.wantUser(t, user.User{ID: d.User.ID, Email: ada, CreatedAt: start.Add(3 * time.Minute)})
+	s.wantUser(t, user.User{ID: a.User.ID, Email: adaNew, CreatedAt: start})
+}
+
+// SignInCode: a code answers its address from its request until its use;
+// the use removes that code only.
+func testSignInCodeUntilUsed(t *testing.T, s *suite) {
+	const ada, bob = "ada@example.com", "bob@example.com"
+	a1 := s.link(t, ada)
+	s.wantSignInCode(t, "Ada's first code", a1.hash, ada)
+	s.clock.Advance(time.Minute)
+	a2 := s.link(t, ada)
+	b1 := s.link(t, bob)
+	s.wantSignInCode(t, "Ada's first code", a1.hash, ada)
+	s.wantSignInCode(t, "Ada's second code", a2.hash, ada)
+	s.wantSignInCode(t, "Bob's code", b1.hash, bob)
+
+	if _, err := s.svc.SignIn(t.Context(), a1.plain); err != nil {
+		t.Fatal(err)
+	}
+	s.wantNoSignInCode(t, "Ada's used code", a1.hash)
+	s.wantSignInCode(t, "Ada's second code", a2.hash, ada)
+	s.wantSignInCode(t, "Bob's code", b1.hash, bob)
+	s.wantNoSignInCode(t, "an unknown hash", fakeHash("unknown"))
+
+	if _, err := s.svc.SignIn(t.Context(), a2.plain); err != nil {
+		t.Fatal(err)
+	}
+	s.wantNoSignInCode(t, "Ada's second used code", a2.hash)
+	s.wantSignInCode(t, "Bob's code", b1.hash, bob)
+}
+
+// SignInCode: the next link request of an address drops the codes of that
+// address that expired at or before it; codes of other addresses, and
+// those that expire later, stay.
+func testSignInCodeExpiredDropped(t *testing.T, s *suite) {
+	const ada, bob = "ada@example.com", "bob@example.com"
+	a1 := s.link(t, ada) // Expires at start+15m.
+	b1 := s.link(t, bob) // Expires at start+15m.
+	s.clock.Advance(time.Minute)
+	a2 := s.link(t, ada) // Expires at start+16m.
+
+	s.clock.Set(a1.expiresAt)
+	s.wantSignInCode(t, "Ada's expired code, before her next link", a1.hash, ada)
+	if _, err := s.svc.SignIn(t.Context(), a1.plain); !errors.Is(err, user.ErrInvalidCode) {
+		t.Fatalf("SignIn with an expired code: %v, want ErrInvalidCode", err)
+	}
+	s.wantSignInCode(t, "Ada's expired code, refused, before her next link", a1.hash, ada)
+
+	a3 := s.link(t, ada)
+	s.wantNoSignInCode(t, "Ada's code that expired as her next link was asked for", a1.hash)
+	s.wantSignInCode(t, "Ada's code that expires after her next link", a2.hash, ada)
+	s.wantSignInCode(t, "Ada's newest code", a3.hash, ada)
+	s.wantSignInCode(t, "Bob's expired code, before his next link", b1.hash, bob)
+
+	s.clock.Advance(5 * time.Minute)
+	b2 := s.link(t, bob)
+	s.wantNoSignInCode(t, "Bob's expired code, after his next link", b1.hash)
+	s.wantSignInCode(t, "Bob's newest code", b2.hash, bob)
+	s.wantSignInCode(t, "Ada's code that expired since, as no link of hers followed", a2.hash, ada)
+	s.wantSignInCode(t, "Ada's newest code", a3.hash, ada)
+}
+
+// EmailChangeCode: a confirmation code answers its user from its request
+// until its use; the use removes that code only, so the user's other
+// pending change can still be confirmed.
+func testEmailChangeCodeUntilUsed(t *testing.T, s *suite) {
+	a := s.signIn(t, "ada@example.com")
+	b := s.signIn(t, "bob@example.com")
+	c1 := s.changeCode(t, a, "ada.x@example.com")
+	c2 := s.changeCode(t, a, "ada.y@example.com")
+	d1 := s.changeCode(t, b, "bob.x@example.com")
+	s.wantEmailChangeCode(t, "Ada's first code", c1.hash, a.User.ID)
+	s.wantEmailChangeCode(t, "Ada's second code", c2.hash, a.User.ID)
+	s.wantEmailChangeCode(t, "Bob's code", d1.hash, b.User.ID)
+	s.wantNoEmailChangeCode(t, "an unknown hash", fakeHash("unknown"))
+
+	s.clock.Advance(time.Minute)
+	s.confirm(t, c1)
+	s.wantNoEmailChangeCode(t, "Ada's used code", c1.hash)
+	s.wantEmailChangeCode(t, "Ada's other code", c2.hash, a.User.ID)
+	s.wantEmailChangeCode(t, "Bob's code", d1.hash, b.User.ID)
+
+	s.confirm(t, c2)
+	s.wantNoEmailChangeCode(t, "Ada's second used code", c2.hash)
+	s.wantUser(t, user.User{ID: a.User.ID, Email: "ada.y@example.com", CreatedAt: start})
+	s.wantNoUserByEmail(t, "ada.x@example.com")
+	s.wantEmailChangeCode(t, "Bob's code", d1.hash, b.User.ID)
+}
+
+// EmailChangeCode: the next change request of a user drops the codes of
+// that user that expired at or before it; codes of other users, and those
+// that expire later, stay.
+func testEmailChangeCodeExpiredDropped(t *testing.T, s *suite) {
+	a := s.signIn(t, "ada@example.com")
+	b := s.signIn(t, "bob@example.com")
+	c1 := s.changeCode(t, a, "ada.x@example.com") // Expires at start+15m.
+	d1 := s.changeCode(t, b, "bob.x@example.com") // Expires at start+15m.
+	s.clock.Advance(time.Minute)
+	c2 := s.changeCode(t, a, "ada.y@example.com") // Expires at start+16m.
+
+	s.clock.Set(c1.expiresAt)
+	s.wantEmailChangeCode(t, "Ada's expired code, before her next request", c1.hash, a.User.ID)
+	// Neither a sign-in nor a sign-out of the user is a change request.
+	s.signOut(t, s.signIn(t, "ada@example.com"))
+	s.wantEmailChangeCode(t, "Ada's expired code, after a sign-in", c1.hash, a.User.ID)
+
+	c3 := s.changeCode(t, a, "ada.z@example.com")
+	s.wantNoEmailChangeCode(t, "Ada's code that expired as her next request was made", c1.hash)
+	s.wantEmailChangeCode(t, "Ada's code that expires after her next request", c2.hash, a.User.ID)
+	s.wantEmailChangeCode(t, "Ada's newest code", c3.hash, a.User.ID)
+	s.wantEmailChangeCode(t, "Bob's expired code, before his next request", d1.hash, b.User.ID)
+
+	s.clock.Advance(5 * time.Minute)
+	d2 := s.changeCode(t, b, "bob.y@example.com")
+	s.wantNoEmailChangeCode(t, "Bob's expired code, after his next request", d1.hash)
+	s.wantEmailChangeCode(t, "Bob's newest code", d2.hash, b.User.ID)
+	s.wantEmailChangeCode(t, "Ada's code that expired since, as no request of hers followed", c2.hash, a.User.ID)
+}
+
+// Session: a session answers its user and expiry from its sign-in until
+// its sign-out; the sign-out removes that session only.
+func testSessionUntilSignOut(t *testing.T, s *suite) {
+	a1 := s.signIn(t, "ada@example.com")
+	if want := start.Add(sessionTTL); !a1.ExpiresAt.Equal(want) {
+		t.Fatalf("SignIn's session expires at %s, want %s", showTime(a1.ExpiresAt), showTime(want))
+	}
+	s.wantSession(t, "Ada's first session", a1.hash, a1.User.ID, a1.ExpiresAt)
+	s.clock.Advance(time.Hour)
+	a2 := s.signIn(t, "ada@example.com")
+	b1 := s.signIn(t, "bob@example.com")
+	s.wantSession(t, "Ada's first session", a1.hash, a1.User.ID, start.Add(sessionTTL))
+	s.wantSession(t, "Ada's second session", a2.hash, a1.User.ID, start.Add(time.Hour+sessionTTL))
+	s.wantSession(t, "Bob's session", b1.hash, b1.User.ID, b1.ExpiresAt)
+	s.wantNoSession(t, "an unknown hash", fakeHash("unknown"))
+
+	s.signOut(t, a1)
+	s.wantNoSession(t, "Ada's ended session", a1.hash)
+	s.wantSession(t, "Ada's second session", a2.hash, a1.User.ID, a2.ExpiresAt)
+	s.wantSession(t, "Bob's session", b1.hash, b1.User.ID, b1.ExpiresAt)
+
+	s.signOut(t, b1)
+	s.wantNoSession(t, "Bob's ended session", b1.hash)
+	s.wantSession(t, "Ada's second session", a2.hash, a1.User.ID, a2.ExpiresAt)
+}
+
+// Session: the next sign-in of a user drops the sessions of that user that
+// expired at or before it; sessions of other users, and those that expire
+// later, stay.
+func testSessionExpiredDropped(t *testing.T, s *suite) {
+	a1 := s.signIn(t, "ada@example.com") // Expires at start+720h.
+	b1 := s.signIn(t, "bob@example.com") // Expires at start+720h.
+	s.clock.Advance(time.Hour)
+	a2 := s.signIn(t, "ada@example.com") // Expires at start+721h.
+	id := a1.User.ID
+
+	s.clock.Set(a1.ExpiresAt)
+	s.wantSession(t, "Ada's expired session, before her next sign-in", a1.hash, id, a1.ExpiresAt)
+	if _, err := s.svc.Me(t.Context(), a1.Token); !errors.Is(err, user.ErrUnauthenticated) {
+		t.Fatalf("Me with an expired session: %v, want ErrUnauthenticated", err)
+	}
+	// Neither a link request nor a change request is a sign-in.
+	s.link(t, "ada@example.com")
+	s.changeCode(t, a2, "ada.x@example.com")
+	s.wantSession(t, "Ada's expired session, before her next sign-in", a1.hash, id, a1.ExpiresAt)
+
+	a3 := s.signIn(t, "ada@example.com")
+	s.wantNoSession(t, "Ada's session that expired as she signed in again", a1.hash)
+	s.wantSession(t, "Ada's session that expires after her next sign-in", a2.hash, id, a2.ExpiresAt)
+	s.wantSession(t, "Ada's newest session", a3.hash, id, a3.ExpiresAt)
+	s.wantSession(t, "Bob's expired session, before his next sign-in", b1.hash, b1.User.ID, b1.ExpiresAt)
+
+	s.clock.Advance(2 * time.Hour)
+	b2 := s.signIn(t, "bob@example.com")
+	s.wantNoSession(t, "Bob's expired session, after his next sign-in", b1.hash)
+	s.wantSession(t, "Bob's newest session", b2.hash, b1.User.ID, b2.ExpiresAt)
+	s.wantSession(t, "Ada's session that expired since, as no sign-in of hers followed", a2.hash, id, a2.ExpiresAt)
+}
+
+// Apply: the times the views keep and judge staleness by are the events'
+// (RecordedAt and their expiries), never the unit of work's, which in a
+// rebuild is much later. The clock here stands a year after the events.
+func testApplyTimesFromEvents(t *testing.T, s *suite) {
+	s.clock.Set(start.AddDate(1, 0, 0))
+	t0 := start
+	id, email := newID(t), "una@example.com"
+
+	s.apply(t, registered(t, id, email, t0))
+	s.wantUser(t, user.User{ID: id, Email: email, CreatedAt: t0})
+
+	// Sign-in codes of the address.
+	code1, code2, code3 := fakeHash("code 1"), fakeHash("code 2"), fakeHash("code 3")
+	s.apply(t, linkRequested(t, email, code1, t0, t0.Add(15*time.Minute)))
+	s.apply(t, linkRequested(t, email, code2, t0.Add(10*time.Minute), t0.Add(25*time.Minute)))
+	s.wantSignInCode(t, "a code not yet expired when the next was asked for", code1, email)
+	s.apply(t, linkRequested(t, email, code3, t0.Add(15*time.Minute), t0.Add(30*time.Minute)))
+	s.wantNoSignInCode(t, "a code expired when the next was asked for", code1)
+	s.wantSignInCode(t, "the second code", code2, email)
+	s.wantSignInCode(t, "the third code", code3, email)
+
+	// Sessions of the user.
+	tok1, tok2, tok3 := fakeHash("token 1"), fakeHash("token 2"), fakeHash("token 3")
+	s.apply(t, sessionStarted(t, id, tok1, t0, t0.Add(time.Hour)))
+	s.apply(t, sessionStarted(t, id, tok2, t0.Add(30*time.Minute), t0.Add(2*time.Hour)))
+	s.wantSession(t, "a session not yet expired at the next sign-in", tok1, id, t0.Add(time.Hour))
+	s.apply(t, sessionStarted(t, id, tok3, t0.Add(time.Hour), t0.Add(3*time.Hour)))
+	s.wantNoSession(t, "a session expired at the next sign-in", tok1)
+	s.wantSession(t, "the second session", tok2, id, t0.Add(2*time.Hour))
+	s.wantSession(t, "the third session", tok3, id, t0.Add(3*time.Hour))
+
+	// Confirmation codes of the user.
+	chg1, chg2, chg3 := fakeHash("change 1"), fakeHash("change 2"), fakeHash("change 3")
+	s.apply(t, changeRequested(t, id, "una.1@example.com", chg1, t0, t0.Add(15*time.Minute)))
+	s.apply(t, changeRequested(t, id, "una.2@example.com", chg2, t0.Add(10*time.Minute), t0.Add(25*time.Minute)))
+	s.wantEmailChangeCode(t, "a code not yet expired at the next request", chg1, id)
+	s.apply(t, changeRequested(t, id, "una.3@example.com", chg3, t0.Add(15*time.Minute), t0.Add(30*time.Minute)))
+	s.wantNoEmailChangeCode(t, "a code expired at the next request", chg1)
+	s.wantEmailChangeCode(t, "the second code", chg2, id)
+	s.wantEmailChangeCode(t, "the third code", chg3, id)
+
+	// A change of address keeps the time of registration.
+	s.apply(t, emailChanged(t, id, email, "una.2@example.com", chg2, t0.Add(20*time.Minute)))
+	s.wantUser(t, user.User{ID: id, Email: "una.2@example.com", CreatedAt: t0})
+	s.wantNoEmailChangeCode(t, "the used code", chg2)
+	s.wantEmailChangeCode(t, "the third code", chg3, id)
+}
+
+// applyConflict applies before and then conflict in one unit of work that
+// rolls back with Apply's error, and checks that the error wraps
+// [user.ErrEmailTaken].
+func (s *suite) applyConflict(t *testing.T, before []eventstore.Event, conflict ...eventstore.Event) {
+	t.Helper()
+	var beforeErr, conflictErr error
+	err := s.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		if beforeErr = s.Views.Apply(ctx, tx, before...); beforeErr != nil {
+			return beforeErr
+		}
+		conflictErr = s.Views.Apply(ctx, tx, conflict...)
+		return conflictErr
+	})
+	if beforeErr != nil {
+		t.Fatalf("Apply of %s before the conflict: %v", types(before), beforeErr)
+	}
+	if !errors.Is(conflictErr, user.ErrEmailTaken) {
+		t.Errorf("Apply of %s = %v, want an error wrapping ErrEmailTaken", types(conflict), conflictErr)
+	}
+	if !errors.Is(err, conflictErr) || err == nil {
+		t.Errorf("Do = %v, want Apply's error %v", err, conflictErr)
+	}
+}
+
+// Apply: a Registered event for an address another user holds, or that an
+// earlier event of the same call gives to another user, is an error
+// wrapping ErrEmailTaken, and its unit of work rolls back leaving nothing.
+func testApplyRegisteredForHeldAddress(t *testing.T, s *suite) {
+	const ada = "ada@example.com"
+	a := s.signIn(t, ada)
+	holder := user.User{ID: a.User.ID, Email: ada, CreatedAt: start}
+	s.clock.Advance(time.Minute)
+	now := s.clock.Now()
+
+	x, y := newID(t), newID(t)
+	code, token := fakeHash("cy's code"), fakeHash("x's token")
+	s.applyConflict(t,
+		[]eventstore.Event{
+			linkRequested(t, "cy@example.com", code, now, now.Add(linkTTL)),
+			registered(t, x, "cy@example.com", now),
+			sessionStarted(t, x, token, now, now.Add(sessionTTL)),
+		},
+		registered(t, y, ada, now),
+	)
+	s.wantUser(t, holder)
+	s.wantNoUser(t, y)
+	s.wantNoUser(t, x)
+	s.wantNoUserByEmail(t, "cy@example.com")
+	s.wantNoSignInCode(t, "a code of the rolled-back unit of work", code)
+	s.wantNoSession(t, "a session of the rolled-back unit of work", token)
+	s.wantSession(t, "the holder's session", a.hash, a.User.ID, a.ExpiresAt)
+
+	// Two new users for one address in one call.
+	z, w := newID(t), newID(t)
+	s.applyConflict(t, nil, registered(t, z, "dee@example.com", now), registered(t, w, "dee@example.com", now))
+	s.wantNoUserByEmail(t, "dee@example.com")
+	s.wantNoUser(t, z)
+	s.wantNoUser(t, w)
+
+	// The views still take what conflicts with nothing.
+	s.apply(t, registered(t, x, "cy@example.com", now))
+	s.wantUser(t, user.User{ID: x, Email: "cy@example.com", CreatedAt: now})
+	s.wantUser(t, holder)
+}
+
+// Apply: an EmailChanged event to an address another user holds is an
+// error wrapping ErrEmailTaken, and its unit of work rolls back leaving
+// nothing. Through the service, that is the loser of two users who asked
+// for one address.
+func testApplyEmailChangedToHeldAddress(t *testing.T, s *suite) {
+	const ada, bob = "ada@example.com", "bob@example.com"
+	a := s.signIn(t, ada)
+	b := s.signIn(t, bob)
+	bobsCode := s.changeCode(t, b, "bob.new@example.com")
+	adaUser := user.User{ID: a.User.ID, Email: ada, CreatedAt: start}
+	bobUser := user.User{ID: b.User.ID, Email: bob, CreatedAt: start}
+	s.clock.Advance(time.Minute)
+	now := s.clock.Now()
+
+	token := fakeHash("bob's token")
+	s.applyConflict(t,
+		[]eventstore.Event{sessionStarted(t, b.User.ID, token, now, now.Add(sessionTTL))},
+		emailChanged(t, b.User.ID, bob, ada, bobsCode.hash, now),
+	)
+	s.wantUser(t, adaUser)
+	s.wantUser(t, bobUser)
+	s.wantEmailChangeCode(t, "Bob's code, of the change rolled back", bobsCode.hash, b.User.ID)
+	s.wantNoSession(t, "a session of the rolled-back unit of work", token)
+
+	// Both ask for eve@; Ada confirms first, so Bob's confirmation fails in
+	// the views and changes nothing.
+	bobsRace := s.changeCode(t, b, "eve@example.com")
+	adasRace := s.changeCode(t, a, "eve@example.com")
+	s.confirm(t, adasRace)
+	events := len(s.log(t))
+	if _, err := s.svc.ConfirmEmailChange(t.Context(), bobsRace.plain); !errors.Is(err, user.ErrEmailTaken) {
+		t.Fatalf("ConfirmEmailChange of an address taken meanwhile: %v, want ErrEmailTaken", err)
+	}
+	if n := len(s.log(t)); n != events {
+		t.Errorf("the refused confirmation left %d events in the log, want none", n-events)
+	}
+	s.wantUser(t, user.User{ID: a.User.ID, Email: "eve@example.com", CreatedAt: start})
+	s.wantUser(t, bobUser)
+	s.wantNoUserByEmail(t, ada)
+	s.wantEmailChangeCode(t, "Bob's code, refused", bobsRace.hash, b.User.ID)
+	s.wantNoEmailChangeCode(t, "Ada's used code", adasRace.hash)
+
+	// Bob can still take the address Ada left.
+	s.confirm(t, s.changeCode(t, b, ada))
+	s.wantUser(t, user.User{ID: b.User.ID, Email: ada, CreatedAt: start})
+	s.wantNoUserByEmail(t, bob)
+}
+
+// Apply: events of types the views do not follow are ignored, whatever
+// their data, and leave the unit of work usable.
+func testApplyIgnoresOtherTypes(t *testing.T, s *suite) {
+	now := s.clock.Now()
+	ghost, kept := newID(t), newID(t)
+	code, token, change := fakeHash("ignored code"), fakeHash("ignored token"), fakeHash("ignored change")
+	ignored := []eventstore.Event{
+		made(t, "order-1", "order.placed", user.Registered{UserID: ghost, Email: "ghost@example.com"}, now),
+		made(t, userStream(ghost), "user.registered_v2", user.Registered{UserID: ghost, Email: "ghost@example.com"}, now),
+		made(t, userStream(ghost), "User.Registered", user.Registered{UserID: ghost, Email: "ghost@example.com"}, now),
+		made(t, signInStream("ghost@example.com"), "signin.link_resent",
+			user.SignInLinkRequested{Email: "ghost@example.com", CodeHash: code, ExpiresAt: now.Add(linkTTL)}, now),
+		made(t, userStream(ghost), "user.session_refreshed",
+			user.SessionStarted{UserID: ghost, TokenHash: token, ExpiresAt: now.Add(sessionTTL)}, now),
+		made(t, userStream(ghost), "user.email_change_offered",
+			user.EmailChangeRequested{UserID: ghost, NewEmail: "ghost.new@example.com", CodeHash: change, ExpiresAt: now.Add(linkTTL)}, now),
+		made(t, "audit", "audit.noted", "just a string", now),
+		made(t, "audit", "audit.listed", []int{1, 2, 3}, now),
+	}
+	keptEvent := registered(t, kept, "kept@example.com", now)
+	s.do(t, func(ctx context.Context, tx uow.Tx) error {
+		if err := s.Views.Apply(ctx, tx, ignored...); err != nil {
+			return fmt.Errorf("Apply of events of other types in one call: %w", err)
+		}
+		for _, e := range ignored {
+			if err := s.Views.Apply(ctx, tx, e); err != nil {
+				return fmt.Errorf("Apply of a %s event: %w", e.Type, err)
+			}
+		}
+		// Followed events still apply in the same unit of work, mixed with
+		// ignored ones.
+		return s.Views.Apply(ctx, tx, ignored[0], keptEvent, ignored[len(ignored)-1])
+	})
+	s.wantNoUser(t, ghost)
+	s.wantNoUserByEmail(t, "ghost@example.com")
+	s.wantNoSignInCode(t, "a code of an ignored event", code)
+	s.wantNoSession(t, "a session of an ignored event", token)
+	s.wantNoEmailChangeCode(t, "a code of an ignored event", change)
+	s.wantUser(t, user.User{ID: kept, Email: "kept@example.com", CreatedAt: now})
+}
+
+// rebuild rebuilds the views from the log and checks that it replayed all
+// of it.
+func (s *suite) rebuild(t *testing.T) int {
+	t.Helper()
+	want := len(s.log(t))
+	n, err := projections.Rebuild(t.Context(), s.runner, s.Events, s.Views)
+	if err != nil {
+		t.Fatalf("Rebuild: %v", err)
+	}
+	if n != want {
+		t.Fatalf("Rebuild replayed %d events, but the log holds %d", n, want)
+	}
+	return n
+}
+
+// Rebuild: after a varied history, rebuilding from the log answers every
+// query as the live views did, and replaces what was wrong in them.
+func testRebuildEqualsLive(t *testing.T, s *suite) {
+	ctx := t.Context()
+	// Several users sign in, some more than once; one signs out.
+	ada := s.signIn(t, "ada@example.com")
+	bob := s.signIn(t, "bob@example.com")
+	bob2 := s.signIn(t, "bob@example.com")
+	s.signOut(t, bob)
+	cy := s.link(t, "cy@example.com") // Never used: it expires in the views.
+	s.clock.Advance(time.Minute)
+
+	// Ada moves to a new address; a later person, Dan, takes her old one.
+	s.confirm(t, s.changeCode(t, ada, "ada.new@example.com"))
+	dan := s.signIn(t, "ada@example.com")
+	s.clock.Advance(time.Minute)
+
+	// Bob asks for a change he lets expire, and for one refused as taken.
+	s.changeCode(t, bob2, "bob.later@example.com")
+	if err := s.svc.RequestEmailChange(ctx, bob2.Token, "ada.new@example.com"); !errors.Is(err, user.ErrEmailTaken) {
+		t.Fatalf("RequestEmailChange to a held address: %v, want ErrEmailTaken", err)
+	}
+
+	// Bob and Dan both ask for one address; Dan confirms first, and Bob's
+	// confirmation fails in the views, which roll back.
+	bobRace := s.changeCode(t, bob2, "eve@example.com")
+	s.confirm(t, s.changeCode(t, dan, "eve@example.com"))
+	if _, err := s.svc.ConfirmEmailChange(ctx, bobRace.plain); !errors.Is(err, user.ErrEmailTaken) {
+		t.Fatalf("ConfirmEmailChange of a taken address: %v, want ErrEmailTaken", err)
+	}
+
+	// Links expire: an expired code is refused, and the next link of the
+	// address drops it.
+	stale := s.link(t, "fay@example.com")
+	s.clock.Advance(16 * time.Minute)
+	if _, err := s.svc.SignIn(ctx, stale.plain); !errors.Is(err, user.ErrInvalidCode) {
+		t.Fatalf("SignIn with an expired code: %v, want ErrInvalidCode", err)
+	}
+	fay := s.signIn(t, "fay@example.com")
+	fayChange := s.changeCode(t, fay, "fay.new@example.com") // Left unconfirmed.
+
+	// Sessions expire: a month on, Ada's and Bob's sessions are dead; their
+	// next sign-ins drop them, and Bob's next change request drops his
+	// expired change codes. Fay's expired rows stay.
+	s.clock.Advance(31 * 24 * time.Hour)
+	if _, err := s.svc.Me(ctx, ada.Token); !errors.Is(err, user.ErrUnauthenticated) {
+		t.Fatalf("Me with an expired session: %v, want ErrUnauthenticated", err)
+	}
+	s.signIn(t, "ada.new@example.com")
+	bob3 := s.signIn(t, "bob@example.com")
+	s.changeCode(t, bob3, "bob.much.later@example.com")
+	gus := s.signIn(t, "gus@example.com")
+	s.signOut(t, bob3)
+	if eve := s.signIn(t, "eve@example.com"); eve.User.ID != dan.User.ID {
+		t.Fatalf("eve@example.com signs in to %s, want Dan's account %s", eve.User.ID, dan.User.ID)
+	}
+
+	// Every key the log names, and some it does not.
+	log := s.log(t)
+	k := newKeys()
+	k.addEvents(t, log...)
+	k.emails["nobody@example.com"], k.ids[uuid.Nil] = true, true
+	k.signInCodes[fakeHash("unknown")], k.changeCodes[fakeHash("unknown")], k.tokenHashes[fakeHash("unknown")] = true, true, true
+	// Events the log does not hold, to make the views wrong below: rows no
+	// event made, and rows of the events removed or changed. Their keys are
+	// asked too.
+	fake, now := newID(t), s.clock.Now()
+	mallory := "mallory@example.com"
+	bogus := struct{ code, change, token string }{fakeHash("bogus code"), fakeHash("bogus change"), fakeHash("bogus token")}
+	wrongEvents := []eventstore.Event{
+		registered(t, fake, mallory, now),
+		linkRequested(t, mallory, bogus.code, now, now.Add(linkTTL)),
+		changeRequested(t, fake, "mallory.new@example.com", bogus.change, now, now.Add(linkTTL)),
+		sessionStarted(t, fake, bogus.token, now, now.Add(sessionTTL)),
+		sessionEnded(t, gus.User.ID, gus.hash, now),
+		linkUsed(t, "cy@example.com", cy.hash, fake, now),
+		emailChanged(t, fay.User.ID, "fay@example.com", "fay.stolen@example.com", fayChange.hash, now),
+	}
+	k.addEvents(t, wrongEvents...)
+	live := s.answers(t, k)
+
+	// The history is varied enough for the comparison to mean something.
+	for _, q := range []string{"UserByEmail", "User", "SignInCode", "EmailChangeCode", "Session"} {
+		if found, none := countFound(live, q); found == 0 || none == 0 {
+			t.Fatalf("%s found %d and missed %d of the keys; the history should leave some of each", q, found, none)
+		}
+	}
+	if found, _ := countFound(live, "User"); found != 5 {
+		t.Errorf("User finds %d users, want 5 (Ada, Bob, Dan, Fay, Gus; Cy never signed in)", found)
+	}
+	s.wantUser(t, user.User{ID: ada.User.ID, Email: "ada.new@example.com", CreatedAt: start})
+	s.wantUser(t, user.User{ID: dan.User.ID, Email: "eve@example.com", CreatedAt: start.Add(time.Minute)})
+	s.wantNoUserByEmail(t, "ada@example.com")
+	s.wantSignInCode(t, "Cy's expired code", cy.hash, "cy@example.com")
+	s.wantNoSignInCode(t, "Fay's expired code, dropped by her next link", stale.hash)
+	s.wantNoSession(t, "Ada's expired session, dropped by her next sign-in", ada.hash)
+	s.wantNoSession(t, "Dan's expired session, dropped by his sign-in as eve@", dan.hash)
+	s.wantSession(t, "Fay's expired session", fay.hash, fay.User.ID, fay.ExpiresAt)
+	s.wantNoSession(t, "Bob's ended session", bob3.hash)
+	s.wantNoEmailChangeCode(t, "Bob's refused code, dropped by his next request", bobRace.hash)
+	s.wantEmailChangeCode(t, "Fay's expired code", fayChange.hash, fay.User.ID)
+
+	// Make the views wrong, in a committed unit of work.
+	s.apply(t, wrongEvents...)
+	wrong := s.answers(t, k)
+	for _, q := range []string{
+		"User(" + fake.String() + ")",
+		"UserByEmail(" + mallory + ")",
+		"SignInCode(" + bogus.code + ")",
+		"EmailChangeCode(" + bogus.change + ")",
+		"Session(" + bogus.token + ")",
+		"Session(" + gus.hash + ")",
+		"SignInCode(" + cy.hash + ")",
+		"UserByEmail(fay@example.com)",
+		"User(" + fay.User.ID.String() + ")",
+		"UserByEmail(fay.stolen@example.com)",
+		"EmailChangeCode(" + fayChange.hash + ")",
+	} {
+		if wrong[q] == live[q] {
+			t.Fatalf("%s = %s both before and after the views were made wrong", q, live[q])
+		}
+	}
+
+	n := s.rebuild(t)
+	if got := s.answers(t, k); len(diffAnswers(live, got)) > 0 {
+		for _, d := range diffAnswers(live, got) {
+			t.Errorf("after the rebuild, %s", d)
+		}
+		t.FailNow()
+	}
+	s.wantNoUser(t, fake)
+	s.wantNoUserByEmail(t, mallory)
+	s.wantNoUserByEmail(t, "fay.stolen@example.com")
+	s.wantSession(t, "Gus's session", gus.hash, gus.User.ID, gus.ExpiresAt)
+
+	// Rebuilding again changes nothing.
+	if again := s.rebuild(t); again != n {
+		t.Errorf("the second rebuild replayed %d events, the first %d", again, n)
+	}
+	for _, d := range diffAnswers(live, s.answers(t, k)) {
+		t.Errorf("after a second rebuild, %s", d)
+	}
+
+	// The rebuilt views serve the commands as the live ones did.
+	if u, err := s.svc.Me(ctx, gus.Token); err != nil || u.ID != gus.User.ID {
+		t.Errorf("Me of Gus's live session after the rebuild = %v, %v", u, err)
+	}
+	hal := s.signIn(t, "hal@example.com")
+	s.wantUser(t, user.User{ID: hal.User.ID, Email: "hal@example.com", CreatedAt: s.clock.Now()})
+	s.wantSession(t, "Hal's session", hal.hash, hal.User.ID, hal.ExpiresAt)
+}
+
+// Rebuild: an empty log rebuilds empty views, whatever they held.
+func testRebuildEmptyLog(t *testing.T, s *suite) {
+	now := s.clock.Now()
+	id := newID(t)
+	code, change, token := fakeHash("code"), fakeHash("change"), fakeHash("token")
+	s.apply(t,
+		registered(t, id, "mallory@example.com", now),
+		linkRequested(t, "mallory@example.com", code, now, now.Add(linkTTL)),
+		changeRequested(t, id, "mallory.new@example.com", change, now, now.Add(linkTTL)),
+		sessionStarted(t, id, token, now, now.Add(sessionTTL)),
+	)
+	s.wantUser(t, user.User{ID: id, Email: "mallory@example.com", CreatedAt: now})
+
+	if n := s.rebuild(t); n != 0 {
+		t.Fatalf("Rebuild of an empty log replayed %d events", n)
+	}
+	s.wantNoUser(t, id)
+	s.wantNoUserByEmail(t, "mallory@example.com")
+	s.wantNoSignInCode(t, "a code no event made", code)
+	s.wantNoEmailChangeCode(t, "a code no event made", change)
+	s.wantNoSession(t, "a session no event made", token)
+}
