@@ -177,9 +177,13 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 		stats.Claimed += len(msgs)
 		leaseEnd := claimed.Add(r.cfg.Lease)
 		delivered := make([]uuid.UUID, 0, len(msgs))
+		released := false
 		for i, m := range msgs {
-			if ctx.Err() != nil || leaseEnd.Sub(r.now()) < r.cfg.Timeout+settleTimeout {
+			// A delivery may take Timeout; start one only while the lease
+			// has that much left. Lease > Timeout, so the first always runs.
+			if ctx.Err() != nil || leaseEnd.Sub(r.now()) < r.cfg.Timeout {
 				r.release(ctx, msgs[i:])
+				released = true
 				break
 			}
 			wm := toWatermill(m, leaseEnd)
@@ -200,7 +204,9 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 			return stats, err
 		}
 		stats.Delivered += len(delivered)
-		if len(msgs) < r.cfg.Batch {
+		// Released messages are due at once: claiming again would only
+		// take them back, so the pass ends here.
+		if released || len(msgs) < r.cfg.Batch {
 			break
 		}
 	}

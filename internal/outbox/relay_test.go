@@ -283,6 +283,34 @@ func TestDrainStopsBetweenMessagesAndReleasesTheRest(t *testing.T) {
 	}
 }
 
+// A lease only a little longer than the timeout still delivers: each
+// delivery starts while the lease has a timeout's worth left, and the pass
+// ends rather than claiming back what it released.
+func TestDrainWithATightLeaseDeliversAndEnds(t *testing.T) {
+	f := newFixtureWith(t, outbox.RelayConfig{Lease: 31 * time.Second, Timeout: 30 * time.Second, Batch: 2})
+	calls := 0
+	f.handle = func(context.Context, outbox.Message) error {
+		calls++
+		f.now = f.now.Add(2 * time.Second) // Each delivery takes two seconds.
+		return nil
+	}
+	for range 3 {
+		f.add(t, "mail")
+	}
+	stats := f.drain(t)
+	if stats.Delivered != 1 || stats.Claimed != 2 || calls != 1 {
+		t.Fatalf("first pass: %+v after %d calls; want one delivered and the other released", stats, calls)
+	}
+	stats = f.drain(t)
+	if stats.Delivered != 1 || calls != 2 {
+		t.Fatalf("second pass: %+v after %d calls; want the released message delivered", stats, calls)
+	}
+	f.drain(t)
+	if calls != 3 {
+		t.Errorf("after three passes the handler ran %d times, want 3", calls)
+	}
+}
+
 // A failure that comes back after the lease ended is not recorded: another
 // relay may hold the message by then, and a Retry would cut its lease short.
 func TestRelayRecordsNoFailureAfterItsLeaseEnded(t *testing.T) {
