@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -33,11 +35,19 @@ type backend interface {
 }
 
 // outboxStore is an outbox store with what operators use: inspection and
-// requeuing of buried messages.
+// requeuing of buried messages. Both backends have these; only the
+// operators' commands need them, so they are asked for here.
 type outboxStore interface {
 	outbox.Store
-	outbox.Inspector
-	outbox.Requeuer
+	// Buried returns up to limit buried messages, oldest burial first.
+	Buried(ctx context.Context, limit int) ([]outbox.Record, error)
+	// Lookup returns the message with id as the store holds it, or an error
+	// wrapping [outbox.ErrNotFound].
+	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
+	// Requeue makes a buried message due at at, with its attempts counted
+	// from zero again and its last error kept. It returns an error wrapping
+	// [outbox.ErrNotFound] for a message that is not buried.
+	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
 }
 
 // views are the user domain's inline projections, which can be rebuilt.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // ErrNotFound is returned by [Store.Retry] and [Store.Bury] for a message the
@@ -15,19 +13,23 @@ var ErrNotFound = errors.New("outbox: message not found")
 
 // The interfaces below are optional capabilities. A [Relay] uses one when its
 // store implements it and does without it otherwise, as Watermill does with
-// optional interfaces of its publishers and subscribers.
+// optional interfaces of its publishers and subscribers. A test of the relay
+// hides each of them to run its fallback.
 
 // BatchAcker is implemented by stores that can remove many delivered
-// messages in one call. The relay acknowledges a batch through it, which is
-// what lets one database round trip settle a whole claim.
+// messages in one call. The relay acknowledges what its deliveries finished
+// meanwhile through it, in one database round trip; without it, it calls
+// [Store.Ack] once per message.
 type BatchAcker interface {
-	// AckAll removes the delivered messages with the given IDs. IDs the store
-	// does not hold are skipped, as [Store.Ack] does.
-	AckAll(ctx context.Context, ids []uuid.UUID) error
+	// AckAll removes the delivered messages, each only while its lease is
+	// its latest claim, as [Store.Ack] does under [WithLease]. Messages the
+	// store does not hold, or holds under another claim, are skipped.
+	AckAll(ctx context.Context, leases []Lease) error
 }
 
 // Waker is implemented by stores that can tell a relay when messages may have
-// become due, so that delivery need not wait for the next poll.
+// become due, so that delivery need not wait for the next poll. Without it,
+// the relay finds new messages at its next poll.
 type Waker interface {
 	// Wakeups returns a channel that receives a value soon after a
 	// transaction that added messages commits. Wake-ups may coalesce and may
@@ -35,29 +37,27 @@ type Waker interface {
 	Wakeups(ctx context.Context) <-chan struct{}
 }
 
-// Inspector is implemented by stores that can describe their backlog to
-// metrics and operators.
-type Inspector interface {
-	// OldestDue returns the due time of the message that has been due the
-	// longest at now, and false when no message is due.
-	OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error)
-	// Buried returns up to limit buried messages, oldest burial first.
-	Buried(ctx context.Context, limit int) ([]Record, error)
-	// Lookup returns the message with id as the store holds it, or an error
-	// wrapping [ErrNotFound].
-	Lookup(ctx context.Context, id uuid.UUID) (Record, error)
+// BacklogReader is implemented by stores that can count what they hold, for
+// the relay's gauges. Without it, the relay reports no backlog.
+type BacklogReader interface {
+	// Backlog counts the messages due at now and the buried ones, and finds
+	// the due time of the one that has been due the longest.
+	Backlog(ctx context.Context, now time.Time) (Backlog, error)
 }
 
-// Requeuer is implemented by stores that can give buried messages another
-// chance, for an operator who has mended what buried them.
-type Requeuer interface {
-	// Requeue makes a buried message due at at, with its attempts counted
-	// from zero again and its last error kept. It returns an error wrapping
-	// [ErrNotFound] for a message that is not buried.
-	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
+// Backlog is what a store holds at one time.
+type Backlog struct {
+	// Due counts the messages that are not buried and may be claimed now.
+	Due int64
+	// Buried counts the buried messages.
+	Buried int64
+	// OldestDue is the due time of the message that has been due the
+	// longest; zero when none is due.
+	OldestDue time.Time
 }
 
-// Record is a stored message with its delivery state.
+// Record is a stored message with its delivery state, as the operators'
+// commands of the backends show it.
 type Record struct {
 	Message
 	// DueAt is when the message may next be claimed: its creation, its

@@ -30,6 +30,11 @@ const (
 	DefaultMaxAttempts = 8
 )
 
+// SettleTimeout bounds the recording of one delivery's outcome in the store.
+// A lease must outlast [RelayConfig.Timeout] by at least this much, so that a
+// delivery that ends at its timeout is still settled under its lease.
+const SettleTimeout = 10 * time.Second
+
 // WithDefaults returns c with each zero field set to its default.
 func (c RelayConfig) WithDefaults() RelayConfig {
 	if c.Interval == 0 {
@@ -61,8 +66,8 @@ func (c RelayConfig) Validate() error {
 	if c.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("OUTBOX_TIMEOUT must be positive, got %s", c.Timeout))
 	}
-	if c.Lease <= c.Timeout {
-		errs = append(errs, fmt.Errorf("OUTBOX_LEASE (%s) must be longer than OUTBOX_TIMEOUT (%s), or a slow delivery overlaps its own retry", c.Lease, c.Timeout))
+	if c.Lease < c.Timeout+SettleTimeout {
+		errs = append(errs, fmt.Errorf("OUTBOX_LEASE (%s) must be at least OUTBOX_TIMEOUT (%s) plus %s to record the outcome, or a lease can end before its delivery is settled", c.Lease, c.Timeout, SettleTimeout))
 	}
 	if c.Batch < 1 {
 		errs = append(errs, fmt.Errorf("OUTBOX_BATCH must be at least 1, got %d", c.Batch))

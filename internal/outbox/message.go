@@ -52,6 +52,10 @@ type Message struct {
 }
 
 // Store keeps messages until they are delivered.
+//
+// A context can narrow Claim to some [Topics], and fence Ack, Retry and
+// Bury by the [Lease] of the claim that settles them; every store honours
+// both, as those types describe.
 type Store interface {
 	// Add stores messages as part of tx. Each becomes due at its CreatedAt.
 	Add(ctx context.Context, tx uow.Tx, msgs ...Message) error

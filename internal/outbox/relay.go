@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -18,14 +19,8 @@ import (
 
 // Metadata keys of the Watermill messages a relay hands to its router.
 const (
-	MetadataTopic     = "outbox_topic"
-	MetadataAttempts  = "outbox_attempts"
-	MetadataCreatedAt = "outbox_created_at"
-	// MetadataLeaseEnd is when the claim that brought the message ends.
-	MetadataLeaseEnd = "outbox_lease_end"
-	// metadataOutcome records how process settled a message: one of the
-	// outcome constants. The subscriber acknowledges the delivered ones.
-	metadataOutcome = "outbox_outcome"
+	MetadataTopic    = "outbox_topic"
+	MetadataAttempts = "outbox_attempts"
 )
 
 // Outcomes of one delivery.
@@ -33,6 +28,13 @@ const (
 	outcomeDelivered = "delivered"
 	outcomeRetried   = "retried"
 	outcomeBuried    = "buried"
+	// outcomeLost is a delivery whose outcome was not recorded: its lease
+	// was lost, or the store could not be reached. The message is due again
+	// when its lease ends.
+	outcomeLost = "lost"
+	// outcomeRunning is a delivery of [Relay.Drain] whose handler had not
+	// returned at its timeout; it is settled once it returns.
+	outcomeRunning = "running"
 )
 
 // routerTopic is the one topic the relay's subscriber serves: it claims
@@ -40,8 +42,9 @@ const (
 // [MetadataTopic], so that a topic without a handler is buried, not ignored.
 const routerTopic = "outbox"
 
-// settleTimeout bounds each store call that records an outcome.
-const settleTimeout = 10 * time.Second
+// abandonGrace is how long [Relay.Drain] waits past a handler's timeout for
+// it to return before it goes on without it.
+const abandonGrace = 100 * time.Millisecond
 
 var (
 	errNoHandler   = errors.New("no handler for topic")
@@ -52,12 +55,33 @@ var (
 //
 // [Relay.Run] runs a Watermill router fed by a subscriber that claims due
 // messages in batches; [Relay.Drain] delivers what is due in one synchronous
-// pass. Both run each handler under the same middleware (panic recovery and
-// [RelayConfig.Timeout]) and map its outcome to the store the same way: a
-// success is acknowledged, an error is retried after [Backoff], and a
-// message is buried once it has failed [RelayConfig.MaxAttempts] times, when
-// its topic has no handler, or when it was claimed more often than that
-// without finishing, since it may be what crashes the relay.
+// pass. Both run each handler under the same middleware (panic recovery)
+// and map its outcome to the store the same way: a success is acknowledged,
+// an error is retried after [Backoff], and a message is buried once it has
+// failed [RelayConfig.MaxAttempts] times, when its topic has no handler, or
+// when it was claimed more often than that without finishing, since it may
+// be what crashes the relay.
+//
+// A relay keeps these promises:
+//
+//   - No message is handled by two of its goroutines at once while its lease
+//     holds. A handler's context ends at [RelayConfig.Timeout]; a handler
+//     that goes on regardless keeps its message leased, and the message is
+//     not tried again until the handler has returned (its outcome is then
+//     recorded) or the lease has ended. A handler still running then is
+//     counted in outbox.overran and logged with the message ID.
+//   - Every outcome is recorded under the claim's [Lease], so a relay that
+//     has lost its claim changes nothing, whatever its clock says.
+//   - A relay holds at most 2×[RelayConfig.Batch] messages, claimed and not
+//     yet settled: it claims a batch while the previous one is delivered.
+//     Abandoned handlers keep their place, so they cannot pile up.
+//   - A delivered message is acknowledged at once, with whatever else was
+//     delivered meanwhile, never waiting for the slowest of its batch; a
+//     valid [RelayConfig] leaves every lease [SettleTimeout] to record the
+//     outcome of a delivery that took the whole timeout.
+//   - While every delivery of a topic fails, a circuit breaker stops
+//     claiming that topic's messages, so that an outage does not spend their
+//     attempts; see [breakers].
 type Relay struct {
 	store    Store
 	handlers map[string]Handler
@@ -66,8 +90,11 @@ type Relay struct {
 	log      *slog.Logger
 	meter    metric.MeterProvider
 	metrics  *relayMetrics
+	breakers *breakers
+	room     *room
+	inflight inflight
 	chain    message.HandlerFunc
-	// unobserve stops the backlog gauge's callback.
+	// unobserve stops the gauges' callback.
 	unobserve func()
 }
 
@@ -104,27 +131,30 @@ func NewRelay(store Store, handlers map[string]Handler, cfg RelayConfig, opts ..
 		now:      time.Now,
 		log:      slog.New(slog.DiscardHandler),
 		meter:    noop.NewMeterProvider(),
+		room:     newRoom(2 * cfg.Batch),
 	}
+	topics := make([]string, 0, len(handlers))
 	for topic, h := range handlers {
 		if h == nil {
 			return nil, fmt.Errorf("outbox: nil handler for topic %q", topic)
 		}
 		r.handlers[topic] = h
+		topics = append(topics, topic)
 	}
+	slices.Sort(topics)
 	for _, o := range opts {
 		o(r)
 	}
-	m, err := newRelayMetrics(r.meter)
+	r.breakers = newBreakers(topics, cfg.Lease, r.log)
+	m, err := newRelayMetrics(r.meter, topics)
 	if err != nil {
 		return nil, err
 	}
-	if r.unobserve, err = m.observeBacklog(store, r.now); err != nil {
+	if r.unobserve, err = m.observe(store, r.now, r.breakers); err != nil {
 		return nil, err
 	}
 	r.metrics = m
-	// Recoverer runs inside the timeout's goroutine, so that a panic there is
-	// recovered too.
-	r.chain = enforceTimeout(cfg.Timeout)(middleware.Recoverer(r.dispatch))
+	r.chain = middleware.Recoverer(r.dispatch)
 	return r, nil
 }
 
@@ -134,20 +164,39 @@ func (r *Relay) Close() error {
 	return nil
 }
 
+// Wait returns once every message the relay holds is settled: in
+// particular once the handlers that [Relay.Drain] left running past their
+// timeout have returned and their outcomes are recorded. It returns ctx's
+// error if ctx ends first.
+func (r *Relay) Wait(ctx context.Context) error {
+	return r.room.wait(ctx)
+}
+
 // Run delivers messages until ctx is done. Deliveries in flight then finish,
 // within [RelayConfig.Timeout], and are settled; a message claimed but not
-// settled is claimed again when its lease ends, so nothing is lost.
+// handed to its handler is released, due again at once, and one whose
+// outcome could not be recorded is claimed again when its lease ends, so
+// nothing is lost.
 func (r *Relay) Run(ctx context.Context) error {
 	router, err := message.NewRouter(message.RouterConfig{
-		CloseTimeout: r.cfg.Timeout + settleTimeout,
+		CloseTimeout: r.cfg.Timeout + SettleTimeout,
 	}, watermill.NewSlogLoggerWithLevelMapping(r.log, map[slog.Level]slog.Level{
 		slog.LevelInfo: slog.LevelDebug,
 	}))
 	if err != nil {
 		return fmt.Errorf("outbox: router: %w", err)
 	}
-	router.AddConsumerHandler("outbox-relay", routerTopic, newSubscriber(r), r.process)
-	if err := router.Run(ctx); err != nil {
+	a := newAcker(r)
+	router.AddConsumerHandler("outbox-relay", routerTopic, newSubscriber(r), func(wm *message.Message) error {
+		if h := heldFrom(wm.Context()); h != nil {
+			r.deliver(wm, h, a.add)
+		}
+		return nil
+	})
+	go a.run()
+	err = router.Run(ctx)
+	a.stop()
+	if err != nil {
 		return fmt.Errorf("outbox: relay: %w", err)
 	}
 	return nil
@@ -156,6 +205,10 @@ func (r *Relay) Run(ctx context.Context) error {
 // DrainStats counts what one [Relay.Drain] did.
 type DrainStats struct {
 	Claimed, Delivered, Retried, Buried int
+	// Running counts the deliveries whose handler had not returned at its
+	// timeout: their messages stay leased until the handler returns, and
+	// [Relay.Wait] waits for them.
+	Running int
 }
 
 // Drain delivers the messages due now, one at a time, batch after batch,
@@ -165,125 +218,217 @@ type DrainStats struct {
 // Handlers run on a context that ctx's end does not cancel, bounded by
 // [RelayConfig.Timeout]: when ctx ends, the delivery in flight finishes and
 // the rest of the batch is released, due again at once. So is the rest of a
-// batch whose lease has no longer room for one more delivery.
+// batch whose lease has no longer room for one more delivery and its
+// settling. A handler that has not returned shortly after its timeout is
+// left running, its message leased, and the pass goes on without it.
 func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 	var stats DrainStats
 	for ctx.Err() == nil {
-		claimed := r.now()
-		msgs, err := r.store.Claim(ctx, claimed, r.cfg.Lease, r.cfg.Batch)
-		if err != nil {
-			return stats, err
+		r.inflight.sweep(r.now(), r.reportOverran)
+		n := r.room.take(r.cfg.Batch)
+		if n == 0 {
+			r.log.WarnContext(ctx, "outbox: every place is held by a handler still running; the pass ends")
+			break
 		}
-		stats.Claimed += len(msgs)
-		leaseEnd := claimed.Add(r.cfg.Lease)
-		delivered := make([]uuid.UUID, 0, len(msgs))
+		c, full, err := r.claim(ctx, n)
+		stats.Claimed += len(c.msgs)
 		released := false
-		for i, m := range msgs {
-			// A delivery may take Timeout; start one only while the lease
-			// has that much left. Lease > Timeout, so the first always runs.
-			if ctx.Err() != nil || leaseEnd.Sub(r.now()) < r.cfg.Timeout {
-				r.release(ctx, msgs[i:])
+		for i, h := range c.msgs {
+			// A delivery may take Timeout and its settling SettleTimeout;
+			// start one only while the lease has that much left. A valid
+			// config leaves the first that much.
+			if ctx.Err() != nil || h.lease.Until.Sub(r.now()) < r.cfg.Timeout+SettleTimeout {
+				r.release(ctx, c.msgs[i:])
 				released = true
 				break
 			}
-			wm := toWatermill(m, leaseEnd)
-			wm.SetContext(context.WithoutCancel(ctx))
-			if err := r.process(wm); err != nil {
-				r.log.ErrorContext(ctx, "outbox: settle", "id", m.ID, "topic", m.Topic, "error", err)
-			}
-			switch wm.Metadata.Get(metadataOutcome) {
+			switch r.drainOne(ctx, h) {
 			case outcomeDelivered:
-				delivered = append(delivered, m.ID)
+				stats.Delivered++
 			case outcomeRetried:
 				stats.Retried++
 			case outcomeBuried:
 				stats.Buried++
+			case outcomeRunning:
+				stats.Running++
 			}
 		}
-		if err := r.ack(ctx, delivered); err != nil {
+		if err != nil {
 			return stats, err
 		}
-		stats.Delivered += len(delivered)
 		// Released messages are due at once: claiming again would only
 		// take them back, so the pass ends here.
-		if released || len(msgs) < r.cfg.Batch {
+		if released || !full {
 			break
 		}
 	}
 	return stats, ctx.Err()
 }
 
+// drainOne delivers h for Drain and returns its outcome, or outcomeRunning
+// when its handler is still running shortly after its timeout: it is then
+// settled, and its place given back, once the handler returns.
+func (r *Relay) drainOne(ctx context.Context, h *held) string {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
+	wm := r.toWatermill(h, hctx)
+	done := make(chan string, 1)
+	go func() {
+		defer cancel()
+		done <- r.deliver(wm, h, r.ackNow)
+	}()
+	wait := time.NewTimer(r.cfg.Timeout + abandonGrace)
+	defer wait.Stop()
+	select {
+	case outcome := <-done:
+		return outcome
+	case <-wait.C:
+		r.log.WarnContext(ctx, "outbox: handler did not return at its timeout; its message stays leased until it does or the lease ends",
+			"id", h.msg.ID, "topic", h.msg.Topic, "timeout", r.cfg.Timeout)
+		return outcomeRunning
+	}
+}
+
+// claim claims up to limit messages at the relay's now: first one message
+// of each topic whose breaker lets a probe through, then due messages of
+// the topics whose breakers are closed. full reports whether that second
+// claim took all it was asked for, so that more may be due. Each message
+// takes a place of the room the caller took for limit; the places of what
+// was not claimed are given back.
+func (r *Relay) claim(ctx context.Context, limit int) (c *claim, full bool, err error) {
+	now := r.now()
+	c = &claim{until: now.Add(r.cfg.Lease)}
+	var msgs []Message
+	probe, except := r.breakers.plan(now)
+	for _, topic := range probe {
+		if len(msgs) == limit {
+			break
+		}
+		got, err := r.store.Claim(WithTopics(ctx, Topics{Only: []string{topic}}), now, r.cfg.Lease, 1)
+		if err != nil {
+			r.claimFailed(ctx, err)
+			return r.hold(c, msgs, limit), false, err
+		}
+		id := uuid.Nil
+		if len(got) > 0 {
+			id = got[0].ID
+		}
+		r.breakers.probing(topic, id, now)
+		msgs = append(msgs, got...)
+	}
+	if want := limit - len(msgs); want > 0 {
+		got, err := r.store.Claim(WithTopics(ctx, Topics{Except: except}), now, r.cfg.Lease, want)
+		if err != nil {
+			r.claimFailed(ctx, err)
+			return r.hold(c, msgs, limit), false, err
+		}
+		full = len(got) == want
+		msgs = append(msgs, got...)
+	}
+	return r.hold(c, msgs, limit), full, nil
+}
+
+func (r *Relay) claimFailed(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.metrics.storeError(ctx, opClaim)
+	r.log.ErrorContext(ctx, "outbox: claim", "error", err)
+}
+
+// hold makes c of the claimed msgs, gives back the places of limit that
+// they do not take, and lists c as in flight.
+func (r *Relay) hold(c *claim, msgs []Message, limit int) *claim {
+	r.room.give(limit - len(msgs))
+	if len(msgs) == 0 {
+		return c
+	}
+	c.msgs = make([]*held, len(msgs))
+	for i, m := range msgs {
+		c.msgs[i] = &held{msg: m, lease: Lease{ID: m.ID, Attempts: m.Attempts, Until: c.until}, claim: c}
+	}
+	c.left.Store(int64(len(msgs)))
+	r.inflight.add(c)
+	return c
+}
+
+// settled gives back h's place once its outcome is recorded, or given up.
+func (r *Relay) settled(h *held) {
+	h.returned.Store(true)
+	if h.claim.left.Add(-1) == 0 && h.claim.cancel != nil {
+		h.claim.cancel()
+	}
+	r.room.give(1)
+}
+
 // release makes claimed messages that were not handed to a handler due
 // again at once, instead of when their lease ends.
-func (r *Relay) release(ctx context.Context, msgs []Message) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+func (r *Relay) release(ctx context.Context, hs []*held) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
 	defer cancel()
 	now := r.now()
-	for _, m := range msgs {
-		if err := r.store.Retry(ctx, m.ID, now, "released undelivered: the relay stopped"); err != nil {
-			r.log.WarnContext(ctx, "outbox: release", "id", m.ID, "error", err)
+	for _, h := range hs {
+		err := r.store.Retry(WithLease(ctx, h.lease), h.msg.ID, now, "released undelivered: the relay stopped")
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			r.metrics.storeError(ctx, opRelease)
+			r.log.WarnContext(ctx, "outbox: release", "id", h.msg.ID, "error", err)
 		}
+		r.settled(h)
 	}
 }
 
 // dispatch runs the handler of the message's topic. It is the innermost
 // Watermill handler of the relay's middleware chain.
 func (r *Relay) dispatch(wm *message.Message) ([]*message.Message, error) {
-	m, err := fromWatermill(wm)
-	if err != nil {
-		return nil, err
+	h := heldFrom(wm.Context())
+	if h == nil {
+		return nil, fmt.Errorf("outbox: message %s was not claimed by this relay", wm.UUID)
 	}
-	h, ok := r.handlers[m.Topic]
+	handler, ok := r.handlers[h.msg.Topic]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", errNoHandler, m.Topic)
+		return nil, fmt.Errorf("%w %q", errNoHandler, h.msg.Topic)
 	}
-	return nil, h(wm.Context(), m)
+	return nil, handler(wm.Context(), h.msg)
 }
 
-// process is the router's handler: it delivers one claimed message and
-// records a failure in the store. It marks the message with its outcome; the
-// caller acknowledges the delivered ones together with the rest of their
-// batch. An error means the outcome could not be recorded; the message's
-// lease then brings it back.
-func (r *Relay) process(wm *message.Message) error {
-	m, err := fromWatermill(wm)
-	if err != nil {
-		return err
-	}
-	leaseEnd, err := time.Parse(time.RFC3339Nano, wm.Metadata.Get(MetadataLeaseEnd))
-	if err != nil {
-		return fmt.Errorf("outbox: message %s lease end: %w", m.ID, err)
-	}
+// deliver runs h's handler under the middleware, on wm's context, and
+// records the outcome. A success is handed to ack, which acknowledges it
+// and calls [Relay.settled]; any other outcome is recorded here.
+func (r *Relay) deliver(wm *message.Message, h *held, ack func(*held)) string {
+	m := h.msg
+	start := time.Now()
 	var failure error
 	if m.Attempts > r.cfg.MaxAttempts {
 		failure = fmt.Errorf("%w (%d claims, %d allowed)", errOverclaimed, m.Attempts, r.cfg.MaxAttempts)
 	} else {
 		_, failure = r.chain(wm)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(wm.Context()), settleTimeout)
-	defer cancel()
+	h.returned.Store(true)
+	ctx := context.WithoutCancel(wm.Context())
+	took := time.Since(start)
 	if failure == nil {
-		wm.Metadata.Set(metadataOutcome, outcomeDelivered)
-		r.metrics.delivered.Add(ctx, 1, topicAttr(m.Topic))
-		return nil
+		r.breakers.record(m.Topic, m.ID, true, r.now())
+		r.metrics.delivered.Add(ctx, 1, r.metrics.topic(m.Topic))
+		r.metrics.observeDuration(ctx, m.Topic, outcomeDelivered, took)
+		ack(h)
+		return outcomeDelivered
 	}
-	if !r.now().Before(leaseEnd) {
-		// Another relay may hold the message now; recording this failure
-		// would cut its lease short. The message is due again anyway.
-		r.log.WarnContext(ctx, "outbox: lease ended before the failure was recorded; the message is due again",
-			"id", m.ID, "topic", m.Topic, "error", failure)
-		return nil
+	if !errors.Is(failure, errNoHandler) && !errors.Is(failure, errOverclaimed) {
+		r.breakers.record(m.Topic, m.ID, false, r.now())
 	}
-	outcome, err := r.fail(ctx, m, failure)
-	if err != nil {
-		return err
+	sctx, cancel := context.WithTimeout(WithLease(ctx, h.lease), SettleTimeout)
+	defer cancel()
+	outcome := r.fail(sctx, h, failure)
+	if outcome != outcomeLost {
+		r.metrics.observeDuration(ctx, m.Topic, outcome, took)
 	}
-	wm.Metadata.Set(metadataOutcome, outcome)
-	return nil
+	r.settled(h)
+	return outcome
 }
 
-// fail retries m after its backoff or buries it, and returns which.
-func (r *Relay) fail(ctx context.Context, m Message, failure error) (string, error) {
+// fail retries h's message after its backoff or buries it, under its
+// lease, and returns which, or outcomeLost when neither was recorded.
+func (r *Relay) fail(ctx context.Context, h *held, failure error) string {
+	m := h.msg
 	reason := failure.Error()
 	var p middleware.RecoveredPanicError
 	if errors.As(failure, &p) {
@@ -293,68 +438,80 @@ func (r *Relay) fail(ctx context.Context, m Message, failure error) (string, err
 	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || m.Attempts >= r.cfg.MaxAttempts
 	if bury {
 		if err := r.store.Bury(ctx, m.ID, reason); err != nil {
-			return "", err
+			return r.notRecorded(ctx, h, opBury, reason, err)
 		}
-		r.metrics.buried.Add(ctx, 1, topicAttr(m.Topic))
+		r.metrics.buried.Add(ctx, 1, r.metrics.topic(m.Topic))
 		r.log.ErrorContext(ctx, "outbox: message buried", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
-		return outcomeBuried, nil
+		return outcomeBuried
 	}
 	at := r.now().Add(Backoff(m.Attempts))
 	if err := r.store.Retry(ctx, m.ID, at, reason); err != nil {
-		return "", err
+		return r.notRecorded(ctx, h, opRetry, reason, err)
 	}
-	r.metrics.retried.Add(ctx, 1, topicAttr(m.Topic))
+	r.metrics.retried.Add(ctx, 1, r.metrics.topic(m.Topic))
 	r.log.WarnContext(ctx, "outbox: delivery failed, will retry", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "retry_at", at, "reason", reason)
-	return outcomeRetried, nil
+	return outcomeRetried
 }
 
-// ack removes delivered messages, in one call when the store can.
-func (r *Relay) ack(ctx context.Context, ids []uuid.UUID) error {
-	if len(ids) == 0 {
-		return nil
+// notRecorded logs a failure whose outcome the store did not take. The
+// message is due again when its lease ends.
+func (r *Relay) notRecorded(ctx context.Context, h *held, op, reason string, err error) string {
+	m := h.msg
+	if errors.Is(err, ErrLeaseLost) {
+		r.metrics.leaseLost.Add(ctx, 1, r.metrics.topic(m.Topic))
+		r.log.WarnContext(ctx, "outbox: the message was claimed again meanwhile; this delivery's failure is not recorded",
+			"id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
+		return outcomeLost
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	r.metrics.storeError(ctx, op)
+	r.log.ErrorContext(ctx, "outbox: record failed delivery; the message is due again when its lease ends",
+		"id", m.ID, "topic", m.Topic, "operation", op, "reason", reason, "error", err)
+	return outcomeLost
+}
+
+// ackNow acknowledges h at once, in a store call of its own, and gives its
+// place back.
+func (r *Relay) ackNow(h *held) {
+	ctx, cancel := context.WithTimeout(context.Background(), SettleTimeout)
 	defer cancel()
-	if b, ok := r.store.(BatchAcker); ok {
-		return b.AckAll(ctx, ids)
+	if err := r.ackAll(ctx, []Lease{h.lease}); err != nil {
+		r.ackFailed(ctx, 1, err)
 	}
-	for _, id := range ids {
-		if err := r.store.Ack(ctx, id); err != nil {
-			return err
+	r.settled(h)
+}
+
+// ackAll acknowledges delivered messages under their leases, in one call
+// when the store can. A failure is counted.
+func (r *Relay) ackAll(ctx context.Context, leases []Lease) error {
+	var err error
+	if b, ok := r.store.(BatchAcker); ok {
+		err = b.AckAll(ctx, leases)
+	} else {
+		for _, l := range leases {
+			if err = r.store.Ack(WithLease(ctx, l), l.ID); err != nil {
+				break
+			}
 		}
 	}
-	return nil
+	if err != nil {
+		r.metrics.storeError(ctx, opAck)
+	}
+	return err
 }
 
-// toWatermill returns m as a Watermill message, with its topic, attempts,
-// creation and the end of the lease under which it was claimed.
-func toWatermill(m Message, leaseEnd time.Time) *message.Message {
-	wm := message.NewMessage(m.ID.String(), m.Payload)
-	wm.Metadata.Set(MetadataTopic, m.Topic)
-	wm.Metadata.Set(MetadataAttempts, strconv.Itoa(m.Attempts))
-	wm.Metadata.Set(MetadataCreatedAt, m.CreatedAt.Format(time.RFC3339Nano))
-	wm.Metadata.Set(MetadataLeaseEnd, leaseEnd.Format(time.RFC3339Nano))
+// ackFailed logs acknowledgements given up on: their messages are delivered
+// again once their leases end.
+func (r *Relay) ackFailed(ctx context.Context, n int, err error) {
+	r.log.ErrorContext(ctx, "outbox: ack; the messages will be delivered again when their leases end",
+		"messages", n, "error", err)
+}
+
+// toWatermill returns h as a Watermill message on ctx, with its topic and
+// attempts in the metadata, and h itself in the context.
+func (r *Relay) toWatermill(h *held, ctx context.Context) *message.Message {
+	wm := message.NewMessage(h.msg.ID.String(), h.msg.Payload)
+	wm.Metadata.Set(MetadataTopic, h.msg.Topic)
+	wm.Metadata.Set(MetadataAttempts, strconv.Itoa(h.msg.Attempts))
+	wm.SetContext(context.WithValue(ctx, heldKey{}, h))
 	return wm
-}
-
-func fromWatermill(wm *message.Message) (Message, error) {
-	id, err := uuid.Parse(wm.UUID)
-	if err != nil {
-		return Message{}, fmt.Errorf("outbox: message id %q: %w", wm.UUID, err)
-	}
-	attempts, err := strconv.Atoi(wm.Metadata.Get(MetadataAttempts))
-	if err != nil {
-		return Message{}, fmt.Errorf("outbox: message %s attempts: %w", id, err)
-	}
-	created, err := time.Parse(time.RFC3339Nano, wm.Metadata.Get(MetadataCreatedAt))
-	if err != nil {
-		return Message{}, fmt.Errorf("outbox: message %s created_at: %w", id, err)
-	}
-	return Message{
-		ID:        id,
-		Topic:     wm.Metadata.Get(MetadataTopic),
-		Payload:   wm.Payload,
-		CreatedAt: created,
-		Attempts:  attempts,
-	}, nil
 }

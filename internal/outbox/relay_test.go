@@ -236,20 +236,64 @@ func TestRelayTreatsPanicAsFailure(t *testing.T) {
 	}
 }
 
-// A handler that ignores its context cannot hold the relay: the call is
-// abandoned at the timeout and counts as a failure.
-func TestRelayBoundsEachDeliveryByTimeout(t *testing.T) {
-	f := newFixtureWith(t, outbox.RelayConfig{Timeout: 50 * time.Millisecond, MaxAttempts: 1})
-	hung := make(chan struct{})
-	t.Cleanup(func() { close(hung) })
-	f.handle = func(context.Context, outbox.Message) error {
-		<-hung // Ignores its context.
+// A handler that ignores its context is not run again while it runs: its
+// context ends at the timeout, the pass goes on without it, and its message
+// stays leased until the handler returns, whose failure is then recorded.
+func TestRelayNeverRunsAMessageTwiceAtOnceWhileItsLeaseHolds(t *testing.T) {
+	f := newFixtureWith(t, outbox.RelayConfig{Timeout: 50 * time.Millisecond, MaxAttempts: 3})
+	hung, cancelled := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	running, most, calls := 0, 0, 0
+	f.handle = func(ctx context.Context, _ outbox.Message) error {
+		mu.Lock()
+		running++
+		calls++
+		most = max(most, running)
+		first := calls == 1
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			running--
+			mu.Unlock()
+		}()
+		if first {
+			<-ctx.Done()
+			close(cancelled)
+			<-hung // Ignores its context after that.
+			return ctx.Err()
+		}
 		return nil
 	}
 	m := f.add(t, "mail")
-	f.drain(t)
-	if b := f.buried(t, m.ID); !strings.Contains(b.LastError, "did not return within 50ms") {
-		t.Errorf("reason %q, want the timeout", b.LastError)
+	if got := f.drain(t); got.Running != 1 || got.Delivered != 0 {
+		t.Fatalf("first pass: %+v, want the hung delivery left running", got)
+	}
+	<-cancelled
+	// The old relay retried one second later, beside the hung call.
+	for _, d := range []time.Duration{outbox.Backoff(1), time.Minute} {
+		f.now = epoch.Add(d)
+		if got := f.drain(t); got.Claimed != 0 {
+			t.Fatalf("%s after the claim, while its handler still runs: %+v, want nothing claimed", d, got)
+		}
+	}
+	close(hung)
+	if err := f.relay.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.store.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rec.LastError, "deadline exceeded") || !rec.DueAt.Equal(f.now.Add(outbox.Backoff(1))) {
+		t.Errorf("after the hung handler returned: last error %q, due %v; want its timeout recorded and a retry after Backoff(1)",
+			rec.LastError, rec.DueAt)
+	}
+	f.now = rec.DueAt
+	if got := f.drain(t); got.Delivered != 1 {
+		t.Errorf("retry: %+v, want delivered", got)
+	}
+	if most != 1 || calls != 2 {
+		t.Errorf("handler ran %d times, at most %d at once; want twice, one at a time", calls, most)
 	}
 }
 
@@ -287,7 +331,7 @@ func TestDrainStopsBetweenMessagesAndReleasesTheRest(t *testing.T) {
 // delivery starts while the lease has a timeout's worth left, and the pass
 // ends rather than claiming back what it released.
 func TestDrainWithATightLeaseDeliversAndEnds(t *testing.T) {
-	f := newFixtureWith(t, outbox.RelayConfig{Lease: 31 * time.Second, Timeout: 30 * time.Second, Batch: 2})
+	f := newFixtureWith(t, outbox.RelayConfig{Lease: 41 * time.Second, Timeout: 30 * time.Second, Batch: 2})
 	calls := 0
 	f.handle = func(context.Context, outbox.Message) error {
 		calls++
@@ -311,23 +355,55 @@ func TestDrainWithATightLeaseDeliversAndEnds(t *testing.T) {
 	}
 }
 
-// A failure that comes back after the lease ended is not recorded: another
-// relay may hold the message by then, and a Retry would cut its lease short.
-func TestRelayRecordsNoFailureAfterItsLeaseEnded(t *testing.T) {
+// Two relays whose clocks disagree by several seconds: the one ahead claims
+// a message while the one behind, by its own clock, still holds it. The one
+// behind then fails its delivery, and its failure changes nothing of the
+// other's claim, which delivers and acknowledges the message.
+func TestRelayWhoseClaimEndedChangesNothingWhateverItsClock(t *testing.T) {
 	f := newFixture(t)
-	claimed := f.now
+	aheadNow := f.now.Add(outbox.DefaultLease - 3*time.Second + 7*time.Second)
+	aheadRunning, proceed := make(chan struct{}), make(chan struct{})
+	ahead, err := outbox.NewRelay(f.store, map[string]outbox.Handler{
+		"mail": func(context.Context, outbox.Message) error {
+			close(aheadRunning)
+			<-proceed
+			return nil
+		},
+	}, outbox.RelayConfig{}, outbox.WithClock(func() time.Time { return aheadNow }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	aheadDone := make(chan outbox.DrainStats, 1)
 	f.handle = func(context.Context, outbox.Message) error {
-		f.now = f.now.Add(outbox.DefaultLease) // The delivery outlived the lease.
+		// 3s before this relay's lease ends by its clock, the other finds
+		// it ended by its own and delivers the message too.
+		go func() {
+			stats, err := ahead.Drain(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			aheadDone <- stats
+		}()
+		<-aheadRunning
 		return errors.New("421 too slow")
 	}
 	m := f.add(t, "mail")
-	f.drain(t)
+	if stats := f.drain(t); stats.Retried != 0 {
+		t.Errorf("the relay behind recorded its failure: %+v", stats)
+	}
 	rec, err := f.store.Lookup(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.LastError != "" || !rec.DueAt.Equal(claimed.Add(outbox.DefaultLease)) {
-		t.Errorf("last error %q, due %v; want none recorded, due at the lease's end", rec.LastError, rec.DueAt)
+	if rec.LastError != "" || !rec.DueAt.Equal(aheadNow.Add(outbox.DefaultLease)) || rec.Attempts != 2 {
+		t.Errorf("while the relay ahead delivers: %+v; want its claim untouched", rec)
+	}
+	close(proceed)
+	if stats := <-aheadDone; stats.Delivered != 1 {
+		t.Errorf("the relay ahead: %+v, want the message delivered", stats)
+	}
+	if _, err := f.store.Lookup(t.Context(), m.ID); !errors.Is(err, outbox.ErrNotFound) {
+		t.Errorf("after the relay ahead delivered: %v, want the message acknowledged", err)
 	}
 }
 

@@ -6,18 +6,17 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/google/uuid"
 )
 
 // subscriber is the Watermill [message.Subscriber] of a [Relay]: it claims
-// batches of due messages from the store and hands them to the router.
+// batches of due messages from the store and hands them to the router,
+// which runs each in a goroutine of its own.
 //
-// It claims again at once after a full batch, when the store wakes it (a
-// commit added messages), or after [RelayConfig.Interval]. It waits for every
-// message of a batch to be settled by the router's handler before it
-// acknowledges the delivered ones in one store call and claims the next
-// batch, so it never holds more than one batch and never holds a database
-// transaction while a handler runs.
+// It claims whenever a whole batch fits in the relay's room: at once after a
+// full batch, when the store wakes it (a commit added messages), when a
+// breaker's probe is due, or after [RelayConfig.Interval]. Since the room
+// holds two batches, it claims the next batch while the previous one is
+// delivered. It never holds a database transaction while a handler runs.
 type subscriber struct {
 	r       *Relay
 	closing chan struct{}
@@ -33,7 +32,7 @@ func newSubscriber(r *Relay) *subscriber {
 
 // Subscribe starts claiming. The topic is the relay's own; every outbox
 // topic arrives on the returned channel, which is closed once the
-// subscriber stops and its last batch is settled.
+// subscriber stops.
 func (s *subscriber) Subscribe(ctx context.Context, _ string) (<-chan *message.Message, error) {
 	out := make(chan *message.Message)
 	ctx, cancel := context.WithCancel(ctx)
@@ -47,14 +46,17 @@ func (s *subscriber) Subscribe(ctx context.Context, _ string) (<-chan *message.M
 		defer close(out)
 		s.loop(ctx, out, wake)
 		cancel()
-		// The listener has stopped once its channel is closed.
-		for range wake {
+		if wake != nil {
+			// The listener has stopped once its channel is closed.
+			for range wake {
+			}
 		}
 	}()
 	return out, nil
 }
 
-// Close stops claiming and waits until the batch in flight is settled.
+// Close stops claiming and waits until the subscriber has handed over or
+// released what it claimed.
 func (s *subscriber) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	s.loops.Wait()
@@ -63,75 +65,101 @@ func (s *subscriber) Close() error {
 
 func (s *subscriber) loop(ctx context.Context, out chan<- *message.Message, wake <-chan struct{}) {
 	r := s.r
-	poll := time.NewTimer(0)
+	poll := time.NewTimer(r.cfg.Interval)
 	defer poll.Stop()
+	want := true // Claim once at start.
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.closing:
-			return
-		default:
-		}
-		claimed := r.now()
-		msgs, err := r.store.Claim(ctx, claimed, r.cfg.Lease, r.cfg.Batch)
-		if err != nil && ctx.Err() == nil {
-			r.log.ErrorContext(ctx, "outbox: claim", "error", err)
-		}
-		if len(msgs) > 0 {
-			s.deliver(ctx, out, msgs, claimed.Add(r.cfg.Lease))
-		}
-		if len(msgs) == r.cfg.Batch {
-			continue // More may be due.
-		}
-		poll.Reset(r.cfg.Interval)
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.closing:
-			return
-		case <-wake:
-		case <-poll.C:
-		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
+		r.inflight.sweep(r.now(), r.reportOverran)
+		var room <-chan struct{}
+		if want {
+			if r.room.available() >= r.cfg.Batch {
+				full := s.claim(ctx, out)
+				if s.stopping(ctx) {
+					return
+				}
+				if full {
+					continue // More may be due.
+				}
+				want = false
+				resetTimer(poll, s.untilNextClaim())
+			} else {
+				room = r.room.kick
 			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		case _, ok := <-wake:
+			if !ok {
+				wake = nil
+				continue
+			}
+			want = true
+		case <-poll.C:
+			want = true
+			resetTimer(poll, s.untilNextClaim())
+		case <-room:
 		}
 	}
 }
 
-// deliver hands msgs to the router, waits until each is acked or nacked,
-// and acknowledges the delivered ones in the store. When ctx ends before all
-// are handed over, the rest are released.
-func (s *subscriber) deliver(ctx context.Context, out chan<- *message.Message, msgs []Message, leaseEnd time.Time) {
-	// Deliveries outlive a shutdown: each is bounded by the relay's timeout.
-	msgCtx := context.WithoutCancel(ctx)
-	sent := make([]*message.Message, 0, len(msgs))
-	for i, m := range msgs {
-		wm := toWatermill(m, leaseEnd)
-		wm.SetContext(msgCtx)
+// untilNextClaim returns how long to wait for the next claim when nothing
+// wakes the subscriber: the poll interval, or less when a breaker's probe
+// is due sooner.
+func (s *subscriber) untilNextClaim() time.Duration {
+	r := s.r
+	d := r.cfg.Interval
+	if at, ok := r.breakers.next(); ok {
+		d = min(d, max(at.Sub(r.now()), time.Millisecond))
+	}
+	return d
+}
+
+func (s *subscriber) stopping(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// claim claims a batch and hands it to the router. When the subscriber
+// stops before all are handed over, the rest are released. It reports
+// whether the claim was full.
+func (s *subscriber) claim(ctx context.Context, out chan<- *message.Message) bool {
+	r := s.r
+	n := r.room.take(r.cfg.Batch)
+	c, full, _ := r.claim(ctx, n)
+	if len(c.msgs) == 0 {
+		return full
+	}
+	// The handlers of one claim share one deadline: they all start now.
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
+	c.cancel = cancel
+	for i, h := range c.msgs {
 		select {
-		case out <- wm:
-			sent = append(sent, wm)
+		case out <- r.toWatermill(h, hctx):
 			continue
 		case <-ctx.Done():
-			s.r.release(ctx, msgs[i:])
+		case <-s.closing:
 		}
-		break
+		r.release(ctx, c.msgs[i:])
+		return false
 	}
-	delivered := make([]uuid.UUID, 0, len(sent))
-	for _, wm := range sent {
-		select {
-		case <-wm.Acked():
-			if wm.Metadata.Get(metadataOutcome) == outcomeDelivered {
-				delivered = append(delivered, uuid.MustParse(wm.UUID))
-			}
-		case <-wm.Nacked():
-		}
+	return full
+}
+
+// resetTimer makes t fire after d, whether or not it has fired.
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	select {
+	case <-t.C:
+	default:
 	}
-	if err := s.r.ack(ctx, delivered); err != nil {
-		s.r.log.ErrorContext(ctx, "outbox: ack", "messages", len(delivered), "error", err)
-	}
+	t.Reset(d)
 }

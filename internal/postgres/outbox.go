@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -18,7 +19,9 @@ import (
 )
 
 // Outbox is the [outbox.Store] of this backend, with every optional
-// capability: [outbox.BatchAcker], [outbox.Waker] and [outbox.Inspector].
+// capability: [outbox.BatchAcker], [outbox.Waker] and
+// [outbox.BacklogReader], and what operators use: [Outbox.Buried],
+// [Outbox.Lookup] and [Outbox.Requeue].
 type Outbox struct {
 	pool *pgxpool.Pool
 	// channel is the LISTEN/NOTIFY channel on which Add tells relays that
@@ -39,11 +42,10 @@ func notifyChannel(schema string) string {
 }
 
 var (
-	_ outbox.Store      = (*Outbox)(nil)
-	_ outbox.BatchAcker = (*Outbox)(nil)
-	_ outbox.Waker      = (*Outbox)(nil)
-	_ outbox.Inspector  = (*Outbox)(nil)
-	_ outbox.Requeuer   = (*Outbox)(nil)
+	_ outbox.Store         = (*Outbox)(nil)
+	_ outbox.BatchAcker    = (*Outbox)(nil)
+	_ outbox.Waker         = (*Outbox)(nil)
+	_ outbox.BacklogReader = (*Outbox)(nil)
 )
 
 // Add stores msgs as part of t and notifies listening relays, which hear it
@@ -81,10 +83,11 @@ SELECT pg_notify($5, '') FROM (SELECT 1 FROM added LIMIT 1) AS any_added`
 	return nil
 }
 
-// Claim leases due messages as [outbox.Store.Claim] describes. One
-// statement picks them with FOR UPDATE SKIP LOCKED, so concurrent claims
-// pass over each other's rows instead of waiting for them or taking them
-// twice, and moves their due time to the end of the lease.
+// Claim leases due messages as [outbox.Store.Claim] describes, of the
+// topics that ctx admits ([outbox.WithTopics]). One statement picks them
+// with FOR UPDATE SKIP LOCKED, so concurrent claims pass over each other's
+// rows instead of waiting for them or taking them twice, and moves their
+// due time to the end of the lease.
 func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("outbox: claim: limit must be at least 1, got %d", limit)
@@ -92,10 +95,11 @@ func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 	if lease <= 0 {
 		return nil, fmt.Errorf("outbox: claim: lease must be positive, got %s", lease)
 	}
-	const q = `
+	const head = `
 WITH due AS (
 	SELECT id, due_at FROM outbox_messages
-	WHERE buried_at IS NULL AND due_at <= $1
+	WHERE buried_at IS NULL AND due_at <= $1`
+	const tail = `
 	ORDER BY due_at, id
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED
@@ -105,7 +109,14 @@ SET due_at = $2, attempts = m.attempts + 1
 FROM due
 WHERE m.id = due.id
 RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, due.due_at`
-	rows, err := o.pool.Query(ctx, q, now, now.Add(lease), limit)
+	q, args := head+tail, []any{now, now.Add(lease), limit}
+	if f := outbox.TopicsFrom(ctx); !f.Empty() {
+		q = head + `
+	AND (cardinality($4::text[]) = 0 OR topic = ANY($4::text[]))
+	AND NOT (topic = ANY($5::text[]))` + tail
+		args = append(args, nonNil(f.Only), nonNil(f.Except))
+	}
+	rows, err := o.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
@@ -142,55 +153,126 @@ RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, due.due_at`
 	return msgs, nil
 }
 
+// nonNil returns s, or an empty slice for nil, which pgx would send as NULL.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// fence is the condition under which a settlement under a lease changes a
+// message, with the lease's attempt and end as parameters $n and $n+1:
+// what the claim of the lease wrote is still there.
+func fence(n int) string {
+	return fmt.Sprintf(` AND attempts = $%d AND due_at = $%d`, n, n+1)
+}
+
 // Ack removes a delivered message; a message already gone is not an error.
+// Under a lease ([outbox.WithLease]) it removes it only while that lease is
+// its latest claim.
 func (o *Outbox) Ack(ctx context.Context, id uuid.UUID) error {
-	if _, err := o.pool.Exec(ctx, `DELETE FROM outbox_messages WHERE id = $1`, id); err != nil {
+	q, args := `DELETE FROM outbox_messages WHERE id = $1`, []any{id}
+	if l, ok := outbox.LeaseFrom(ctx, id); ok {
+		q, args = q+fence(2), append(args, l.Attempts, l.Until)
+	}
+	if _, err := o.pool.Exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("outbox: ack %s: %w", id, err)
 	}
 	return nil
 }
 
-// AckAll removes delivered messages in one statement.
-func (o *Outbox) AckAll(ctx context.Context, ids []uuid.UUID) error {
-	if len(ids) == 0 {
+// AckAll removes delivered messages in one statement, each only while its
+// lease is its latest claim. The leases travel as three arrays in text form,
+// which pgx passes through as they are: encoding a []uuid.UUID parameter
+// took a slow path through reflection.
+func (o *Outbox) AckAll(ctx context.Context, leases []outbox.Lease) error {
+	if len(leases) == 0 {
 		return nil
 	}
-	if _, err := o.pool.Exec(ctx, `DELETE FROM outbox_messages WHERE id = ANY($1)`, ids); err != nil {
-		return fmt.Errorf("outbox: ack %d messages: %w", len(ids), err)
+	ids, attempts, until := leaseArrays(leases)
+	const q = `
+DELETE FROM outbox_messages AS m
+USING unnest($1::uuid[], $2::int4[], $3::timestamptz[]) AS l(id, attempts, until)
+WHERE m.id = l.id AND m.attempts = l.attempts AND m.due_at = l.until`
+	if _, err := o.pool.Exec(ctx, q, ids, attempts, until); err != nil {
+		return fmt.Errorf("outbox: ack %d messages: %w", len(leases), err)
 	}
 	return nil
 }
 
-// Retry makes a message due again at at, keeping reason.
+// leaseArrays returns the IDs, attempts and ends of leases as PostgreSQL
+// array literals.
+func leaseArrays(leases []outbox.Lease) (ids, attempts, until string) {
+	var b []byte
+	arr := func(each func(b []byte, l outbox.Lease) []byte) string {
+		b = append(b[:0], '{')
+		for i, l := range leases {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = each(b, l)
+		}
+		return string(append(b, '}'))
+	}
+	ids = arr(func(b []byte, l outbox.Lease) []byte {
+		var s [36]byte
+		hex.Encode(s[0:8], l.ID[0:4])
+		s[8] = '-'
+		hex.Encode(s[9:13], l.ID[4:6])
+		s[13] = '-'
+		hex.Encode(s[14:18], l.ID[6:8])
+		s[18] = '-'
+		hex.Encode(s[19:23], l.ID[8:10])
+		s[23] = '-'
+		hex.Encode(s[24:], l.ID[10:])
+		return append(b, s[:]...)
+	})
+	attempts = arr(func(b []byte, l outbox.Lease) []byte { return strconv.AppendInt(b, int64(l.Attempts), 10) })
+	until = arr(func(b []byte, l outbox.Lease) []byte {
+		b = append(b, '"')
+		b = l.Until.UTC().AppendFormat(b, "2006-01-02 15:04:05.999999Z07:00")
+		return append(b, '"')
+	})
+	return ids, attempts, until
+}
+
+// settle runs q, an UPDATE of the message id whose further parameters are
+// args, fenced by the lease ctx carries for it, and maps no row changed to
+// [outbox.ErrLeaseLost] under a lease and to [outbox.ErrNotFound] without.
+func (o *Outbox) settle(ctx context.Context, op string, id uuid.UUID, q string, args ...any) error {
+	args = append([]any{id}, args...)
+	gone := outbox.ErrNotFound
+	if l, ok := outbox.LeaseFrom(ctx, id); ok {
+		q, args, gone = q+fence(len(args)+1), append(args, l.Attempts, l.Until), outbox.ErrLeaseLost
+	}
+	tag, err := o.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("outbox: %s %s: %w", op, id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("outbox: %s %s: %w", op, id, gone)
+	}
+	return nil
+}
+
+// Retry makes a message due again at at, keeping reason, under the lease
+// ctx carries if any.
 func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error {
-	tag, err := o.pool.Exec(ctx,
-		`UPDATE outbox_messages SET due_at = $2, last_error = $3 WHERE id = $1 AND buried_at IS NULL`,
-		id, at, reason)
-	if err != nil {
-		return fmt.Errorf("outbox: retry %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("outbox: retry %s: %w", id, outbox.ErrNotFound)
-	}
-	return nil
+	return o.settle(ctx, "retry", id,
+		`UPDATE outbox_messages SET due_at = $2, last_error = $3 WHERE id = $1 AND buried_at IS NULL`, at, reason)
 }
 
-// Bury stops delivering a message and keeps it with reason. Burying a
-// buried message replaces its reason.
+// Bury stops delivering a message and keeps it with reason, under the lease
+// ctx carries if any. Burying a buried message replaces its reason.
 func (o *Outbox) Bury(ctx context.Context, id uuid.UUID, reason string) error {
-	tag, err := o.pool.Exec(ctx,
-		`UPDATE outbox_messages SET buried_at = coalesce(buried_at, now()), last_error = $2 WHERE id = $1`,
-		id, reason)
-	if err != nil {
-		return fmt.Errorf("outbox: bury %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("outbox: bury %s: %w", id, outbox.ErrNotFound)
-	}
-	return nil
+	return o.settle(ctx, "bury", id,
+		`UPDATE outbox_messages SET buried_at = coalesce(buried_at, now()), last_error = $2 WHERE id = $1`, reason)
 }
 
-// Requeue makes a buried message due again at at.
+// Requeue makes a buried message due again at at, with its attempts counted
+// from zero again and its last error kept. It returns an error wrapping
+// [outbox.ErrNotFound] for a message that is not buried.
 func (o *Outbox) Requeue(ctx context.Context, id uuid.UUID, at time.Time) error {
 	tag, err := o.pool.Exec(ctx,
 		`UPDATE outbox_messages SET buried_at = NULL, attempts = 0, due_at = $2 WHERE id = $1 AND buried_at IS NOT NULL`,
@@ -204,18 +286,24 @@ func (o *Outbox) Requeue(ctx context.Context, id uuid.UUID, at time.Time) error 
 	return nil
 }
 
-// OldestDue returns the due time of the longest-due message.
-func (o *Outbox) OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
-	var due *time.Time
-	err := o.pool.QueryRow(ctx,
-		`SELECT min(due_at) FROM outbox_messages WHERE buried_at IS NULL AND due_at <= $1`, now).Scan(&due)
+// Backlog counts the due and the buried messages and finds the longest-due
+// one, as [outbox.BacklogReader] describes, from the partial indexes.
+func (o *Outbox) Backlog(ctx context.Context, now time.Time) (outbox.Backlog, error) {
+	var b outbox.Backlog
+	var oldest *time.Time
+	err := o.pool.QueryRow(ctx, `
+SELECT
+	(SELECT count(*) FROM outbox_messages WHERE buried_at IS NULL AND due_at <= $1),
+	(SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL),
+	(SELECT min(due_at) FROM outbox_messages WHERE buried_at IS NULL AND due_at <= $1)`, now).
+		Scan(&b.Due, &b.Buried, &oldest)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("outbox: oldest due: %w", err)
+		return outbox.Backlog{}, fmt.Errorf("outbox: backlog: %w", err)
 	}
-	if due == nil {
-		return time.Time{}, false, nil
+	if oldest != nil {
+		b.OldestDue = oldest.UTC()
 	}
-	return due.UTC(), true, nil
+	return b, nil
 }
 
 // recordColumns are the columns scanRecord reads, in its order.

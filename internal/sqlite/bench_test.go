@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
@@ -46,18 +44,19 @@ func BenchmarkBookkeeping(b *testing.B) {
 					msgs = msgs[:0]
 				}
 			}
-			ids := make([]uuid.UUID, 0, batch)
+			leases := make([]outbox.Lease, 0, batch)
 			b.ResetTimer()
 			for range b.N {
-				got, err := store.Claim(b.Context(), now.Add(time.Second), time.Minute, batch)
+				at := now.Add(time.Second)
+				got, err := store.Claim(b.Context(), at, time.Minute, batch)
 				if err != nil {
 					b.Fatal(err)
 				}
-				ids = ids[:0]
+				leases = leases[:0]
 				for _, m := range got {
-					ids = append(ids, m.ID)
+					leases = append(leases, outbox.LeaseOf(m, at, time.Minute))
 				}
-				if err := store.AckAll(b.Context(), ids); err != nil {
+				if err := store.AckAll(b.Context(), leases); err != nil {
 					b.Fatal(err)
 				}
 			}

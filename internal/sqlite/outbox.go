@@ -19,24 +19,25 @@ import (
 )
 
 // Outbox is the [outbox.Store] of this backend, with every optional
-// capability: [outbox.BatchAcker], [outbox.Waker] and [outbox.Inspector].
+// capability: [outbox.BatchAcker], [outbox.Waker] and
+// [outbox.BacklogReader], and what operators use: [Outbox.Buried],
+// [Outbox.Lookup] and [Outbox.Requeue].
 //
 // Add runs in the unit of work's transaction. The relay's bookkeeping
 // (Claim, Ack, AckAll, Retry, Bury) queues for the write connection like a
 // unit of work, so it never overlaps another write of this process, and a
 // claim is an IMMEDIATE transaction, which holds SQLite's write lock against
 // other processes too: concurrent claims never return one message twice.
-// The Inspector reads on the read pool and waits for no writer.
+// Backlog, Buried and Lookup read on the read pool and wait for no writer.
 type Outbox struct {
 	db *DB
 }
 
 var (
-	_ outbox.Store      = (*Outbox)(nil)
-	_ outbox.BatchAcker = (*Outbox)(nil)
-	_ outbox.Waker      = (*Outbox)(nil)
-	_ outbox.Inspector  = (*Outbox)(nil)
-	_ outbox.Requeuer   = (*Outbox)(nil)
+	_ outbox.Store         = (*Outbox)(nil)
+	_ outbox.BatchAcker    = (*Outbox)(nil)
+	_ outbox.Waker         = (*Outbox)(nil)
+	_ outbox.BacklogReader = (*Outbox)(nil)
 )
 
 // addChunk is how many messages one INSERT statement of [Outbox.Add] takes,
@@ -94,7 +95,8 @@ func valueRows(n, cols int) string {
 	return strings.Repeat(row+", ", n-1) + row
 }
 
-// Claim leases due messages as [outbox.Store.Claim] describes, in one
+// Claim leases due messages as [outbox.Store.Claim] describes, of the
+// topics that ctx admits ([outbox.WithTopics]), in one
 // IMMEDIATE transaction on the write connection, so that no other claim
 // (of this process or another) runs between its two statements: the first
 // picks the earliest due messages in order, the second moves their due time
@@ -114,7 +116,7 @@ func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 			return err
 		}
 		defer func() { _ = tx.Rollback() }()
-		ids, err := dueIDs(ctx, tx, now, limit)
+		ids, err := dueIDs(ctx, tx, now, limit, outbox.TopicsFrom(ctx))
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -159,14 +161,29 @@ RETURNING id, topic, payload, created_at, attempts`, micros(now.Add(lease)), str
 	return msgs, nil
 }
 
-// dueIDs returns the IDs of up to limit messages due at now, earliest due
-// first.
-func dueIDs(ctx context.Context, tx *sql.Tx, now time.Time, limit int) ([]uuid.UUID, error) {
-	rows, err := tx.QueryContext(ctx, `
+// dueIDs returns the IDs of up to limit messages due at now of the topics
+// f admits, earliest due first.
+func dueIDs(ctx context.Context, tx *sql.Tx, now time.Time, limit int, f outbox.Topics) ([]uuid.UUID, error) {
+	q, args := `
 SELECT id FROM outbox_messages
-WHERE buried_at IS NULL AND due_at <= ?
+WHERE buried_at IS NULL AND due_at <= ?`, []any{micros(now)}
+	if len(f.Only) > 0 {
+		only, err := json.Marshal(f.Only)
+		if err != nil {
+			return nil, err
+		}
+		q, args = q+` AND topic IN (SELECT value FROM json_each(?))`, append(args, string(only))
+	}
+	if len(f.Except) > 0 {
+		except, err := json.Marshal(f.Except)
+		if err != nil {
+			return nil, err
+		}
+		q, args = q+` AND topic NOT IN (SELECT value FROM json_each(?))`, append(args, string(except))
+	}
+	rows, err := tx.QueryContext(ctx, q+`
 ORDER BY due_at, id
-LIMIT ?`, micros(now), limit)
+LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +199,20 @@ LIMIT ?`, micros(now), limit)
 	return ids, rows.Err()
 }
 
+// fence is the condition under which a settlement under a lease changes a
+// message: what the claim of the lease wrote is still there.
+const fence = ` AND attempts = ? AND due_at = ?`
+
 // Ack removes a delivered message; a message already gone is not an error.
+// Under a lease ([outbox.WithLease]) it removes it only while that lease is
+// its latest claim.
 func (o *Outbox) Ack(ctx context.Context, id uuid.UUID) error {
+	q, args := `DELETE FROM outbox_messages WHERE id = ?`, []any{id}
+	if l, ok := outbox.LeaseFrom(ctx, id); ok {
+		q, args = q+fence, append(args, l.Attempts, micros(l.Until))
+	}
 	err := o.db.bookkeep(ctx, func(c conn) error {
-		_, err := c.ExecContext(ctx, `DELETE FROM outbox_messages WHERE id = ?`, id)
+		_, err := c.ExecContext(ctx, q, args...)
 		return err
 	})
 	if err != nil {
@@ -194,35 +221,48 @@ func (o *Outbox) Ack(ctx context.Context, id uuid.UUID) error {
 	return nil
 }
 
-// AckAll removes delivered messages in one statement, whose one parameter
-// is the JSON array of their IDs.
-func (o *Outbox) AckAll(ctx context.Context, ids []uuid.UUID) error {
-	if len(ids) == 0 {
+// AckAll removes delivered messages in one statement, each only while its
+// lease is its latest claim. Its one parameter is the JSON array of the
+// leases, each [id, attempts, until].
+func (o *Outbox) AckAll(ctx context.Context, leases []outbox.Lease) error {
+	if len(leases) == 0 {
 		return nil
 	}
-	list, err := json.Marshal(ids)
+	rows := make([][3]any, len(leases))
+	for i, l := range leases {
+		rows[i] = [3]any{l.ID, l.Attempts, micros(l.Until)}
+	}
+	list, err := json.Marshal(rows)
 	if err != nil {
-		return fmt.Errorf("outbox: ack %d messages: %w", len(ids), err)
+		return fmt.Errorf("outbox: ack %d messages: %w", len(leases), err)
 	}
 	err = o.db.bookkeep(ctx, func(c conn) error {
-		_, err := c.ExecContext(ctx,
-			`DELETE FROM outbox_messages WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+		_, err := c.ExecContext(ctx, `
+DELETE FROM outbox_messages WHERE id IN (
+	SELECT m.id FROM json_each(?) AS l
+	JOIN outbox_messages AS m
+	ON m.id = l.value->>0 AND m.attempts = l.value->>1 AND m.due_at = l.value->>2
+)`, string(list))
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("outbox: ack %d messages: %w", len(ids), err)
+		return fmt.Errorf("outbox: ack %d messages: %w", len(leases), err)
 	}
 	return nil
 }
 
-// Retry makes a message due again at at, keeping reason. A buried message
-// stays buried and is [outbox.ErrNotFound].
-func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error {
+// settle runs q, an UPDATE of the message id whose further parameters are
+// args, fenced by the lease ctx carries for it, and maps no row changed to
+// [outbox.ErrLeaseLost] under a lease and to [outbox.ErrNotFound] without.
+func (o *Outbox) settle(ctx context.Context, op string, id uuid.UUID, q string, args ...any) error {
+	args = append(args, id)
+	gone := outbox.ErrNotFound
+	if l, ok := outbox.LeaseFrom(ctx, id); ok {
+		q, args, gone = q+fence, append(args, l.Attempts, micros(l.Until)), outbox.ErrLeaseLost
+	}
 	var n int64
 	err := o.db.bookkeep(ctx, func(c conn) error {
-		res, err := c.ExecContext(ctx,
-			`UPDATE outbox_messages SET due_at = ?, last_error = ? WHERE id = ? AND buried_at IS NULL`,
-			micros(at), reason, id)
+		res, err := c.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -230,35 +270,30 @@ func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason s
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("outbox: retry %s: %w", id, err)
+		return fmt.Errorf("outbox: %s %s: %w", op, id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("outbox: retry %s: %w", id, outbox.ErrNotFound)
+		return fmt.Errorf("outbox: %s %s: %w", op, id, gone)
 	}
 	return nil
+}
+
+// Retry makes a message due again at at, keeping reason, under the lease
+// ctx carries if any. A buried message stays buried and is
+// [outbox.ErrNotFound].
+func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error {
+	return o.settle(ctx, "retry", id,
+		`UPDATE outbox_messages SET due_at = ?, last_error = ? WHERE id = ? AND buried_at IS NULL`,
+		micros(at), reason)
 }
 
 // Bury stops delivering a message and keeps it with reason, buried at the
-// time of the machine's clock. Burying a buried message replaces its reason.
+// time of the machine's clock, under the lease ctx carries if any. Burying
+// a buried message replaces its reason.
 func (o *Outbox) Bury(ctx context.Context, id uuid.UUID, reason string) error {
-	var n int64
-	err := o.db.bookkeep(ctx, func(c conn) error {
-		res, err := c.ExecContext(ctx,
-			`UPDATE outbox_messages SET buried_at = coalesce(buried_at, ?), last_error = ? WHERE id = ?`,
-			micros(time.Now()), reason, id)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("outbox: bury %s: %w", id, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("outbox: bury %s: %w", id, outbox.ErrNotFound)
-	}
-	return nil
+	return o.settle(ctx, "bury", id,
+		`UPDATE outbox_messages SET buried_at = coalesce(buried_at, ?), last_error = ? WHERE id = ?`,
+		micros(time.Now()), reason)
 }
 
 // Requeue makes a buried message due again at at.
@@ -283,18 +318,24 @@ func (o *Outbox) Requeue(ctx context.Context, id uuid.UUID, at time.Time) error 
 	return nil
 }
 
-// OldestDue returns the due time of the longest-due message.
-func (o *Outbox) OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error) {
-	var due sql.NullInt64
-	err := o.db.read.QueryRowContext(ctx,
-		`SELECT min(due_at) FROM outbox_messages WHERE buried_at IS NULL AND due_at <= ?`, micros(now)).Scan(&due)
+// Backlog counts the due and the buried messages and finds the longest-due
+// one, as [outbox.BacklogReader] describes, from the partial indexes.
+func (o *Outbox) Backlog(ctx context.Context, now time.Time) (outbox.Backlog, error) {
+	var b outbox.Backlog
+	var oldest sql.NullInt64
+	err := o.db.read.QueryRowContext(ctx, `
+SELECT
+	(SELECT count(*) FROM outbox_messages WHERE buried_at IS NULL AND due_at <= ?1),
+	(SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL),
+	(SELECT min(due_at) FROM outbox_messages WHERE buried_at IS NULL AND due_at <= ?1)`, micros(now)).
+		Scan(&b.Due, &b.Buried, &oldest)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("outbox: oldest due: %w", err)
+		return outbox.Backlog{}, fmt.Errorf("outbox: backlog: %w", err)
 	}
-	if !due.Valid {
-		return time.Time{}, false, nil
+	if oldest.Valid {
+		b.OldestDue = fromMicros(oldest.Int64)
 	}
-	return fromMicros(due.Int64), true, nil
+	return b, nil
 }
 
 // recordColumns are the columns scanRecord reads, in its order.

@@ -63,8 +63,8 @@ func TestWritesInsideAUnitOfWorkFailInsteadOfWaiting(t *testing.T) {
 			t.Error("Ack inside a unit of work succeeded, want an error")
 		}
 		// Reads of the Inspector wait for no writer.
-		if _, _, err := store.OldestDue(ctx, time.Now()); err != nil {
-			t.Errorf("OldestDue inside a unit of work: %v", err)
+		if _, err := store.Backlog(ctx, time.Now()); err != nil {
+			t.Errorf("Backlog inside a unit of work: %v", err)
 		}
 		return addMessage(ctx, store, tx)
 	})

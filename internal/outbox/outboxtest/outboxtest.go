@@ -9,10 +9,12 @@
 //		})
 //	}
 //
-// The suite checks each sentence of the [outbox.Store] contract, and the
-// optional [outbox.BatchAcker] and [outbox.Inspector] when the store
-// implements them; the reason kept by [outbox.Store.Retry] is seen through
-// [outbox.Inspector.Lookup]. It never reads the wall clock: messages carry
+// The suite checks each sentence of the [outbox.Store] contract, with the
+// fencing of settlements by an [outbox.Lease] and the narrowing of claims by
+// [outbox.Topics], and the optional [outbox.BatchAcker] and
+// [outbox.BacklogReader] when the store implements them. It also checks the
+// operators' methods (Buried, Lookup, Requeue) of stores that have them,
+// and sees the reason kept by [outbox.Store.Retry] through Lookup. It never reads the wall clock: messages carry
 // fixed creation times and every claim is made at an explicit time.
 package outboxtest
 
@@ -32,6 +34,18 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
 )
+
+// inspector is what operators read of a store: its buried messages, and
+// one message with its delivery state.
+type inspector interface {
+	Buried(ctx context.Context, limit int) ([]outbox.Record, error)
+	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
+}
+
+// requeuer gives a buried message another chance.
+type requeuer interface {
+	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
+}
 
 // Harness is what the suite needs of a backend: a fresh, empty store per call.
 type Harness struct {
@@ -90,11 +104,18 @@ var cases = []struct {
 	{"Retry/KeepsReason", testRetryKeepsReason},
 	{"Bury/NeverClaimedAgain", testBuryNeverClaimedAgain},
 	{"Bury/UnknownIsNotFound", testBuryUnknown},
+	{"Lease/SettlesTheLatestClaim", testLeaseSettlesLatestClaim},
+	{"Lease/StaleSettlementChangesNothing", testLeaseStaleChangesNothing},
+	{"Lease/ClocksThatDisagree", testLeaseClocksDisagree},
+	{"Lease/RequeuedMessageIsNotTheOldClaim", testLeaseAfterRequeue},
+	{"Topics/Only", testTopicsOnly},
+	{"Topics/Except", testTopicsExcept},
 	{"BatchAcker/AckAll", testAckAll},
-	{"Inspector/OldestDue", testOldestDue},
-	{"Inspector/Buried", testBuried},
-	{"Inspector/Lookup", testLookup},
-	{"Requeuer/BuriedMessageIsDueAgain", testRequeue},
+	{"BatchAcker/AckAllIsFenced", testAckAllFenced},
+	{"BacklogReader/Backlog", testBacklog},
+	{"Operator/Buried", testBuried},
+	{"Operator/Lookup", testLookup},
+	{"Operator/BuriedMessageIsDueAgain", testRequeue},
 }
 
 // base is the time the suite's messages are created around, truncated to the
@@ -639,9 +660,9 @@ func testRetryUnknown(t *testing.T, s suite) {
 
 // Retry: "keeping reason as its last error", seen through the Inspector.
 func testRetryKeepsReason(t *testing.T, s suite) {
-	insp, ok := s.Store.(outbox.Inspector)
+	insp, ok := s.Store.(inspector)
 	if !ok {
-		t.Skip("store does not implement outbox.Inspector: the reason of a retry cannot be seen")
+		t.Skip("store does not implement inspector: the reason of a retry cannot be seen")
 	}
 	m := s.msg(t, "test.retry", nil, base)
 	s.add(t, m)
@@ -663,12 +684,12 @@ func testRetryKeepsReason(t *testing.T, s suite) {
 	}
 }
 
-// Inspector: Lookup returns a message as stored, with its delivery state,
+// Operator: Lookup returns a message as stored, with its delivery state,
 // and ErrNotFound for one the store does not hold.
 func testLookup(t *testing.T, s suite) {
-	insp, ok := s.Store.(outbox.Inspector)
+	insp, ok := s.Store.(inspector)
 	if !ok {
-		t.Skip("store does not implement outbox.Inspector")
+		t.Skip("store does not implement inspector")
 	}
 	m := s.msg(t, "test.lookup", map[string]string{"to": "ada@example.com"}, base)
 	s.add(t, m)
@@ -690,13 +711,13 @@ func testLookup(t *testing.T, s suite) {
 	}
 }
 
-// Requeuer: a buried message requeued at a time is due then, with its
+// Operator: a buried message requeued at a time is due then, with its
 // attempts counted afresh and its last error kept; only buried messages can
 // be requeued.
 func testRequeue(t *testing.T, s suite) {
-	r, ok := s.Store.(outbox.Requeuer)
+	r, ok := s.Store.(requeuer)
 	if !ok {
-		t.Skip("store does not implement outbox.Requeuer")
+		t.Skip("store does not implement requeuer")
 	}
 	m := s.msg(t, "test.requeue", nil, base)
 	waiting := s.msg(t, "test.waiting", nil, base)
@@ -720,7 +741,7 @@ func testRequeue(t *testing.T, s suite) {
 	s.nothingDue(t, at.Add(-time.Millisecond))
 	got := s.claimIDs(t, at, 10, m)
 	checkMessage(t, got[0], m, 1)
-	if insp, ok := s.Store.(outbox.Inspector); ok {
+	if insp, ok := s.Store.(inspector); ok {
 		rec, err := insp.Lookup(t.Context(), m.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -750,9 +771,9 @@ func testBuryNeverClaimedAgain(t *testing.T, s suite) {
 	s.claimIDs(t, base.Add(time.Hour), 10, kept)
 	s.claimIDs(t, farFuture, 10, kept)
 
-	insp, ok := s.Store.(outbox.Inspector)
+	insp, ok := s.Store.(inspector)
 	if !ok {
-		t.Log("store does not implement outbox.Inspector: what Bury keeps is not checked")
+		t.Log("store does not implement inspector: what Bury keeps is not checked")
 		return
 	}
 	buried, err := insp.Buried(t.Context(), 10)
@@ -798,7 +819,7 @@ func testBuryUnknown(t *testing.T, s suite) {
 	if err := s.Store.Bury(t.Context(), m.ID, "r"); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Bury of an acknowledged message = %v, want outbox.ErrNotFound", err)
 	}
-	if insp, ok := s.Store.(outbox.Inspector); ok {
+	if insp, ok := s.Store.(inspector); ok {
 		buried, err := insp.Buried(t.Context(), 10)
 		if err != nil {
 			t.Fatalf("Buried: %v", err)
@@ -819,12 +840,13 @@ func testAckAll(t *testing.T, s suite) {
 	b := s.msg(t, "test.b", nil, base.Add(time.Millisecond))
 	c := s.msg(t, "test.c", nil, base.Add(2*time.Millisecond))
 	s.add(t, a, b, c)
-	s.claimIDs(t, base.Add(time.Second), 10, a, b, c)
-
-	if err := ba.AckAll(t.Context(), []uuid.UUID{a.ID, uuid.New(), c.ID}); err != nil {
+	at := base.Add(time.Second)
+	claimed := s.claimIDs(t, at, 10, a, b, c)
+	unknown := outbox.Lease{ID: uuid.New(), Attempts: 1, Until: at.Add(lease)}
+	if err := ba.AckAll(t.Context(), []outbox.Lease{leaseOf(claimed[0], at), unknown, leaseOf(claimed[2], at)}); err != nil {
 		t.Fatalf("AckAll: %v", err)
 	}
-	for _, list := range [][]uuid.UUID{nil, {}, {a.ID}} {
+	for _, list := range [][]outbox.Lease{nil, {}, {leaseOf(claimed[0], at)}} {
 		if err := ba.AckAll(t.Context(), list); err != nil {
 			t.Errorf("AckAll(%v): %v", list, err)
 		}
@@ -833,57 +855,12 @@ func testAckAll(t *testing.T, s suite) {
 	checkMessage(t, got[0], b, 2)
 }
 
-// Inspector: OldestDue is the due time of the longest-due message, ignoring
-// leased and buried ones.
-func testOldestDue(t *testing.T, s suite) {
-	insp, ok := s.Store.(outbox.Inspector)
-	if !ok {
-		t.Skip("store does not implement outbox.Inspector")
-	}
-	check := func(now time.Time, want time.Time, wantOK bool) {
-		t.Helper()
-		got, ok, err := insp.OldestDue(t.Context(), now)
-		if err != nil {
-			t.Fatalf("OldestDue(%s): %v", now.Format(time.RFC3339Nano), err)
-		}
-		if ok != wantOK || (wantOK && !got.Equal(want)) {
-			t.Fatalf("OldestDue(%s) = %s, %t; want %s, %t", now.Format(time.RFC3339Nano),
-				got.Format(time.RFC3339Nano), ok, want.Format(time.RFC3339Nano), wantOK)
-		}
-	}
-	check(farFuture, time.Time{}, false)
-
-	var m [4]outbox.Message
-	for i := range m {
-		m[i] = s.msg(t, "test.due", i, base.Add(time.Duration(i+1)*time.Second))
-	}
-	s.add(t, m[2], m[0], m[3], m[1])
-	now := base.Add(10 * time.Second)
-
-	check(base.Add(time.Second-time.Millisecond), time.Time{}, false)
-	check(base.Add(time.Second), m[0].CreatedAt, true)
-	check(now, m[0].CreatedAt, true)
-
-	s.claimIDs(t, now, 1, m[0])
-	check(now, m[1].CreatedAt, true)
-	s.bury(t, m[1].ID, "buried")
-	check(now, m[2].CreatedAt, true)
-	retryAt := base.Add(2500 * time.Millisecond)
-	s.retry(t, m[0].ID, retryAt, "failed")
-	check(now, retryAt, true)
-
-	for _, x := range []outbox.Message{m[0], m[2], m[3]} {
-		s.ack(t, x.ID)
-	}
-	check(farFuture, time.Time{}, false)
-}
-
-// Inspector: Buried lists buried messages with their reasons, oldest first,
+// Operator: Buried lists buried messages with their reasons, oldest first,
 // up to limit.
 func testBuried(t *testing.T, s suite) {
-	insp, ok := s.Store.(outbox.Inspector)
+	insp, ok := s.Store.(inspector)
 	if !ok {
-		t.Skip("store does not implement outbox.Inspector")
+		t.Skip("store does not implement inspector")
 	}
 	buried := func(limit int) []outbox.Record {
 		t.Helper()

@@ -1,0 +1,211 @@
+package outbox
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The circuit breaker's tuning. A topic's breaker opens after breakerFailures
+// failures in a row, of at least breakerMessages distinct messages, with no
+// success between them: one message that keeps failing on its own while no
+// other is sent does not open it, so it is retried and buried as [Backoff]
+// and [RelayConfig.MaxAttempts] say. An open breaker lets one probe through
+// after breakerFirstOpen, then after twice as long each time the probe
+// fails, up to breakerLongestOpen.
+const (
+	breakerFailures    = 3
+	breakerMessages    = 2
+	breakerFirstOpen   = 5 * time.Second
+	breakerLongestOpen = time.Minute
+)
+
+// breakerState is where a topic's breaker stands. Its values are those of
+// the outbox.breaker.state gauge.
+type breakerState int
+
+const (
+	breakerClosed   breakerState = 0
+	breakerHalfOpen breakerState = 1
+	breakerOpen     breakerState = 2
+)
+
+func (s breakerState) String() string {
+	switch s {
+	case breakerOpen:
+		return "open"
+	case breakerHalfOpen:
+		return "half-open"
+	default:
+		return "closed"
+	}
+}
+
+// breakers are the relay's circuit breakers, one per topic, on the relay's
+// clock.
+//
+// While every delivery of a topic fails, its destination is taken for down:
+// the breaker opens, and the relay stops claiming the topic's messages, so
+// that they do not spend their attempts on an outage and are still there to
+// send when the destination returns. Once the breaker has been open a while
+// it is half-open: the relay claims one message of the topic as a probe. A
+// probe that is delivered closes the breaker and the topic flows again; one
+// that fails opens it for longer. A probe spends one attempt of one message
+// per opening, and a probe that ends its message's attempts buries it as any
+// failure does.
+//
+// A library breaker (sony/gobreaker) wraps a call and reads the wall clock;
+// this one decides what the relay claims, and runs on the relay's clock so
+// that an outage of minutes is tested in no time.
+type breakers struct {
+	mu     sync.Mutex
+	topics map[string]*breaker
+	log    *slog.Logger
+	// probeLimit bounds how long a probe may stay unanswered (a lease): a
+	// probe whose handler never returns counts as failed after it.
+	probeLimit time.Duration
+}
+
+// breaker is one topic's state.
+type breaker struct {
+	state breakerState
+	// failures counts the failures since the last success, and failed the
+	// distinct messages among them, up to breakerMessages.
+	failures int
+	failed   []uuid.UUID
+	// opened counts the openings since the last success.
+	opened int
+	// until is when an open breaker lets a probe through.
+	until time.Time
+	// probe is the message sent as a probe while half-open, and probeEnd
+	// when it counts as failed if it has not been answered.
+	probe    uuid.UUID
+	probeEnd time.Time
+}
+
+func newBreakers(topics []string, probeLimit time.Duration, log *slog.Logger) *breakers {
+	b := &breakers{topics: make(map[string]*breaker, len(topics)), log: log, probeLimit: probeLimit}
+	for _, t := range topics {
+		b.topics[t] = &breaker{}
+	}
+	return b
+}
+
+// openFor returns how long a breaker stays open after its n-th opening in a
+// row.
+func openFor(n int) time.Duration {
+	d := breakerFirstOpen
+	for i := 1; i < n && d < breakerLongestOpen; i++ {
+		d *= 2
+	}
+	return min(d, breakerLongestOpen)
+}
+
+// plan returns, for a claim at now, the topics to probe (each now
+// half-open, waiting for [breakers.probing]) and the topics not to claim
+// from: those open or half-open.
+func (b *breakers) plan(now time.Time) (probe, except []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for topic, br := range b.topics {
+		if br.state == breakerHalfOpen && br.probe != uuid.Nil && !now.Before(br.probeEnd) {
+			b.reopen(topic, br, now, "the probe was not answered within its lease")
+		}
+		if br.state == breakerOpen && !now.Before(br.until) {
+			br.state, br.probe = breakerHalfOpen, uuid.Nil
+			probe = append(probe, topic)
+		}
+		if br.state != breakerClosed {
+			except = append(except, topic)
+		}
+	}
+	slices.Sort(probe)
+	slices.Sort(except)
+	return probe, except
+}
+
+// probing records that id was claimed as the probe of topic at now, or,
+// when id is uuid.Nil, that the topic had no message to probe with: it then
+// stays open for as long again.
+func (b *breakers) probing(topic string, id uuid.UUID, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	br := b.topics[topic]
+	if br == nil || br.state != breakerHalfOpen {
+		return
+	}
+	if id == uuid.Nil {
+		br.state, br.until = breakerOpen, now.Add(openFor(br.opened))
+		return
+	}
+	br.probe, br.probeEnd = id, now.Add(b.probeLimit)
+}
+
+// next returns the earliest time at which an open breaker lets a probe
+// through, and false when none is open.
+func (b *breakers) next() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var at time.Time
+	for _, br := range b.topics {
+		if br.state == breakerOpen && (at.IsZero() || br.until.Before(at)) {
+			at = br.until
+		}
+	}
+	return at, !at.IsZero()
+}
+
+// record counts the outcome of one delivery of message id of topic.
+func (b *breakers) record(topic string, id uuid.UUID, delivered bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	br := b.topics[topic]
+	if br == nil {
+		return
+	}
+	if delivered {
+		if br.state != breakerClosed {
+			b.log.Info("outbox: circuit closed: deliveries succeed again", "topic", topic, "breaker", breakerClosed.String())
+		}
+		*br = breaker{}
+		return
+	}
+	switch br.state {
+	case breakerClosed:
+		br.failures++
+		if !slices.Contains(br.failed, id) && len(br.failed) < breakerMessages {
+			br.failed = append(br.failed, id)
+		}
+		if br.failures >= breakerFailures && len(br.failed) >= breakerMessages {
+			b.reopen(topic, br, now, "deliveries of several messages failed in a row")
+		}
+	case breakerHalfOpen:
+		if id == br.probe {
+			b.reopen(topic, br, now, "the probe failed")
+		}
+	}
+	// Failures of messages claimed before the breaker opened change
+	// nothing more.
+}
+
+// reopen opens br at now.
+func (b *breakers) reopen(topic string, br *breaker, now time.Time, why string) {
+	br.opened++
+	br.state, br.until, br.probe = breakerOpen, now.Add(openFor(br.opened)), uuid.Nil
+	b.log.Warn("outbox: circuit open: the topic's messages wait instead of spending their attempts",
+		"topic", topic, "breaker", breakerOpen.String(), "reason", why, "probe_at", br.until)
+}
+
+// states returns each topic's state, for the gauge.
+func (b *breakers) states() map[string]breakerState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := make(map[string]breakerState, len(b.topics))
+	for t, br := range b.topics {
+		s[t] = br.state
+	}
+	return s
+}

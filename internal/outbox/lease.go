@@ -1,0 +1,98 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ErrLeaseLost is returned by [Store.Retry] and [Store.Bury] under a
+// [Lease] that is no longer the message's latest claim: the message was
+// claimed again, settled, requeued or removed since.
+var ErrLeaseLost = errors.New("outbox: lease lost")
+
+// Lease is one claim of a message, as the relay that made it holds it: the
+// attempt the claim counted and the time it ends. Both are what
+// [Store.Claim] writes, so together they fence the claim: a later claim
+// writes a higher attempt or another end, and a settlement (Retry, Bury,
+// Ack, requeue) moves the due time away from the lease's end.
+//
+// A store settles a message under the lease that a context carries
+// ([WithLease]) only while that lease is the message's latest claim:
+// [Store.Ack] then removes it, [Store.Retry] and [Store.Bury] change it.
+// Once the message has been claimed again, or settled, they change nothing
+// of it, whatever the clock of the relay that calls them says: Ack
+// succeeds, since the message is gone or another claim will settle it, and
+// Retry and Bury return an error wrapping [ErrLeaseLost]. So a relay that
+// was slow, or whose clock is off, can never cut short the lease of another
+// relay, nor settle a delivery that another claim has taken over.
+//
+// Without a lease in the context, the store settles by ID alone, as an
+// operator does.
+type Lease struct {
+	// ID is the claimed message's.
+	ID uuid.UUID
+	// Attempts is the message's attempt count after the claim, as
+	// [Message.Attempts] of the claimed message says.
+	Attempts int
+	// Until is when the claim ends: the now given to Claim plus its lease.
+	Until time.Time
+}
+
+// LeaseOf returns the lease under which m was claimed at now for lease.
+func LeaseOf(m Message, now time.Time, lease time.Duration) Lease {
+	return Lease{ID: m.ID, Attempts: m.Attempts, Until: now.Add(lease)}
+}
+
+type leaseKey struct{}
+
+// WithLease returns a context under which the store settles l.ID only while
+// l is its latest claim, as [Lease] describes.
+func WithLease(ctx context.Context, l Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}
+
+// LeaseFrom returns the lease that ctx carries for the message id, and
+// false when it carries none for that message. Stores call it in Ack,
+// Retry and Bury.
+func LeaseFrom(ctx context.Context, id uuid.UUID) (Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(Lease)
+	if !ok || l.ID != id {
+		return Lease{}, false
+	}
+	return l, true
+}
+
+// Topics narrows what one [Store.Claim] takes; the zero value narrows
+// nothing. The relay uses it to stop claiming the messages of a topic whose
+// destination is down, so that their attempts are not spent, and to claim
+// one of them as a probe.
+type Topics struct {
+	// Only, when not empty, is the set of topics to claim from.
+	Only []string
+	// Except lists topics not to claim from.
+	Except []string
+}
+
+// Empty reports whether f narrows nothing.
+func (f Topics) Empty() bool { return len(f.Only) == 0 && len(f.Except) == 0 }
+
+type topicsKey struct{}
+
+// WithTopics returns a context under which [Store.Claim] claims only
+// messages whose topic f admits.
+func WithTopics(ctx context.Context, f Topics) context.Context {
+	if f.Empty() {
+		return ctx
+	}
+	return context.WithValue(ctx, topicsKey{}, f)
+}
+
+// TopicsFrom returns the topics a claim under ctx may take. Stores call it
+// in Claim.
+func TopicsFrom(ctx context.Context) Topics {
+	f, _ := ctx.Value(topicsKey{}).(Topics)
+	return f
+}
