@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/uow"
 )
 
 // collect returns each metric's data points as value by topic; the gauge,
@@ -37,6 +39,10 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string
 			case metricdata.Gauge[float64]:
 				for _, p := range data.DataPoints {
 					got[m.Name][topic(p.Attributes)] = p.Value
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range data.DataPoints {
+					got[m.Name][topic(p.Attributes)] = float64(p.Value)
 				}
 			}
 		}
@@ -88,5 +94,146 @@ func TestRelayReportsTheAgeOfTheOldestDueMessage(t *testing.T) {
 	f.drain(t)
 	if got := collect(t, reader)["outbox.oldest_due_age"][""]; got != 0 {
 		t.Errorf("age after delivery = %v, want 0", got)
+	}
+}
+
+// meter returns a relay option that records metrics to a reader the test
+// collects.
+func meter() (outbox.RelayOption, *sdkmetric.ManualReader) {
+	reader := sdkmetric.NewManualReader()
+	return outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))), reader
+}
+
+// An alert on the increase of a counter sees the first burial after a
+// restart only if the counter exists, at 0, before it: every topic that has
+// a handler has its counters from the first scrape, and so has every store
+// operation its error counter.
+func TestRelayMetricsExistAtZeroFromTheStart(t *testing.T) {
+	opt, reader := meter()
+	newFixture(t, opt)
+	got := collect(t, reader)
+	for _, name := range []string{"outbox.delivered", "outbox.retried", "outbox.buried"} {
+		v, ok := got[name]["mail"]
+		if !ok || v != 0 {
+			t.Errorf("%s{topic=mail} = %v (present %t), want 0 from the start; all: %v", name, v, ok, got[name])
+		}
+	}
+	ops := collectBy(t, reader, "outbox.store.errors", "operation")
+	for _, op := range []string{"claim", "ack", "retry", "bury", "backlog"} {
+		if v, ok := ops[op]; !ok || v != 0 {
+			t.Errorf("outbox.store.errors{operation=%s} = %v (present %t), want 0", op, v, ok)
+		}
+	}
+	if got["outbox.backlog.due"][""] != 0 || got["outbox.backlog.buried"][""] != 0 {
+		t.Errorf("backlog of an empty outbox: %v, %v", got["outbox.backlog.due"], got["outbox.backlog.buried"])
+	}
+}
+
+// collectBy returns the data points of one metric by the value of one
+// attribute.
+func collectBy(t *testing.T, reader *sdkmetric.ManualReader, name, key string) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			switch data := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range data.DataPoints {
+					v, _ := p.Attributes.Value(attribute.Key(key))
+					got[v.AsString()] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range data.DataPoints {
+					v, _ := p.Attributes.Value(attribute.Key(key))
+					got[v.AsString()] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range data.DataPoints {
+					v, _ := p.Attributes.Value(attribute.Key(key))
+					got[v.AsString()] += float64(p.Count)
+				}
+			}
+		}
+	}
+	return got
+}
+
+// The gauges count what is due and buried now, and keep reporting while
+// the database is away, with the age of the oldest due message still
+// growing, and each failed store call counted by operation; once the
+// database is back the relay delivers and the gauges follow.
+func TestRelayGaugesKeepReportingWhileTheDatabaseIsAway(t *testing.T) {
+	t.Parallel()
+	db, proxy := pgtest.NewBehindProxy(t)
+	now := epoch
+	clock := func() time.Time { return now }
+	store := db.Outbox()
+	opt, reader := meter()
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		"mail": func(context.Context, outbox.Message) error { return errors.New("550 no such user") },
+	}, outbox.RelayConfig{MaxAttempts: 1}, outbox.WithClock(clock), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	add := func() {
+		t.Helper()
+		err := db.Runner(clock).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			m, err := outbox.NewMessage("mail", "hi", tx.Now())
+			if err != nil {
+				return err
+			}
+			return store.Add(ctx, tx, m)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	add()
+	add()
+	if _, err := relay.Drain(t.Context()); err != nil { // Both buried.
+		t.Fatal(err)
+	}
+	add()
+	now = now.Add(30 * time.Second)
+	got := collect(t, reader)
+	if got["outbox.backlog.due"][""] != 1 || got["outbox.backlog.buried"][""] != 2 || got["outbox.oldest_due_age"][""] != 30 {
+		t.Fatalf("due %v, buried %v, oldest age %v; want 1, 2, 30",
+			got["outbox.backlog.due"], got["outbox.backlog.buried"], got["outbox.oldest_due_age"])
+	}
+	if n := collectBy(t, reader, "outbox.delivery.duration", "outcome")["buried"]; n != 2 {
+		t.Errorf("delivery durations recorded for burials: %v, want 2", n)
+	}
+
+	proxy.Down()
+	now = now.Add(time.Minute)
+	if _, err := relay.Drain(t.Context()); err == nil {
+		t.Fatal("Drain with the database away succeeded")
+	}
+	got = collect(t, reader)
+	if got["outbox.backlog.due"][""] != 1 || got["outbox.backlog.buried"][""] != 2 || got["outbox.oldest_due_age"][""] != 90 {
+		t.Errorf("with the database away: due %v, buried %v, oldest age %v; want the last counts and an age of 90",
+			got["outbox.backlog.due"], got["outbox.backlog.buried"], got["outbox.oldest_due_age"])
+	}
+	errs := collectBy(t, reader, "outbox.store.errors", "operation")
+	if errs["claim"] < 1 || errs["backlog"] < 1 {
+		t.Errorf("store errors %v, want the failed claim and backlog counted", errs)
+	}
+
+	proxy.Up()
+	if _, err := relay.Drain(t.Context()); err != nil {
+		t.Fatalf("Drain once the database is back: %v", err)
+	}
+	got = collect(t, reader)
+	if got["outbox.backlog.due"][""] != 0 || got["outbox.backlog.buried"][""] != 3 || got["outbox.oldest_due_age"][""] != 0 {
+		t.Errorf("once back: due %v, buried %v, oldest age %v; want 0, 3, 0",
+			got["outbox.backlog.due"], got["outbox.backlog.buried"], got["outbox.oldest_due_age"])
 	}
 }

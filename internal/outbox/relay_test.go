@@ -613,3 +613,186 @@ func TestRelayFinishesDeliveryInFlightOnShutdown(t *testing.T) {
 		t.Errorf("the delivery finished during shutdown was not acknowledged")
 	}
 }
+
+// bare hides every optional capability of the store inside it, so that the
+// relay runs its fallbacks: polling instead of wake-ups, one Ack per message
+// instead of AckAll, and no backlog gauges.
+type bare struct{ outbox.Store }
+
+func TestRelayRunsOnAStoreWithoutOptionalCapabilities(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store := bare{db.Outbox()}
+	for _, capability := range []string{"Waker", "BatchAcker", "BacklogReader"} {
+		var ok bool
+		switch capability {
+		case "Waker":
+			_, ok = any(store).(outbox.Waker)
+		case "BatchAcker":
+			_, ok = any(store).(outbox.BatchAcker)
+		case "BacklogReader":
+			_, ok = any(store).(outbox.BacklogReader)
+		}
+		if ok {
+			t.Fatalf("the wrapped store still has %s", capability)
+		}
+	}
+	const n = 30
+	rec := newRecorder(n)
+	opt, reader := meter()
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{"mail": rec.handle},
+		outbox.RelayConfig{Batch: 4, Interval: 5 * time.Millisecond}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	for range n {
+		addNow(t, db, store)
+	}
+	rec.wait(t)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	left, err := db.Outbox().Claim(t.Context(), time.Now().Add(time.Hour), time.Minute, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("%d delivered messages were not acknowledged one by one", len(left))
+	}
+	got := collect(t, reader)
+	if got["outbox.delivered"]["mail"] != n {
+		t.Errorf("outbox.delivered = %v, want %d", got["outbox.delivered"], n)
+	}
+	if _, ok := got["outbox.backlog.due"]; ok {
+		t.Error("a store that cannot count its backlog has a backlog gauge")
+	}
+	if _, ok := got["outbox.breaker.state"]; !ok {
+		t.Error("the breaker gauge is missing")
+	}
+}
+
+// A message that fails on its own, while the others of its topic are
+// delivered, is retried and buried as the seed says: the breaker stays
+// closed.
+func TestRelayBuriesAMessageThatFailsOnItsOwn(t *testing.T) {
+	opt, reader := meter()
+	f := newFixture(t, opt) // MaxAttempts 3
+	poison := f.add(t, "mail")
+	f.handle = func(_ context.Context, m outbox.Message) error {
+		if m.ID == poison.ID {
+			return errors.New("550 no such user")
+		}
+		return nil
+	}
+	delivered := 0
+	for attempt := 1; attempt <= 3; attempt++ {
+		f.add(t, "mail")
+		f.add(t, "mail")
+		stats := f.drain(t)
+		delivered += stats.Delivered
+		f.now = f.now.Add(outbox.Backoff(attempt))
+	}
+	if delivered != 6 {
+		t.Errorf("delivered %d of the 6 good messages", delivered)
+	}
+	if b := f.buried(t, poison.ID); b.Attempts != 3 {
+		t.Errorf("buried after %d attempts, want 3", b.Attempts)
+	}
+	if got := collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]; got != 0 {
+		t.Errorf("breaker state %v, want 0 (closed)", got)
+	}
+}
+
+// While every delivery of a topic fails, its breaker opens: the relay stops
+// claiming its messages, so they spend no attempts, while other topics flow;
+// it probes with one message at a time, and the first probe that is
+// delivered closes it.
+func TestRelayBreakerStopsATopicWhoseDeliveriesAllFail(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store := db.Outbox()
+	now := epoch
+	clock := func() time.Time { return now }
+	down := true
+	var mailCalls int
+	opt, reader := meter()
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		"mail": func(context.Context, outbox.Message) error {
+			mailCalls++
+			if down {
+				return errors.New("dial tcp: connection refused")
+			}
+			return nil
+		},
+		"sms": func(context.Context, outbox.Message) error { return nil },
+	}, outbox.RelayConfig{}, outbox.WithClock(clock), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	add := func(topic string) {
+		t.Helper()
+		err := db.Runner(clock).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			m, err := outbox.NewMessage(topic, "hi", tx.Now())
+			if err != nil {
+				return err
+			}
+			return store.Add(ctx, tx, m)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain := func(want outbox.DrainStats) {
+		t.Helper()
+		got, err := relay.Drain(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("drain at +%s: %+v, want %+v", now.Sub(epoch), got, want)
+		}
+	}
+	state := func() float64 {
+		return collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]
+	}
+	for range 3 {
+		add("mail")
+	}
+	drain(outbox.DrainStats{Claimed: 3, Retried: 3})
+	if state() != 2 {
+		t.Fatalf("breaker state after three failures of three messages = %v, want 2 (open)", state())
+	}
+	// Open: mail waits, whatever is due; sms flows.
+	add("sms")
+	now = now.Add(2 * time.Second)
+	drain(outbox.DrainStats{Claimed: 1, Delivered: 1})
+	// Half-open after five seconds: one probe, which fails and opens the
+	// breaker for longer.
+	now = epoch.Add(5 * time.Second)
+	drain(outbox.DrainStats{Claimed: 1, Retried: 1})
+	now = epoch.Add(14 * time.Second)
+	drain(outbox.DrainStats{})
+	// The destination is back: the next probe is delivered and closes the
+	// breaker, and the rest follows.
+	down = false
+	now = epoch.Add(15 * time.Second)
+	drain(outbox.DrainStats{Claimed: 1, Delivered: 1})
+	if state() != 0 {
+		t.Errorf("breaker state after a delivered probe = %v, want 0 (closed)", state())
+	}
+	drain(outbox.DrainStats{Claimed: 2, Delivered: 2})
+	if mailCalls != 7 {
+		t.Errorf("the mail handler ran %d times, want 7: 3 failures, 2 probes and the 2 others", mailCalls)
+	}
+}

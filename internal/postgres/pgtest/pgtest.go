@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/testproxy"
 )
 
 // DefaultURL is the server tests use when TEST_DATABASE_URL is unset.
@@ -74,4 +75,28 @@ func NewURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// NewBehindProxy returns a [postgres.DB] on a fresh, migrated schema, as
+// [New] does, whose connections pass through a [testproxy.Proxy]: the test
+// makes the database go away with Down and come back with Up.
+func NewBehindProxy(t testing.TB) (*postgres.DB, *testproxy.Proxy) {
+	t.Helper()
+	u, err := url.Parse(NewURL(t))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	p := testproxy.New(t, u.Host)
+	u.Host = p.Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := postgres.Open(ctx, u.String())
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(db.Close)
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return db, p
 }

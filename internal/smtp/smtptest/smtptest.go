@@ -1,5 +1,6 @@
 // Package smtptest runs a real SMTP server (emersion/go-smtp) on loopback
-// for tests, keeps what it receives, and can be told to refuse mail.
+// for tests, keeps what it receives, and can be told to refuse mail or be
+// stopped and started again.
 package smtptest
 
 import (
@@ -34,6 +35,8 @@ type Message struct {
 type Server struct {
 	addr     string
 	mu       sync.Mutex
+	srv      *smtp.Server
+	listener net.Listener
 	received []Message
 	refuse   *smtp.SMTPError
 	arrived  chan struct{}
@@ -43,20 +46,53 @@ type Server struct {
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{arrived: make(chan struct{}, 1000)}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("smtptest: %v", err)
+	}
+	s.addr = l.Addr().String()
+	s.serve(l)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// serve serves l with a new go-smtp server.
+func (s *Server) serve(l net.Listener) {
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
 		return &session{s: s}, nil
 	}))
 	srv.Domain = "localhost"
 	srv.AllowInsecureAuth = true
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("smtptest: %v", err)
-	}
-	s.addr = l.Addr().String()
+	s.mu.Lock()
+	s.srv, s.listener = srv, l
+	s.mu.Unlock()
 	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return s
+}
+
+// Stop stops the server: connections to its address are refused until
+// Start.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	srv, l := s.srv, s.listener
+	s.srv, s.listener = nil, nil
+	s.mu.Unlock()
+	if srv != nil {
+		// Closing the listener first stops a Serve that has not yet
+		// started, which Close alone would miss.
+		_ = l.Close()
+		_ = srv.Close()
+	}
+}
+
+// Start serves again on the address of a stopped server.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
+	l, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		t.Fatalf("smtptest: listen again on %s: %v", s.addr, err)
+	}
+	s.serve(l)
 }
 
 // URL returns the server's address as an SMTP_URL.

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/smtp"
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
+	"github.com/eventsourced/accounts/internal/testclock"
+	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+// TestSMTPOutageOfTenMinutesLosesNoMail keeps the SMTP server down for ten
+// minutes of the relay's clock, with the seed's defaults (MaxAttempts 8,
+// backoff from one second), while people keep asking for sign-in links.
+// Without a breaker every mail asked for in the first two minutes or so was
+// buried before the server came back. With it, the topic's breaker opens, the
+// relay stops spending attempts and probes now and then; once the server is
+// back, every mail is sent and none is buried.
+func TestSMTPOutageOfTenMinutesLosesNoMail(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := pgtest.New(t)
+	mx := smtptest.NewServer(t)
+	clock := testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	reader := sdkmetric.NewManualReader()
+
+	sender, err := smtp.New(mx.URL(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlers, err := mail.Handlers(sender, mail.Config{
+		From: "accounts@accounts.test", Domain: "accounts.test", Now: clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay, err := outbox.NewRelay(db.Outbox(), handlers, outbox.RelayConfig{},
+		outbox.WithClock(clock.Now), outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	users, err := user.NewService(user.Deps{
+		Runner: db.Runner(clock.Now),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
+		Views:  postgres.UserViews{},
+	}, user.Policy{}, "http://accounts.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total outbox.DrainStats
+	drain := func() {
+		t.Helper()
+		got, err := relay.Drain(ctx)
+		if err != nil {
+			t.Fatalf("drain at %s: %v", clock.Now().Format(time.RFC3339), err)
+		}
+		total.Claimed += got.Claimed
+		total.Delivered += got.Delivered
+		total.Retried += got.Retried
+		total.Buried += got.Buried
+	}
+
+	mx.Stop()
+	const outage, every = 10 * time.Minute, 15 * time.Second
+	asked := 0
+	for elapsed := time.Duration(0); elapsed < outage; elapsed += time.Second {
+		if elapsed%every == 0 {
+			if err := users.RequestSignInLink(ctx, fmt.Sprintf("person%d@example.com", asked)); err != nil {
+				t.Fatal(err)
+			}
+			asked++
+		}
+		drain()
+		clock.Advance(time.Second)
+	}
+	if total.Delivered != 0 || total.Buried != 0 {
+		t.Fatalf("during the outage: %+v, want nothing delivered or buried", total)
+	}
+	// Three failures open the breaker; then one probe per opening, at most
+	// one a minute once it has grown.
+	if total.Retried > 20 {
+		t.Errorf("%d attempts spent during the outage; want only the first failures and the probes", total.Retried)
+	}
+	if got := breakerState(t, reader, mail.TopicLoginLink); got != 2 {
+		t.Errorf("breaker state during the outage = %d, want 2 (open)", got)
+	}
+
+	mx.Start(t)
+	for waited := time.Duration(0); total.Delivered < asked && waited < 2*time.Minute; waited += time.Second {
+		drain()
+		clock.Advance(time.Second)
+	}
+	if total.Delivered != asked || total.Buried != 0 {
+		t.Fatalf("after the server came back: %+v; want all %d mails delivered and none buried", total, asked)
+	}
+	if got := len(mx.Messages()); got != asked {
+		t.Errorf("the server received %d mails, want %d", got, asked)
+	}
+	if got := breakerState(t, reader, mail.TopicLoginLink); got != 0 {
+		t.Errorf("breaker state once mail flows again = %d, want 0 (closed)", got)
+	}
+}
+
+// breakerState returns the value of the outbox.breaker.state gauge for topic.
+func breakerState(t *testing.T, reader *sdkmetric.ManualReader, topic string) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			g, ok := m.Data.(metricdata.Gauge[int64])
+			if m.Name != "outbox.breaker.state" || !ok {
+				continue
+			}
+			for _, p := range g.DataPoints {
+				if v, _ := p.Attributes.Value(attribute.Key("topic")); v.AsString() == topic {
+					return p.Value
+				}
+			}
+		}
+	}
+	t.Fatalf("no outbox.breaker.state for topic %q", topic)
+	return -1
+}
