@@ -3,9 +3,11 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -795,4 +797,63 @@ func TestRelayBreakerStopsATopicWhoseDeliveriesAllFail(t *testing.T) {
 	if mailCalls != 7 {
 		t.Errorf("the mail handler ran %d times, want 7: 3 failures, 2 probes and the 2 others", mailCalls)
 	}
+}
+
+// A handler still running when its message's lease ends is counted and
+// logged with the message's ID; the message is then due again, and the
+// handler's late outcome changes nothing of the claim that followed.
+func TestRelayReportsAHandlerThatOutlivesItsLease(t *testing.T) {
+	opt, reader := meter()
+	var logs strings.Builder
+	var logMu sync.Mutex
+	f := newFixtureWith(t, outbox.RelayConfig{Timeout: 50 * time.Millisecond, MaxAttempts: 5}, opt,
+		outbox.WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))))
+	hung := make(chan struct{})
+	var calls atomic.Int32
+	f.handle = func(ctx context.Context, _ outbox.Message) error {
+		if calls.Add(1) == 1 {
+			<-hung
+			return errors.New("421 late")
+		}
+		return nil
+	}
+	m := f.add(t, "mail")
+	if got := f.drain(t); got.Running != 1 {
+		t.Fatalf("first pass: %+v, want the delivery left running", got)
+	}
+	f.now = f.now.Add(outbox.DefaultLease)
+	if got := f.drain(t); got.Claimed != 1 || got.Delivered != 1 {
+		t.Fatalf("after the lease ended: %+v, want the message claimed again and delivered", got)
+	}
+	if got := collect(t, reader)["outbox.overran"]["mail"]; got != 1 {
+		t.Errorf("outbox.overran = %v, want 1", got)
+	}
+	logMu.Lock()
+	logged := logs.String()
+	logMu.Unlock()
+	if !strings.Contains(logged, "still running when its lease ended") || !strings.Contains(logged, m.ID.String()) {
+		t.Errorf("log does not report the overrun with the message ID:\n%s", logged)
+	}
+	close(hung)
+	if err := f.relay.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Lookup(t.Context(), m.ID); !errors.Is(err, outbox.ErrNotFound) {
+		t.Errorf("the late failure brought the delivered message back: %v", err)
+	}
+	if got := collect(t, reader)["outbox.lease_lost"]["mail"]; got != 1 {
+		t.Errorf("outbox.lease_lost = %v, want the late failure counted", got)
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
