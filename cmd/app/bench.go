@@ -7,14 +7,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -40,6 +45,8 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	duration := fs.Duration("duration", 10*time.Second, "latency, signin: how long to send")
 	concurrency := fs.Int("concurrency", 16, "signin: requests in flight at once")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
+	holdXmin := fs.Bool("hold-xmin", false, "drain, latency, signin: hold PostgreSQL's xmin horizon for the whole run, as a long REPEATABLE READ transaction that has read something does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +69,17 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 			e.log.Error("bench: clean up", "error", err)
 		}
 	}()
+	if *holdXmin {
+		release, err := holdXminHorizon(ctx, db)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
+	timed := func() (stop func()) { return func() {} }
+	if *cpuprofile != "" {
+		timed = func() func() { return profileCPU(*cpuprofile, e.log) }
+	}
 	cfg := e.cfg.Outbox
 	fmt.Fprintf(stdout, "config: batch=%d interval=%s lease=%s timeout=%s max_attempts=%d\n",
 		cfg.Batch, cfg.Interval, cfg.Lease, cfg.Timeout, cfg.MaxAttempts)
@@ -70,17 +88,17 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		if *messages < 1 {
 			return errors.New("bench drain: --messages must be at least 1")
 		}
-		return benchDrain(ctx, db, cfg, *messages, stdout)
+		return benchDrain(ctx, db, cfg, *messages, timed, stdout)
 	case "latency":
 		if *rate < 1 || *duration <= 0 {
 			return errors.New("bench latency: --rate and --duration must be positive")
 		}
-		return benchLatency(ctx, db, cfg, *rate, *duration, stdout)
+		return benchLatency(ctx, db, cfg, *rate, *duration, timed, stdout)
 	case "signin":
 		if *concurrency < 1 || *duration <= 0 {
 			return errors.New("bench signin: --concurrency and --duration must be positive")
 		}
-		return benchSignIn(ctx, e, db, *concurrency, *duration, stdout)
+		return benchSignIn(ctx, e, db, *concurrency, *duration, timed, stdout)
 	default:
 		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency or signin", name)
 	}
@@ -89,7 +107,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 // benchDrain fills the outbox with n messages, then times a relay with cfg
 // until its handler has seen all of them, and checks that all were
 // acknowledged.
-func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, stdout io.Writer) error {
+func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, timed func() func(), stdout io.Writer) error {
 	store, runner := db.Outbox(), db.Runner(nil)
 	const perTx = 1000
 	for start := 0; start < n; start += perTx {
@@ -121,11 +139,13 @@ func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, 
 	if err != nil {
 		return err
 	}
+	stopProfile := timed()
 	began := time.Now()
 	stop, ran := start(ctx, relay)
 	defer stop()
 	select {
 	case <-done:
+		stopProfile()
 	case err := <-ran:
 		return fmt.Errorf("bench drain: relay stopped after %d of %d messages: %v", seen.Load(), n, err)
 	case <-ctx.Done():
@@ -151,7 +171,7 @@ func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, 
 // transaction, on a schedule that does not wait for the relay, and measures
 // for each the time from the moment its transaction asked to commit to the
 // moment its handler ran.
-func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate int, d time.Duration, stdout io.Writer) error {
+func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate int, d time.Duration, timed func() func(), stdout io.Writer) error {
 	store, runner := db.Outbox(), db.Runner(nil)
 	n := int(d.Seconds() * float64(rate))
 	n = max(n, 1)
@@ -258,7 +278,7 @@ func percentile(lat []time.Duration, p float64) string {
 // ask for sign-in links for distinct addresses for d, each request one unit
 // of work with its events and its outbox message. The relay does not run,
 // so the figure is the API's and its database's alone.
-func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time.Duration, stdout io.Writer) error {
+func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time.Duration, timed func() func(), stdout io.Writer) error {
 	e.cfg.HTTPRateLimit = 0 // Every request comes from one client.
 	srv, err := e.apiServer(db, nil)
 	if err != nil {
@@ -336,4 +356,47 @@ func start(ctx context.Context, relay *outbox.Relay) (stop context.CancelFunc, r
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+}
+
+// profileCPU writes a CPU profile to path until the returned function is
+// called.
+func profileCPU(path string, log *slog.Logger) func() {
+	f, err := os.Create(path)
+	if err != nil {
+		log.Error("bench: cpu profile", "error", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		log.Error("bench: cpu profile", "error", err)
+		_ = f.Close()
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}
+}
+
+// holdXminHorizon opens a REPEATABLE READ transaction on PostgreSQL that
+// reads the outbox and stays open until the returned function is called, so
+// that no row deleted or updated meanwhile can be vacuumed away: the worst
+// case of a queue in a shared database.
+func holdXminHorizon(ctx context.Context, db backend) (func(), error) {
+	pg, ok := db.(postgresBackend)
+	if !ok {
+		return nil, errors.New("bench: --hold-xmin needs PostgreSQL")
+	}
+	tx, err := pg.db.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return nil, fmt.Errorf("bench: hold xmin: %w", err)
+	}
+	var n int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM outbox_messages`).Scan(&n); err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, fmt.Errorf("bench: hold xmin: %w", err)
+	}
+	return func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }, nil
 }
