@@ -18,12 +18,7 @@ import (
 // the unit of work it is given.
 type EventStore struct{}
 
-var (
-	_ eventstore.Store           = (*EventStore)(nil)
-	_ eventstore.Locker          = (*EventStore)(nil)
-	_ eventstore.CommittedReader = (*EventStore)(nil)
-	_ eventstore.Tailer          = (*EventStore)(nil)
-)
+var _ eventstore.Store = (*EventStore)(nil)
 
 // eventColumns are the columns that scanEvent reads, in its order.
 const eventColumns = `id, stream, version, type, data, metadata, recorded_at, transaction_id, position`
@@ -201,7 +196,7 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 
 // LoadSince returns the events of stream recorded at or after since, in
 // version order, with their Position set, and the stream's current version,
-// as [eventstore.Tailer] describes.
+// as [eventstore.Store.LoadSince] describes.
 //
 // It is one statement, so one snapshot: the head version comes from the
 // primary key (stream, version), the recent events from the index

@@ -26,12 +26,7 @@ import (
 // order.
 type EventStore struct{}
 
-var (
-	_ eventstore.Store           = (*EventStore)(nil)
-	_ eventstore.Locker          = (*EventStore)(nil)
-	_ eventstore.CommittedReader = (*EventStore)(nil)
-	_ eventstore.Tailer          = (*EventStore)(nil)
-)
+var _ eventstore.Store = (*EventStore)(nil)
 
 // eventColumns are the columns that scanEvent reads, in its order.
 const eventColumns = `id, stream, version, type, data, metadata, recorded_at, position`
@@ -152,7 +147,7 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 
 // LoadSince returns the events of stream recorded at or after since, in
 // version order, with their Position set, and the stream's current version,
-// as [eventstore.Tailer] describes. The head version comes from the index of
+// as [eventstore.Store.LoadSince] describes. The head version comes from the index of
 // UNIQUE (stream, version), the recent events from the index
 // events_stream_recorded_at; neither reads the stream's older events. The
 // two queries see one state of the stream: the unit of work holds the write
@@ -227,7 +222,7 @@ func (s *EventStore) read(ctx context.Context, t uow.Tx, after eventstore.Positi
 	return events, nil
 }
 
-// Lock holds stream for t until t ends, as [eventstore.Locker] describes.
+// Lock holds stream for t until t ends, as [eventstore.Store.Lock] describes.
 // It has nothing to do: a unit of work holds the whole database's write
 // lock, so writers of every stream already wait for each other.
 func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {

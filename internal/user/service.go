@@ -183,16 +183,6 @@ func (s *Service) do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx
 	return fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
 }
 
-// lock queues the commands that write stream, when the store can, so that
-// a crowd of them (many sign-ins of one address at once) wait their turn
-// instead of failing each other's appends.
-func (s *Service) lock(ctx context.Context, tx uow.Tx, stream string) error {
-	if l, ok := s.Events.(eventstore.Locker); ok {
-		return l.Lock(ctx, tx, stream)
-	}
-	return nil
-}
-
 // event returns a new event of type typ with data.
 func event(typ string, data any) (eventstore.Event, error) {
 	return eventstore.NewEvent(typ, data, eventstore.Metadata{})
@@ -264,7 +254,10 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		if !ok {
 			return fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
 		}
-		if err := s.lock(ctx, tx, signInStream(email)); err != nil {
+		// Queue the sign-ins of this address, so that a crowd of them
+		// (one link opened on several devices at once) wait their turn
+		// instead of failing each other's appends.
+		if err := s.Events.Lock(ctx, tx, signInStream(email)); err != nil {
 			return err
 		}
 		links, err := s.loadSignInLinks(ctx, tx, email)
@@ -326,26 +319,16 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 
 // loadSignInLinks returns the state of an address's sign-in links. Only
 // links asked for within the last LinkWindow or LinkTTL, whichever is
-// longer, can still count against the limit or sign in, so when the store
-// can it loads just those ([eventstore.Tailer]): an address asked for often
-// over years costs what a new one does.
+// longer, can still count against the limit or sign in, so it loads just
+// those ([eventstore.Store.LoadSince]): an address asked for often over
+// years costs what a new one does.
 func (s *Service) loadSignInLinks(ctx context.Context, tx uow.Tx, email string) (signInLinks, error) {
-	stream := signInStream(email)
-	if t, ok := s.Events.(eventstore.Tailer); ok {
-		since := tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
-		events, version, err := t.LoadSince(ctx, tx, stream, since)
-		if err != nil {
-			return signInLinks{}, err
-		}
-		links, err := foldSignInLinks(events)
-		links.version = version
-		return links, err
-	}
-	events, err := s.Events.Load(ctx, tx, stream, 1)
+	since := tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
+	events, version, err := s.Events.LoadSince(ctx, tx, signInStream(email), since)
 	if err != nil {
 		return signInLinks{}, err
 	}
-	return foldSignInLinks(events)
+	return foldSignInLinks(events, version)
 }
 
 func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (account, error) {

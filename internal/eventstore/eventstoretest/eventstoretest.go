@@ -27,8 +27,8 @@ type Harness struct {
 	Runner uow.Runner
 	// RunnerAt returns a runner like Runner, on the same database, whose
 	// units of work take their time from now. The cases of
-	// [eventstore.Tailer] need it to record events at the times they
-	// choose; they fail without it when Store is a Tailer.
+	// [eventstore.Store.LoadSince] need it to record events at the times
+	// they choose.
 	RunnerAt func(now func() time.Time) uow.Runner
 	// Store is the store under test, empty when setup returns it.
 	Store eventstore.Store
@@ -78,11 +78,11 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "RacingAppends", concurrent: true, run: testRacingAppends},
 		{name: "AppendWhileOtherOpen", concurrent: true, run: testAppendWhileOtherOpen},
 		{name: "ReadAllWaitsForInFlight", concurrent: true, run: testReadAllWaitsForInFlight},
-		{name: "CommittedReader/PassesInFlight", concurrent: true, run: testReadCommittedPassesInFlight},
-		{name: "Tailer/Since", run: testTailerSince},
-		{name: "Tailer/VersionOrder", run: testTailerVersionOrder},
-		{name: "Tailer/HeadForAppend", run: testTailerHeadForAppend},
-		{name: "Tailer/ConcurrentAppend", concurrent: true, run: testTailerConcurrentAppend},
+		{name: "ReadCommitted/PassesInFlight", concurrent: true, run: testReadCommittedPassesInFlight},
+		{name: "LoadSince/Since", run: testLoadSince},
+		{name: "LoadSince/VersionOrder", run: testLoadSinceVersionOrder},
+		{name: "LoadSince/HeadForAppend", run: testLoadSinceHeadForAppend},
+		{name: "LoadSince/ConcurrentAppend", concurrent: true, run: testLoadSinceConcurrentAppend},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +90,11 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 				t.Skip("the backend serialises writers (Features.ConcurrentWriters is false)")
 			}
 			t.Parallel()
-			tc.run(t, setup(t))
+			h := setup(t)
+			if h.Runner == nil || h.RunnerAt == nil || h.Store == nil {
+				t.Fatalf("setup returned an incomplete harness: %+v", h)
+			}
+			tc.run(t, h)
 		})
 	}
 }
@@ -566,20 +570,16 @@ type held struct {
 	done   chan error
 }
 
-// CommittedReader: ReadCommitted returns what is committed at once, without
-// waiting for a transaction in flight, and that transaction's events once
-// it commits, in the order of ReadAll.
+// ReadCommitted returns what is committed at once, without waiting for a
+// transaction in flight, and that transaction's events once it commits, in
+// the order of ReadAll.
 func testReadCommittedPassesInFlight(t *testing.T, h Harness) {
-	c, ok := h.Store.(eventstore.CommittedReader)
-	if !ok {
-		t.Skip("store does not implement eventstore.CommittedReader")
-	}
 	read := func() []eventstore.Event {
 		t.Helper()
 		var got []eventstore.Event
 		do(t, h, func(ctx context.Context, tx uow.Tx) error {
 			var err error
-			got, err = c.ReadCommitted(ctx, tx, eventstore.Position{}, 10)
+			got, err = h.Store.ReadCommitted(ctx, tx, eventstore.Position{}, 10)
 			return err
 		})
 		return got
@@ -592,16 +592,15 @@ func testReadCommittedPassesInFlight(t *testing.T, h Harness) {
 	assertIDs(t, "ReadCommitted after A committed", read(), append(a.events, b...)...)
 }
 
-// tailBase is the time at which the Tailer cases record events: any fixed
+// tailBase is the time at which the LoadSince cases record events: any fixed
 // time would do, but not one on a whole second, nor on a whole
 // millisecond, so that a backend that keeps less than microseconds fails.
 var tailBase = time.Date(2031, time.March, 4, 5, 6, 7, 123456000, time.UTC)
 
-// Tailer: LoadSince returns the events of the stream recorded at or after
-// since, compared to the nanosecond, with all their fields as Load returns
-// them, and the stream's head whether or not any event is recent.
-func testTailerSince(t *testing.T, h Harness) {
-	tl := tailer(t, h)
+// LoadSince returns the events of the stream recorded at or after since,
+// compared to the nanosecond, with all their fields as Load returns them,
+// and the stream's head whether or not any event is recent.
+func testLoadSince(t *testing.T, h Harness) {
 	t0, t1, t2 := tailBase, tailBase.Add(time.Minute), tailBase.Add(2*time.Minute)
 	appendAt(t, h, t0, "s", eventstore.NoStream, newEvents(t, 2)...)
 	appendAt(t, h, t1, "s", eventstore.Exactly(2), newEvents(t, 2)...)
@@ -637,7 +636,7 @@ func testTailerSince(t *testing.T, h Harness) {
 		{"a nanosecond after the last event", t2.Add(time.Nanosecond), nil},
 		{"an hour after the last event", t2.Add(time.Hour), nil},
 	} {
-		got, version := loadSince(t, h, tl, "s", tc.since)
+		got, version := loadSince(t, h, "s", tc.since)
 		what := fmt.Sprintf("LoadSince(s, %s)", tc.name)
 		if version != 5 {
 			t.Errorf("%s: version = %d, want the head 5", what, version)
@@ -651,24 +650,24 @@ func testTailerSince(t *testing.T, h Harness) {
 		}
 	}
 	for _, since := range []time.Time{time.Time{}, t2.Add(time.Hour)} {
-		got, version := loadSince(t, h, tl, "missing", since)
+		got, version := loadSince(t, h, "missing", since)
 		if len(got) != 0 || version != 0 {
 			t.Errorf("LoadSince(missing, %s) returned %v and version %d, want nothing and 0", since, describe(got), version)
 		}
 	}
 }
 
-// Tailer: events come in version order even when their times do not, as
-// when units of work on different machines read clocks that disagree.
-func testTailerVersionOrder(t *testing.T, h Harness) {
-	tl := tailer(t, h)
+// LoadSince returns events in version order even when their times are
+// not, as when units of work on different machines read clocks that
+// disagree.
+func testLoadSinceVersionOrder(t *testing.T, h Harness) {
 	t0, t1, t2 := tailBase, tailBase.Add(time.Minute), tailBase.Add(2*time.Minute)
 	times := []time.Time{t2, t0, t1, t2, t1, t0}
 	var events []eventstore.Event
 	for i, at := range times {
 		events = append(events, appendAt(t, h, at, "s", eventstore.Exactly(int64(i)), newEvents(t, 1)...)...)
 	}
-	got, version := loadSince(t, h, tl, "s", t1)
+	got, version := loadSince(t, h, "s", t1)
 	assertIDs(t, "LoadSince(s, t1)", got, events[0], events[2], events[3], events[4])
 	for i, v := range []int64{1, 3, 4, 5} {
 		if got[i].Version != v {
@@ -680,12 +679,11 @@ func testTailerVersionOrder(t *testing.T, h Harness) {
 	}
 }
 
-// Tailer: an append at the version LoadSince returns succeeds, also when no
-// event is recent or the stream is missing, and fails with ErrConcurrency
-// once another append has moved the stream, even if that append is not
-// recent either.
-func testTailerHeadForAppend(t *testing.T, h Harness) {
-	tl := tailer(t, h)
+// An append at the version LoadSince returns succeeds, also when no event
+// is recent or the stream is missing, and fails with ErrConcurrency once
+// another append has moved the stream, even if that append is not recent
+// either.
+func testLoadSinceHeadForAppend(t *testing.T, h Harness) {
 	old := appendAt(t, h, tailBase, "s", eventstore.NoStream, newEvents(t, 3)...)
 	now := tailBase.Add(time.Hour)
 	since := now.Add(-15 * time.Minute)
@@ -694,7 +692,7 @@ func testTailerHeadForAppend(t *testing.T, h Harness) {
 	// succeeds.
 	fresh := newEvents(t, 1)
 	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
-		got, version, err := tl.LoadSince(ctx, tx, "s", since)
+		got, version, err := h.Store.LoadSince(ctx, tx, "s", since)
 		if err != nil {
 			return err
 		}
@@ -715,7 +713,7 @@ func testTailerHeadForAppend(t *testing.T, h Harness) {
 	var version int64
 	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		_, version, err = tl.LoadSince(ctx, tx, "s", since)
+		_, version, err = h.Store.LoadSince(ctx, tx, "s", since)
 		return err
 	})
 	if version != 4 {
@@ -735,7 +733,7 @@ func testTailerHeadForAppend(t *testing.T, h Harness) {
 	// A missing stream is at version 0.
 	created := newEvents(t, 1)
 	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
-		got, version, err := tl.LoadSince(ctx, tx, "missing", since)
+		got, version, err := h.Store.LoadSince(ctx, tx, "missing", since)
 		if err != nil {
 			return err
 		}
@@ -748,11 +746,10 @@ func testTailerHeadForAppend(t *testing.T, h Harness) {
 	assertStream(t, h, "missing", created...)
 }
 
-// Tailer: a unit of work that read the head with LoadSince and appends at
-// it after another unit of work appended and committed meanwhile gets
+// A unit of work that read the head with LoadSince and appends at it after
+// another unit of work appended and committed meanwhile gets
 // ErrConcurrency.
-func testTailerConcurrentAppend(t *testing.T, h Harness) {
-	tl := tailer(t, h)
+func testLoadSinceConcurrentAppend(t *testing.T, h Harness) {
 	old := appendAt(t, h, tailBase, "s", eventstore.NoStream, newEvents(t, 2)...)
 	now := tailBase.Add(time.Hour)
 	read, moved := make(chan struct{}), make(chan struct{})
@@ -760,7 +757,7 @@ func testTailerConcurrentAppend(t *testing.T, h Harness) {
 	done := make(chan error, 1)
 	go func() {
 		done <- h.RunnerAt(func() time.Time { return now }).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			_, version, err := tl.LoadSince(ctx, tx, "s", now.Add(-15*time.Minute))
+			_, version, err := h.Store.LoadSince(ctx, tx, "s", now.Add(-15*time.Minute))
 			close(read)
 			if err != nil {
 				return err
@@ -793,20 +790,6 @@ func testTailerConcurrentAppend(t *testing.T, h Harness) {
 	assertStream(t, h, "s", append(old, other...)...)
 }
 
-// tailer returns the store as an [eventstore.Tailer], and skips t when it
-// is not one.
-func tailer(t *testing.T, h Harness) eventstore.Tailer {
-	t.Helper()
-	tl, ok := h.Store.(eventstore.Tailer)
-	if !ok {
-		t.Skip("store does not implement eventstore.Tailer")
-	}
-	if h.RunnerAt == nil {
-		t.Fatal("Harness.RunnerAt is nil: the cases of eventstore.Tailer need it")
-	}
-	return tl
-}
-
 // doAt runs fn in a unit of work whose time is now, and fails t on an error.
 func doAt(t *testing.T, h Harness, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) {
 	t.Helper()
@@ -837,13 +820,13 @@ func appendAt(t *testing.T, h Harness, now time.Time, stream string, expected ev
 }
 
 // loadSince calls LoadSince in a unit of work of its own.
-func loadSince(t *testing.T, h Harness, tl eventstore.Tailer, stream string, since time.Time) ([]eventstore.Event, int64) {
+func loadSince(t *testing.T, h Harness, stream string, since time.Time) ([]eventstore.Event, int64) {
 	t.Helper()
 	var got []eventstore.Event
 	var version int64
 	do(t, h, func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		got, version, err = tl.LoadSince(ctx, tx, stream, since)
+		got, version, err = h.Store.LoadSince(ctx, tx, stream, since)
 		return err
 	})
 	return got, version

@@ -81,20 +81,15 @@ func (s *suite) apply(t *testing.T, events ...eventstore.Event) {
 }
 
 // log returns every event of the log, read as [projections.Rebuild] reads
-// it: with [eventstore.CommittedReader] when the store is one, otherwise
-// with ReadAll.
+// it, with [eventstore.Store.ReadCommitted].
 func (s *suite) log(t *testing.T) []eventstore.Event {
 	t.Helper()
-	read := s.Events.ReadAll
-	if c, ok := s.Events.(eventstore.CommittedReader); ok {
-		read = c.ReadCommitted
-	}
 	var all []eventstore.Event
 	s.do(t, func(ctx context.Context, tx uow.Tx) error {
 		all = nil
 		var after eventstore.Position
 		for {
-			page, err := read(ctx, tx, after, 100)
+			page, err := s.Events.ReadCommitted(ctx, tx, after, 100)
 			if err != nil {
 				return fmt.Errorf("read the log: %w", err)
 			}

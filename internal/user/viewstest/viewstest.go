@@ -69,8 +69,7 @@ type Harness struct {
 	// The stores below accept its transactions.
 	Runner func(now func() time.Time) uow.Runner
 	// Events is the event store the service appends to and the rebuild
-	// reads. If it is no [eventstore.CommittedReader], its ReadAll must
-	// return every committed event while none is in flight.
+	// reads.
 	Events eventstore.Store
 	// Outbox is where the service adds the mails from which the suite takes
 	// the codes.
