@@ -78,7 +78,9 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "RacingAppends", concurrent: true, run: testRacingAppends},
 		{name: "AppendWhileOtherOpen", concurrent: true, run: testAppendWhileOtherOpen},
 		{name: "ReadAllWaitsForInFlight", concurrent: true, run: testReadAllWaitsForInFlight},
+		{name: "ReadCommitted/AsReadAll", run: testReadCommittedAsReadAll},
 		{name: "ReadCommitted/PassesInFlight", concurrent: true, run: testReadCommittedPassesInFlight},
+		{name: "Lock/InUnitOfWork", run: testLock},
 		{name: "LoadSince/Since", run: testLoadSince},
 		{name: "LoadSince/VersionOrder", run: testLoadSinceVersionOrder},
 		{name: "LoadSince/HeadForAppend", run: testLoadSinceHeadForAppend},
@@ -410,12 +412,7 @@ func testReadAllCommitOrder(t *testing.T, h Harness) {
 }
 
 func testReadAllResume(t *testing.T, h Harness) {
-	var want []eventstore.Event
-	for i := range 4 {
-		events := newEvents(t, i%2+1)
-		mustAppend(t, h, fmt.Sprintf("s%d", i%3), eventstore.Any, events...)
-		want = append(want, events...)
-	}
+	want := appendAcrossStreams(t, h)
 	all := readAllUntil(t, h, eventstore.Position{}, len(want))
 	assertIDs(t, "ReadAll from the start", all, want...)
 	// Page through the log with several page sizes; each page resumes after
@@ -447,13 +444,20 @@ func testReadAllLimit(t *testing.T, h Harness) {
 	readAllUntil(t, h, eventstore.Position{}, len(events))
 	assertIDs(t, "ReadAll(limit 2)", readAll(t, h, eventstore.Position{}, 2), events[:2]...)
 	assertIDs(t, "ReadAll(limit 1)", readAll(t, h, eventstore.Position{}, 1), events[0])
+	wantLimitRefused(t, h, "ReadAll", h.Store.ReadAll)
+}
+
+// wantLimitRefused checks that read, the method called name, returns an
+// error for a limit below 1.
+func wantLimitRefused(t *testing.T, h Harness, name string, read readFunc) {
+	t.Helper()
 	for _, limit := range []int{0, -1} {
 		err := h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			_, err := h.Store.ReadAll(ctx, tx, eventstore.Position{}, limit)
+			_, err := read(ctx, tx, eventstore.Position{}, limit)
 			return err
 		})
 		if err == nil {
-			t.Errorf("ReadAll(limit %d) returned no error", limit)
+			t.Errorf("%s(limit %d) returned no error", name, limit)
 		}
 	}
 }
@@ -570,26 +574,65 @@ type held struct {
 	done   chan error
 }
 
+// ReadCommitted returns the log, once nothing is in flight, as ReadAll
+// does: the same events in the same order at the same positions, resumed
+// after a position and kept to a limit.
+func testReadCommittedAsReadAll(t *testing.T, h Harness) {
+	want := appendAcrossStreams(t, h)
+	all := readAllUntil(t, h, eventstore.Position{}, len(want))
+	got := readCommitted(t, h, eventstore.Position{}, 100)
+	assertIDs(t, "ReadCommitted", got, want...)
+	for i, e := range got {
+		assertEvent(t, fmt.Sprintf("ReadCommitted[%d]", i), e, all[i])
+		if e.Position != all[i].Position {
+			t.Errorf("ReadCommitted[%d].Position = %+v, want %+v as ReadAll returns it", i, e.Position, all[i].Position)
+		}
+	}
+	assertIDs(t, "ReadCommitted(limit 2)", readCommitted(t, h, eventstore.Position{}, 2), want[:2]...)
+	assertIDs(t, "ReadCommitted after the third event", readCommitted(t, h, all[2].Position, 100), want[3:]...)
+	assertIDs(t, "ReadCommitted after the last event", readCommitted(t, h, all[len(all)-1].Position, 100))
+	wantLimitRefused(t, h, "ReadCommitted", h.Store.ReadCommitted)
+}
+
 // ReadCommitted returns what is committed at once, without waiting for a
 // transaction in flight, and that transaction's events once it commits, in
 // the order of ReadAll.
 func testReadCommittedPassesInFlight(t *testing.T, h Harness) {
-	read := func() []eventstore.Event {
-		t.Helper()
-		var got []eventstore.Event
-		do(t, h, func(ctx context.Context, tx uow.Tx) error {
-			var err error
-			got, err = h.Store.ReadCommitted(ctx, tx, eventstore.Position{}, 10)
-			return err
-		})
-		return got
-	}
 	a := hold(t, h, "a", eventstore.NoStream)
 	b := newEvents(t, 1)
 	mustAppend(t, h, "b", eventstore.NoStream, b...)
-	assertIDs(t, "ReadCommitted while A is open", read(), b...)
+	assertIDs(t, "ReadCommitted while A is open", readCommitted(t, h, eventstore.Position{}, 10), b...)
 	a.commit(t)
-	assertIDs(t, "ReadCommitted after A committed", read(), append(a.events, b...)...)
+	assertIDs(t, "ReadCommitted after A committed", readCommitted(t, h, eventstore.Position{}, 10), append(a.events, b...)...)
+}
+
+// Lock holds a stream, stored or not, for its unit of work, which can lock
+// it again and then load it and append to it as usual; the lock ends with
+// the unit of work, so the next one takes it.
+func testLock(t *testing.T, h Harness) {
+	first := mustAppend(t, h, "s", eventstore.NoStream, newEvents(t, 1)...)
+	more, created := newEvents(t, 1), newEvents(t, 1)
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		for _, stream := range []string{"s", "missing", "s"} {
+			if err := h.Store.Lock(ctx, tx, stream); err != nil {
+				return fmt.Errorf("Lock(%s): %w", stream, err)
+			}
+		}
+		got, err := h.Store.Load(ctx, tx, "s", 1)
+		if err != nil {
+			return err
+		}
+		if _, err := h.Store.Append(ctx, tx, "s", eventstore.Exactly(int64(len(got))), more...); err != nil {
+			return fmt.Errorf("Append(s) after Lock(s): %w", err)
+		}
+		if _, err := h.Store.Append(ctx, tx, "missing", eventstore.NoStream, created...); err != nil {
+			return fmt.Errorf("Append(missing) after Lock(missing): %w", err)
+		}
+		return nil
+	})
+	assertStream(t, h, "s", append(first, more...)...)
+	assertStream(t, h, "missing", created...)
+	do(t, h, func(ctx context.Context, tx uow.Tx) error { return h.Store.Lock(ctx, tx, "s") })
 }
 
 // tailBase is the time at which the LoadSince cases record events: any fixed
@@ -946,17 +989,45 @@ func load(t *testing.T, h Harness, stream string, from int64) []eventstore.Event
 	return got
 }
 
-// readAll reads the log once.
+// appendAcrossStreams appends six events to three streams in four units of
+// work and returns them in the order they were appended.
+func appendAcrossStreams(t *testing.T, h Harness) []eventstore.Event {
+	t.Helper()
+	var appended []eventstore.Event
+	for i := range 4 {
+		events := newEvents(t, i%2+1)
+		mustAppend(t, h, fmt.Sprintf("s%d", i%3), eventstore.Any, events...)
+		appended = append(appended, events...)
+	}
+	return appended
+}
+
+// readFunc is [eventstore.Store.ReadAll] or [eventstore.Store.ReadCommitted].
+type readFunc func(ctx context.Context, tx uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error)
+
+// readAll reads the log once with ReadAll.
 func readAll(t *testing.T, h Harness, after eventstore.Position, limit int) []eventstore.Event {
+	t.Helper()
+	return readLog(t, h, "ReadAll", h.Store.ReadAll, after, limit)
+}
+
+// readCommitted reads the log once with ReadCommitted.
+func readCommitted(t *testing.T, h Harness, after eventstore.Position, limit int) []eventstore.Event {
+	t.Helper()
+	return readLog(t, h, "ReadCommitted", h.Store.ReadCommitted, after, limit)
+}
+
+// readLog reads the log once with read, the method called name.
+func readLog(t *testing.T, h Harness, name string, read readFunc, after eventstore.Position, limit int) []eventstore.Event {
 	t.Helper()
 	var got []eventstore.Event
 	do(t, h, func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		got, err = h.Store.ReadAll(ctx, tx, after, limit)
+		got, err = read(ctx, tx, after, limit)
 		return err
 	})
 	if len(got) > limit {
-		t.Fatalf("ReadAll(limit %d) returned %d events", limit, len(got))
+		t.Fatalf("%s(limit %d) returned %d events", name, limit, len(got))
 	}
 	return got
 }
