@@ -142,7 +142,8 @@ type Store interface {
 	// the same stream waits until then. Optimistic concurrency alone makes N
 	// writers racing for one stream fail N-1 of them each round; locking the
 	// stream before loading it queues them instead, for streams that are
-	// that hot.
+	// that hot. Only writers queue: in a read-only unit of work
+	// ([uow.Runner.Read]) Lock returns an error wrapping [uow.ErrReadOnly].
 	Lock(ctx context.Context, tx uow.Tx, stream string) error
 	// ReadAll returns up to limit events of every stream that come after
 	// position in the log's order. It returns an event only once every

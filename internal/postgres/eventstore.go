@@ -270,9 +270,15 @@ func (s *EventStore) ReadCommitted(ctx context.Context, t uow.Tx, after eventsto
 
 // Lock holds stream for t until t ends, with a transaction-level advisory
 // lock on a 64-bit hash of the stream's name. Two streams whose names share
-// a hash only wait for each other a little more than they must.
+// a hash only wait for each other a little more than they must. In a
+// read-only unit of work it returns an error wrapping [uow.ErrReadOnly], as
+// [eventstore.Store.Lock] says, though PostgreSQL would take the lock: only
+// writers queue.
 func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
 	ptx, err := PgxTx(t)
+	if _, ok := ptx.(readOnlyTx); ok {
+		err = fmt.Errorf("%s: %w", backend, uow.ErrReadOnly)
+	}
 	if err != nil {
 		return fmt.Errorf("eventstore: lock %s: %w", stream, err)
 	}

@@ -150,8 +150,8 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 // as [eventstore.Store.LoadSince] describes. The head version comes from the index of
 // UNIQUE (stream, version), the recent events from the index
 // events_stream_recorded_at; neither reads the stream's older events. The
-// two queries see one state of the stream: the unit of work holds the write
-// lock from its first statement.
+// two queries see one state of the stream: a unit of work holds the write
+// lock from its first statement, and a read-only one reads one snapshot.
 func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
 	when := since.UTC().Format(time.RFC3339Nano)
 	st, err := asTx(t)
@@ -224,9 +224,15 @@ func (s *EventStore) read(ctx context.Context, t uow.Tx, after eventstore.Positi
 
 // Lock holds stream for t until t ends, as [eventstore.Store.Lock] describes.
 // It has nothing to do: a unit of work holds the whole database's write
-// lock, so writers of every stream already wait for each other.
+// lock, so writers of every stream already wait for each other. A
+// read-only unit of work holds no lock, so Lock returns an error wrapping
+// [uow.ErrReadOnly] in one.
 func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
-	if _, err := asTx(t); err != nil {
+	st, err := asTx(t)
+	if err == nil && st.readOnly {
+		err = errReadOnly
+	}
+	if err != nil {
 		return fmt.Errorf("eventstore: lock %s: %w", stream, err)
 	}
 	return nil
