@@ -10,8 +10,11 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
+	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/uow/uowtest"
+	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail/mailtest"
 )
 
 func TestRunner(t *testing.T) {
@@ -161,6 +164,48 @@ func TestReadDoesNotWaitForAWriter(t *testing.T) {
 	wantHeld(t, done)
 	if len(seen) != 1 || seen[0].ID != committed.ID {
 		t.Errorf("Read saw %d events, want only the committed one %s", len(seen), committed.ID)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the writer: %v", err)
+	}
+}
+
+// The service's queries are read-only units of work: who holds a session
+// is answered while a command holds the write connection.
+func TestMeDoesNotWaitForAWriter(t *testing.T) {
+	t.Parallel()
+	db := sqlitetest.New(t)
+	clock := testclock.New(time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC))
+	runner := db.Runner(clock.Now)
+	svc, err := user.NewService(user.Deps{
+		Runner: runner, Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{},
+	}, user.Policy{}, "https://accounts.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.RequestSignInLink(t.Context(), "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	sent := mailtest.Take(t, db.Outbox(), clock.Now().AddDate(1, 0, 0))
+	if len(sent) != 1 {
+		t.Fatalf("the outbox got %d mails, want 1", len(sent))
+	}
+	session, err := svc.SignIn(t.Context(), sent[0].Link.Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, done := holdWriter(t, runner, func(context.Context, uow.Tx) error { return nil })
+
+	ctx, cancel := context.WithTimeout(t.Context(), readWithin)
+	defer cancel()
+	u, err := svc.Me(ctx, session.Token)
+	if err != nil {
+		t.Fatalf("Me while a writer holds the write connection: %v", err)
+	}
+	wantHeld(t, done)
+	if u.ID != session.User.ID {
+		t.Errorf("Me = %s, want the session's user %s", u.ID, session.User.ID)
 	}
 	release()
 	if err := <-done; err != nil {

@@ -7,6 +7,8 @@
 // "user-ID" has one account. Each command is one unit of work: it loads the
 // streams it needs, decides, appends events with optimistic concurrency,
 // updates the inline [Views], and adds the outbox messages for its mail.
+// A query, which changes nothing, is a read-only unit of work
+// ([uow.Runner.Read]).
 package user
 
 import (
@@ -362,10 +364,12 @@ func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (ac
 	return acct, hash, nil
 }
 
-// Me returns the user of a session token, or [ErrUnauthenticated].
+// Me returns the user of a session token, or [ErrUnauthenticated]. It
+// changes nothing, so it runs in a read-only unit of work, which waits for
+// no command.
 func (s *Service) Me(ctx context.Context, token string) (User, error) {
 	var u User
-	err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err := s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
 		acct, _, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err
