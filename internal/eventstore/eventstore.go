@@ -83,7 +83,7 @@ type Event struct {
 	// Append sets it from the transaction.
 	RecordedAt time.Time
 	// Position is the event's place in the log. Append leaves it zero;
-	// Load, ReadAll and [Tailer.LoadSince] set it.
+	// Load, LoadSince, ReadAll and ReadCommitted set it.
 	Position Position
 }
 
@@ -120,46 +120,15 @@ type Store interface {
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.
 	Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]Event, error)
-	// ReadAll returns up to limit events of every stream that come after
-	// position in the log's order. It returns an event only once every
-	// transaction that could still commit an earlier one has ended, so a
-	// reader that resumes from the last position it saw never misses one.
-	ReadAll(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
-}
-
-// Locker is implemented by stores that can make the writers of one stream
-// wait for each other. Optimistic concurrency alone makes N writers racing
-// for one stream fail N-1 of them each round; locking the stream before
-// loading it queues them instead, for streams that are that hot.
-type Locker interface {
-	// Lock holds stream for tx until tx ends: another unit of work that locks
-	// the same stream waits until then.
-	Lock(ctx context.Context, tx uow.Tx, stream string) error
-}
-
-// CommittedReader is implemented by stores that can read the log as it is
-// committed now.
-type CommittedReader interface {
-	// ReadCommitted returns up to limit events after position, in the order
-	// of [Store.ReadAll], of every transaction committed when it runs. It
-	// does not wait for transactions in flight, so a reader that resumes
-	// from a position may miss an event that commits later behind it; it is
-	// for readers that keep such commits out, as a rebuild that has locked
-	// its projection does, and who must not wait on unrelated transactions.
-	ReadCommitted(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
-}
-
-// Tailer is implemented by stores that can load the recent end of a stream
-// without reading the rest of it, for aggregates whose decisions depend only
-// on their latest events but whose streams grow without bound.
-type Tailer interface {
 	// LoadSince returns the events of stream whose [Event.RecordedAt] is
 	// at or after since, in version order, with their Position set as
 	// [Store.Load] sets it, and the stream's current version: 0 for a
 	// stream with no events, and the version of its last event even when
 	// none is recent. Both are read together, in one snapshot of the
 	// stream, so an append at [Exactly] that version is an optimistic check
-	// on the whole stream, including the events left out.
+	// on the whole stream, including the events left out. It is for
+	// aggregates whose decisions depend only on their latest events but
+	// whose streams grow without bound.
 	//
 	// RecordedAt is read from the clock of the unit of work that appended
 	// an event, so it need not grow with the version: the events returned
@@ -169,4 +138,23 @@ type Tailer interface {
 	// the microsecond: a since of 12:00:00.0000005 leaves out an event of
 	// 12:00:00.000000.
 	LoadSince(ctx context.Context, tx uow.Tx, stream string, since time.Time) ([]Event, int64, error)
+	// Lock holds stream for tx until tx ends: another unit of work that locks
+	// the same stream waits until then. Optimistic concurrency alone makes N
+	// writers racing for one stream fail N-1 of them each round; locking the
+	// stream before loading it queues them instead, for streams that are
+	// that hot. Only writers queue: in a read-only unit of work
+	// ([uow.Runner.Read]) Lock returns an error wrapping [uow.ErrReadOnly].
+	Lock(ctx context.Context, tx uow.Tx, stream string) error
+	// ReadAll returns up to limit events of every stream that come after
+	// position in the log's order. It returns an event only once every
+	// transaction that could still commit an earlier one has ended, so a
+	// reader that resumes from the last position it saw never misses one.
+	ReadAll(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
+	// ReadCommitted returns up to limit events after position, in the order
+	// of [Store.ReadAll], of every transaction committed when it runs. It
+	// does not wait for transactions in flight, so a reader that resumes
+	// from a position may miss an event that commits later behind it; it is
+	// for readers that keep such commits out, as a rebuild that has locked
+	// its projection does, and who must not wait on unrelated transactions.
+	ReadCommitted(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
 }

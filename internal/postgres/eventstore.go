@@ -18,12 +18,7 @@ import (
 // the unit of work it is given.
 type EventStore struct{}
 
-var (
-	_ eventstore.Store           = (*EventStore)(nil)
-	_ eventstore.Locker          = (*EventStore)(nil)
-	_ eventstore.CommittedReader = (*EventStore)(nil)
-	_ eventstore.Tailer          = (*EventStore)(nil)
-)
+var _ eventstore.Store = (*EventStore)(nil)
 
 // eventColumns are the columns that scanEvent reads, in its order.
 const eventColumns = `id, stream, version, type, data, metadata, recorded_at, transaction_id, position`
@@ -201,7 +196,7 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 
 // LoadSince returns the events of stream recorded at or after since, in
 // version order, with their Position set, and the stream's current version,
-// as [eventstore.Tailer] describes.
+// as [eventstore.Store.LoadSince] describes.
 //
 // It is one statement, so one snapshot: the head version comes from the
 // primary key (stream, version), the recent events from the index
@@ -275,9 +270,15 @@ func (s *EventStore) ReadCommitted(ctx context.Context, t uow.Tx, after eventsto
 
 // Lock holds stream for t until t ends, with a transaction-level advisory
 // lock on a 64-bit hash of the stream's name. Two streams whose names share
-// a hash only wait for each other a little more than they must.
+// a hash only wait for each other a little more than they must. In a
+// read-only unit of work it returns an error wrapping [uow.ErrReadOnly], as
+// [eventstore.Store.Lock] says, though PostgreSQL would take the lock: only
+// writers queue.
 func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
 	ptx, err := PgxTx(t)
+	if _, ok := ptx.(readOnlyTx); ok {
+		err = fmt.Errorf("%s: %w", backend, uow.ErrReadOnly)
+	}
 	if err != nil {
 		return fmt.Errorf("eventstore: lock %s: %w", stream, err)
 	}

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventsourced/accounts/internal/uow"
@@ -22,7 +24,8 @@ type Runner struct {
 
 var _ uow.Runner = (*Runner)(nil)
 
-// tx is the [uow.Tx] of this backend.
+// tx is the [uow.Tx] of this backend. In a read-only unit of work its
+// pgx.Tx is a [readOnlyTx].
 type tx struct {
 	pgx.Tx
 	now time.Time
@@ -40,7 +43,7 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	}
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
-	t := &tx{Tx: ptx, now: r.now().UTC().Truncate(time.Microsecond)}
+	t := &tx{Tx: ptx, now: r.clock()}
 	if err := fn(ctx, t); err != nil {
 		return err
 	}
@@ -48,6 +51,78 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 		return fmt.Errorf("postgres: commit: %w", err)
 	}
 	return nil
+}
+
+// Read runs fn in a read-only transaction, as [uow.Runner] describes: BEGIN
+// ISOLATION LEVEL REPEATABLE READ READ ONLY on the main pool. Repeatable
+// read gives the whole unit of work the snapshot of its first statement,
+// where read committed would take one per statement; a read-only
+// transaction at that level never fails to serialise and waits for no
+// writer's row locks. PostgreSQL refuses a write in it with SQLSTATE 25006
+// (read_only_sql_transaction), which its Tx reports wrapping
+// [uow.ErrReadOnly]; the transaction then refuses every further statement.
+// Its time is read as Do's. It ends with a rollback, since it has nothing
+// to commit.
+func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
+	ptx, err := r.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("postgres: begin read: %w", err)
+	}
+	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
+	return fn(ctx, &tx{Tx: readOnlyTx{ptx}, now: r.clock()})
+}
+
+// clock returns the time of a unit of work that begins now: one reading of
+// the runner's clock, in UTC, to the microsecond that PostgreSQL keeps.
+func (r *Runner) clock() time.Time { return r.now().UTC().Truncate(time.Microsecond) }
+
+// readOnlyTx is the pgx.Tx of a read-only unit of work. Its Exec, Query
+// and QueryRow, by which the stores reach PostgreSQL, add [uow.ErrReadOnly]
+// to PostgreSQL's refusal of a write, so that callers tell it with
+// errors.Is on every backend; the rest of pgx.Tx passes PostgreSQL's error
+// on as it is.
+type readOnlyTx struct{ pgx.Tx }
+
+func (t readOnlyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := t.Tx.Exec(ctx, sql, args...)
+	return tag, readOnly(err)
+}
+
+func (t readOnlyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := t.Tx.Query(ctx, sql, args...)
+	if rows == nil {
+		return nil, readOnly(err)
+	}
+	return readOnlyRows{rows}, readOnly(err)
+}
+
+func (t readOnlyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return readOnlyRow{t.Tx.QueryRow(ctx, sql, args...)}
+}
+
+// readOnlyRows are the rows of [readOnlyTx.Query], whose error PostgreSQL
+// may send once the statement runs.
+type readOnlyRows struct{ pgx.Rows }
+
+func (r readOnlyRows) Err() error { return readOnly(r.Rows.Err()) }
+
+// readOnlyRow is the row of [readOnlyTx.QueryRow].
+type readOnlyRow struct{ pgx.Row }
+
+func (r readOnlyRow) Scan(dest ...any) error { return readOnly(r.Row.Scan(dest...)) }
+
+// sqlstateReadOnly is PostgreSQL's read_only_sql_transaction: a write in a
+// read-only transaction.
+const sqlstateReadOnly = "25006"
+
+// readOnly returns err, wrapped with [uow.ErrReadOnly] when it is
+// PostgreSQL's refusal of a write in a read-only transaction.
+func readOnly(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == sqlstateReadOnly {
+		return fmt.Errorf("%s: %w: %w", backend, uow.ErrReadOnly, err)
+	}
+	return err
 }
 
 // PgxTx returns the pgx transaction inside a [uow.Tx] made by a [Runner] of

@@ -29,14 +29,10 @@ const pageSize = 1000
 //
 // Reset is expected to lock the projection, so that a command that would
 // write to it waits for the rebuild and then applies its own events. The log
-// is then read as committed ([eventstore.CommittedReader]) when the store
-// can; otherwise with ReadAll, which stops short of the oldest transaction
-// in flight anywhere on the server, so such a rebuild wants a quiet moment.
+// is then read as committed ([eventstore.Store.ReadCommitted]), which does
+// not wait, as ReadAll would, for the oldest transaction in flight anywhere
+// on the server.
 func Rebuild(ctx context.Context, runner uow.Runner, events eventstore.Store, p Projection) (int, error) {
-	read := events.ReadAll
-	if c, ok := events.(eventstore.CommittedReader); ok {
-		read = c.ReadCommitted
-	}
 	var n int
 	err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
 		n = 0
@@ -45,7 +41,7 @@ func Rebuild(ctx context.Context, runner uow.Runner, events eventstore.Store, p 
 		}
 		var after eventstore.Position
 		for {
-			page, err := read(ctx, tx, after, pageSize)
+			page, err := events.ReadCommitted(ctx, tx, after, pageSize)
 			if err != nil {
 				return err
 			}

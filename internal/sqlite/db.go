@@ -9,9 +9,9 @@
 // than spin in SQLite's busy handler, and the order in which they commit is
 // exactly the order in which they wrote. That is what makes the event log's
 // positions commit order, with no horizon of transactions in flight as on
-// PostgreSQL. Reads that need no unit of work (the outbox's [outbox.Inspector]
-// and [DB.Ping]) use a pool of read-only connections, which WAL mode lets run
-// beside the writer.
+// PostgreSQL. Read-only units of work ([Runner.Read]) and reads that need no
+// unit of work (the outbox's [outbox.Inspector] and [DB.Ping]) use a pool of
+// read-only connections, which WAL mode lets run beside the writer.
 //
 // Times are stored as INTEGER microseconds since 1970-01-01 UTC, UUIDs as
 // TEXT in canonical form and JSON as TEXT that json_valid accepts; see the
@@ -57,7 +57,9 @@ const maxReaders = 4
 // work never fails halfway when another process writes the same file. The
 // relay's bookkeeping uses the same connection but commits without waiting
 // for the disk (see [Outbox]). The read pool has read-only connections for
-// what needs no unit of work.
+// read-only units of work ([Runner.Read]) and what needs no unit of work;
+// their transactions begin with a deferred BEGIN and never wait for the
+// writer.
 //
 // A unit of work holds the write connection until it ends. Code inside a
 // unit of work must therefore not wait for another write of the same DB,

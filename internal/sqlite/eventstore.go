@@ -26,12 +26,7 @@ import (
 // order.
 type EventStore struct{}
 
-var (
-	_ eventstore.Store           = (*EventStore)(nil)
-	_ eventstore.Locker          = (*EventStore)(nil)
-	_ eventstore.CommittedReader = (*EventStore)(nil)
-	_ eventstore.Tailer          = (*EventStore)(nil)
-)
+var _ eventstore.Store = (*EventStore)(nil)
 
 // eventColumns are the columns that scanEvent reads, in its order.
 const eventColumns = `id, stream, version, type, data, metadata, recorded_at, position`
@@ -152,11 +147,11 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 
 // LoadSince returns the events of stream recorded at or after since, in
 // version order, with their Position set, and the stream's current version,
-// as [eventstore.Tailer] describes. The head version comes from the index of
+// as [eventstore.Store.LoadSince] describes. The head version comes from the index of
 // UNIQUE (stream, version), the recent events from the index
 // events_stream_recorded_at; neither reads the stream's older events. The
-// two queries see one state of the stream: the unit of work holds the write
-// lock from its first statement.
+// two queries see one state of the stream: a unit of work holds the write
+// lock from its first statement, and a read-only one reads one snapshot.
 func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
 	when := since.UTC().Format(time.RFC3339Nano)
 	st, err := asTx(t)
@@ -227,11 +222,17 @@ func (s *EventStore) read(ctx context.Context, t uow.Tx, after eventstore.Positi
 	return events, nil
 }
 
-// Lock holds stream for t until t ends, as [eventstore.Locker] describes.
+// Lock holds stream for t until t ends, as [eventstore.Store.Lock] describes.
 // It has nothing to do: a unit of work holds the whole database's write
-// lock, so writers of every stream already wait for each other.
+// lock, so writers of every stream already wait for each other. A
+// read-only unit of work holds no lock, so Lock returns an error wrapping
+// [uow.ErrReadOnly] in one.
 func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
-	if _, err := asTx(t); err != nil {
+	st, err := asTx(t)
+	if err == nil && st.readOnly {
+		err = errReadOnly
+	}
+	if err != nil {
 		return fmt.Errorf("eventstore: lock %s: %w", stream, err)
 	}
 	return nil

@@ -10,8 +10,9 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// Runner runs units of work in SQLite transactions on the write connection
-// of its [DB], one at a time.
+// Runner runs units of work in SQLite transactions: those of [Runner.Do]
+// on the write connection of its [DB], one at a time, and those of
+// [Runner.Read] on its read pool, beside them.
 type Runner struct {
 	db  *DB
 	now func() time.Time
@@ -22,6 +23,10 @@ var _ uow.Runner = (*Runner)(nil)
 // errNested is returned by a write that would wait for the unit of work it
 // runs in.
 var errNested = errors.New("a unit of work holds the write connection of this database; a write made inside it would wait for it for ever")
+
+// errReadOnly is returned by a write through the Tx of a read-only unit of
+// work.
+var errReadOnly = fmt.Errorf("%s: %w", backend, uow.ErrReadOnly)
 
 // unitOfWorkKey marks the context of a unit of work with its DB.
 type unitOfWorkKey struct{}
@@ -40,6 +45,8 @@ type tx struct {
 	*sql.Tx
 	db  *DB
 	now time.Time
+	// readOnly marks the transactions of [Runner.Read], on the read pool.
+	readOnly bool
 	// afterCommit runs, in order, once the transaction has committed, and
 	// never when it rolls back.
 	afterCommit []func()
@@ -48,6 +55,18 @@ type tx struct {
 }
 
 func (t *tx) Now() time.Time { return t.now }
+
+// ExecContext runs a statement in t as [sql.Tx.ExecContext] does, except
+// in a read-only unit of work: there it runs nothing and returns an error
+// wrapping [uow.ErrReadOnly]. Every write of this backend's stores goes
+// through it. The read pool's connections are query_only besides, so a
+// write that took another way would fail too, with SQLite's own error.
+func (t *tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.readOnly {
+		return nil, errReadOnly
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
 
 // onCommit makes fn run once t has committed, and never if it rolls back.
 func (t *tx) onCommit(fn func()) { t.afterCommit = append(t.afterCommit, fn) }
@@ -81,7 +100,7 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	}
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = stx.Rollback() }()
-	t := &tx{Tx: stx, db: r.db, now: r.now().UTC().Truncate(time.Microsecond)}
+	t := &tx{Tx: stx, db: r.db, now: r.clock()}
 	if err := fn(context.WithValue(ctx, unitOfWorkKey{}, r.db), t); err != nil {
 		return err
 	}
@@ -93,3 +112,27 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	}
 	return nil
 }
+
+// Read runs fn in a read-only transaction, as [uow.Runner] describes, on a
+// connection of the read pool. The transaction begins with a deferred
+// BEGIN, so it takes its snapshot at its first read, and WAL mode lets it
+// read that snapshot while a unit of work of [Runner.Do] writes and
+// commits: Read waits neither for the write connection nor for the unit of
+// work that holds it. A write through its Tx returns an error wrapping
+// [uow.ErrReadOnly] before it reaches SQLite, and leaves the transaction
+// usable for reads. Its time is read as Do's. It ends with a rollback,
+// since it has nothing to commit, and runs no after-commit hooks.
+//
+// fn may run units of work of Do: Read holds no connection that they need.
+func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
+	stx, err := r.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("sqlite: begin read: %w", err)
+	}
+	defer func() { _ = stx.Rollback() }()
+	return fn(ctx, &tx{Tx: stx, db: r.db, now: r.clock(), readOnly: true})
+}
+
+// clock returns the time of a unit of work that begins now: one reading of
+// the runner's clock, in UTC, to the microsecond that the stores keep.
+func (r *Runner) clock() time.Time { return r.now().UTC().Truncate(time.Microsecond) }

@@ -1,6 +1,8 @@
 // Package uow defines the unit of work: one database transaction in which a
 // command loads events, appends new ones, updates inline projections and adds
-// outbox messages, so that all of them commit together or not at all.
+// outbox messages, so that all of them commit together or not at all. A
+// query that changes nothing runs in a read-only unit of work instead, which
+// does not queue behind the writers.
 //
 // Each backend (PostgreSQL, SQLite) implements [Runner] and hands its own
 // [Tx] to the function it runs. Stores of one backend accept only that
@@ -18,8 +20,13 @@ import (
 // backend's [Runner].
 var ErrForeignTx = errors.New("uow: transaction belongs to another backend")
 
+// ErrReadOnly is returned, wrapped, by a store asked to write through the
+// [Tx] of a read-only unit of work ([Runner.Read]).
+var ErrReadOnly = errors.New("uow: write in a read-only unit of work")
+
 // Tx is an open unit of work. It is valid only inside the function passed to
-// [Runner.Do]; stores assert it to their backend's concrete type.
+// [Runner.Do] or [Runner.Read]; stores assert it to their backend's concrete
+// type.
 type Tx interface {
 	// Now is the time of the unit of work: one clock reading taken when it
 	// began, so that everything it writes carries the same time and tests
@@ -34,6 +41,18 @@ type Runner interface {
 	// is re-raised after the rollback. The error of fn is returned as it is,
 	// so callers can test it with errors.Is.
 	Do(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// Read calls fn with a read-only transaction, for a unit of work that
+	// changes nothing, such as a query. The transaction sees one consistent
+	// snapshot of what was committed, taken at its first read, and nothing
+	// committed after. A write through its Tx fails with an error wrapping
+	// [ErrReadOnly] and changes nothing; the unit of work should then end
+	// with that error, since on some backends the transaction can make no
+	// further reads. Read never waits for a writer of this process, and a
+	// unit of work of Do can commit while it is open. Its Tx's Now is read
+	// from the runner's clock once, as Do's is. The error of fn is returned
+	// as it is; a panic of fn is raised again once the transaction has
+	// ended.
+	Read(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 }
 
 // Foreign returns an error wrapping [ErrForeignTx] that names the backend

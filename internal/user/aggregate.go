@@ -23,10 +23,11 @@ type signInCode struct {
 	used      bool
 }
 
-func foldSignInLinks(events []eventstore.Event) (signInLinks, error) {
-	var s signInLinks
+// foldSignInLinks returns the state of a sign-in stream at version from
+// its recent events: those that can still count, which need not be all.
+func foldSignInLinks(events []eventstore.Event, version int64) (signInLinks, error) {
+	s := signInLinks{version: version}
 	for _, e := range events {
-		s.version = e.Version
 		switch e.Type {
 		case TypeSignInLinkRequested:
 			d, err := eventstore.Decode[SignInLinkRequested](e)

@@ -7,6 +7,8 @@
 // "user-ID" has one account. Each command is one unit of work: it loads the
 // streams it needs, decides, appends events with optimistic concurrency,
 // updates the inline [Views], and adds the outbox messages for its mail.
+// A query, which changes nothing, is a read-only unit of work
+// ([uow.Runner.Read]).
 package user
 
 import (
@@ -183,16 +185,6 @@ func (s *Service) do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx
 	return fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
 }
 
-// lock queues the commands that write stream, when the store can, so that
-// a crowd of them (many sign-ins of one address at once) wait their turn
-// instead of failing each other's appends.
-func (s *Service) lock(ctx context.Context, tx uow.Tx, stream string) error {
-	if l, ok := s.Events.(eventstore.Locker); ok {
-		return l.Lock(ctx, tx, stream)
-	}
-	return nil
-}
-
 // event returns a new event of type typ with data.
 func event(typ string, data any) (eventstore.Event, error) {
 	return eventstore.NewEvent(typ, data, eventstore.Metadata{})
@@ -264,7 +256,10 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		if !ok {
 			return fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
 		}
-		if err := s.lock(ctx, tx, signInStream(email)); err != nil {
+		// Queue the sign-ins of this address, so that a crowd of them
+		// (one link opened on several devices at once) wait their turn
+		// instead of failing each other's appends.
+		if err := s.Events.Lock(ctx, tx, signInStream(email)); err != nil {
 			return err
 		}
 		links, err := s.loadSignInLinks(ctx, tx, email)
@@ -326,26 +321,16 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 
 // loadSignInLinks returns the state of an address's sign-in links. Only
 // links asked for within the last LinkWindow or LinkTTL, whichever is
-// longer, can still count against the limit or sign in, so when the store
-// can it loads just those ([eventstore.Tailer]): an address asked for often
-// over years costs what a new one does.
+// longer, can still count against the limit or sign in, so it loads just
+// those ([eventstore.Store.LoadSince]): an address asked for often over
+// years costs what a new one does.
 func (s *Service) loadSignInLinks(ctx context.Context, tx uow.Tx, email string) (signInLinks, error) {
-	stream := signInStream(email)
-	if t, ok := s.Events.(eventstore.Tailer); ok {
-		since := tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
-		events, version, err := t.LoadSince(ctx, tx, stream, since)
-		if err != nil {
-			return signInLinks{}, err
-		}
-		links, err := foldSignInLinks(events)
-		links.version = version
-		return links, err
-	}
-	events, err := s.Events.Load(ctx, tx, stream, 1)
+	since := tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
+	events, version, err := s.Events.LoadSince(ctx, tx, signInStream(email), since)
 	if err != nil {
 		return signInLinks{}, err
 	}
-	return foldSignInLinks(events)
+	return foldSignInLinks(events, version)
 }
 
 func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (account, error) {
@@ -379,10 +364,12 @@ func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (ac
 	return acct, hash, nil
 }
 
-// Me returns the user of a session token, or [ErrUnauthenticated].
+// Me returns the user of a session token, or [ErrUnauthenticated]. It
+// changes nothing, so it runs in a read-only unit of work, which waits for
+// no command.
 func (s *Service) Me(ctx context.Context, token string) (User, error) {
 	var u User
-	err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err := s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
 		acct, _, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err

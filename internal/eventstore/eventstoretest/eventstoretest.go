@@ -27,8 +27,8 @@ type Harness struct {
 	Runner uow.Runner
 	// RunnerAt returns a runner like Runner, on the same database, whose
 	// units of work take their time from now. The cases of
-	// [eventstore.Tailer] need it to record events at the times they
-	// choose; they fail without it when Store is a Tailer.
+	// [eventstore.Store.LoadSince] need it to record events at the times
+	// they choose.
 	RunnerAt func(now func() time.Time) uow.Runner
 	// Store is the store under test, empty when setup returns it.
 	Store eventstore.Store
@@ -78,11 +78,13 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "RacingAppends", concurrent: true, run: testRacingAppends},
 		{name: "AppendWhileOtherOpen", concurrent: true, run: testAppendWhileOtherOpen},
 		{name: "ReadAllWaitsForInFlight", concurrent: true, run: testReadAllWaitsForInFlight},
-		{name: "CommittedReader/PassesInFlight", concurrent: true, run: testReadCommittedPassesInFlight},
-		{name: "Tailer/Since", run: testTailerSince},
-		{name: "Tailer/VersionOrder", run: testTailerVersionOrder},
-		{name: "Tailer/HeadForAppend", run: testTailerHeadForAppend},
-		{name: "Tailer/ConcurrentAppend", concurrent: true, run: testTailerConcurrentAppend},
+		{name: "ReadCommitted/AsReadAll", run: testReadCommittedAsReadAll},
+		{name: "ReadCommitted/PassesInFlight", concurrent: true, run: testReadCommittedPassesInFlight},
+		{name: "Lock/InUnitOfWork", run: testLock},
+		{name: "LoadSince/Since", run: testLoadSince},
+		{name: "LoadSince/VersionOrder", run: testLoadSinceVersionOrder},
+		{name: "LoadSince/HeadForAppend", run: testLoadSinceHeadForAppend},
+		{name: "LoadSince/ConcurrentAppend", concurrent: true, run: testLoadSinceConcurrentAppend},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +92,11 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 				t.Skip("the backend serialises writers (Features.ConcurrentWriters is false)")
 			}
 			t.Parallel()
-			tc.run(t, setup(t))
+			h := setup(t)
+			if h.Runner == nil || h.RunnerAt == nil || h.Store == nil {
+				t.Fatalf("setup returned an incomplete harness: %+v", h)
+			}
+			tc.run(t, h)
 		})
 	}
 }
@@ -406,12 +412,7 @@ func testReadAllCommitOrder(t *testing.T, h Harness) {
 }
 
 func testReadAllResume(t *testing.T, h Harness) {
-	var want []eventstore.Event
-	for i := range 4 {
-		events := newEvents(t, i%2+1)
-		mustAppend(t, h, fmt.Sprintf("s%d", i%3), eventstore.Any, events...)
-		want = append(want, events...)
-	}
+	want := appendAcrossStreams(t, h)
 	all := readAllUntil(t, h, eventstore.Position{}, len(want))
 	assertIDs(t, "ReadAll from the start", all, want...)
 	// Page through the log with several page sizes; each page resumes after
@@ -443,13 +444,20 @@ func testReadAllLimit(t *testing.T, h Harness) {
 	readAllUntil(t, h, eventstore.Position{}, len(events))
 	assertIDs(t, "ReadAll(limit 2)", readAll(t, h, eventstore.Position{}, 2), events[:2]...)
 	assertIDs(t, "ReadAll(limit 1)", readAll(t, h, eventstore.Position{}, 1), events[0])
+	wantLimitRefused(t, h, "ReadAll", h.Store.ReadAll)
+}
+
+// wantLimitRefused checks that read, the method called name, returns an
+// error for a limit below 1.
+func wantLimitRefused(t *testing.T, h Harness, name string, read readFunc) {
+	t.Helper()
 	for _, limit := range []int{0, -1} {
 		err := h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			_, err := h.Store.ReadAll(ctx, tx, eventstore.Position{}, limit)
+			_, err := read(ctx, tx, eventstore.Position{}, limit)
 			return err
 		})
 		if err == nil {
-			t.Errorf("ReadAll(limit %d) returned no error", limit)
+			t.Errorf("%s(limit %d) returned no error", name, limit)
 		}
 	}
 }
@@ -566,42 +574,76 @@ type held struct {
 	done   chan error
 }
 
-// CommittedReader: ReadCommitted returns what is committed at once, without
-// waiting for a transaction in flight, and that transaction's events once
-// it commits, in the order of ReadAll.
+// ReadCommitted returns the log, once nothing is in flight, as ReadAll
+// does: the same events in the same order at the same positions, resumed
+// after a position and kept to a limit.
+func testReadCommittedAsReadAll(t *testing.T, h Harness) {
+	want := appendAcrossStreams(t, h)
+	all := readAllUntil(t, h, eventstore.Position{}, len(want))
+	got := readCommitted(t, h, eventstore.Position{}, 100)
+	assertIDs(t, "ReadCommitted", got, want...)
+	for i, e := range got {
+		assertEvent(t, fmt.Sprintf("ReadCommitted[%d]", i), e, all[i])
+		if e.Position != all[i].Position {
+			t.Errorf("ReadCommitted[%d].Position = %+v, want %+v as ReadAll returns it", i, e.Position, all[i].Position)
+		}
+	}
+	assertIDs(t, "ReadCommitted(limit 2)", readCommitted(t, h, eventstore.Position{}, 2), want[:2]...)
+	assertIDs(t, "ReadCommitted after the third event", readCommitted(t, h, all[2].Position, 100), want[3:]...)
+	assertIDs(t, "ReadCommitted after the last event", readCommitted(t, h, all[len(all)-1].Position, 100))
+	wantLimitRefused(t, h, "ReadCommitted", h.Store.ReadCommitted)
+}
+
+// ReadCommitted returns what is committed at once, without waiting for a
+// transaction in flight, and that transaction's events once it commits, in
+// the order of ReadAll.
 func testReadCommittedPassesInFlight(t *testing.T, h Harness) {
-	c, ok := h.Store.(eventstore.CommittedReader)
-	if !ok {
-		t.Skip("store does not implement eventstore.CommittedReader")
-	}
-	read := func() []eventstore.Event {
-		t.Helper()
-		var got []eventstore.Event
-		do(t, h, func(ctx context.Context, tx uow.Tx) error {
-			var err error
-			got, err = c.ReadCommitted(ctx, tx, eventstore.Position{}, 10)
-			return err
-		})
-		return got
-	}
 	a := hold(t, h, "a", eventstore.NoStream)
 	b := newEvents(t, 1)
 	mustAppend(t, h, "b", eventstore.NoStream, b...)
-	assertIDs(t, "ReadCommitted while A is open", read(), b...)
+	assertIDs(t, "ReadCommitted while A is open", readCommitted(t, h, eventstore.Position{}, 10), b...)
 	a.commit(t)
-	assertIDs(t, "ReadCommitted after A committed", read(), append(a.events, b...)...)
+	assertIDs(t, "ReadCommitted after A committed", readCommitted(t, h, eventstore.Position{}, 10), append(a.events, b...)...)
 }
 
-// tailBase is the time at which the Tailer cases record events: any fixed
+// Lock holds a stream, stored or not, for its unit of work, which can lock
+// it again and then load it and append to it as usual; the lock ends with
+// the unit of work, so the next one takes it.
+func testLock(t *testing.T, h Harness) {
+	first := mustAppend(t, h, "s", eventstore.NoStream, newEvents(t, 1)...)
+	more, created := newEvents(t, 1), newEvents(t, 1)
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		for _, stream := range []string{"s", "missing", "s"} {
+			if err := h.Store.Lock(ctx, tx, stream); err != nil {
+				return fmt.Errorf("Lock(%s): %w", stream, err)
+			}
+		}
+		got, err := h.Store.Load(ctx, tx, "s", 1)
+		if err != nil {
+			return err
+		}
+		if _, err := h.Store.Append(ctx, tx, "s", eventstore.Exactly(int64(len(got))), more...); err != nil {
+			return fmt.Errorf("Append(s) after Lock(s): %w", err)
+		}
+		if _, err := h.Store.Append(ctx, tx, "missing", eventstore.NoStream, created...); err != nil {
+			return fmt.Errorf("Append(missing) after Lock(missing): %w", err)
+		}
+		return nil
+	})
+	assertStream(t, h, "s", append(first, more...)...)
+	assertStream(t, h, "missing", created...)
+	do(t, h, func(ctx context.Context, tx uow.Tx) error { return h.Store.Lock(ctx, tx, "s") })
+}
+
+// tailBase is the time at which the LoadSince cases record events: any fixed
 // time would do, but not one on a whole second, nor on a whole
 // millisecond, so that a backend that keeps less than microseconds fails.
 var tailBase = time.Date(2031, time.March, 4, 5, 6, 7, 123456000, time.UTC)
 
-// Tailer: LoadSince returns the events of the stream recorded at or after
-// since, compared to the nanosecond, with all their fields as Load returns
-// them, and the stream's head whether or not any event is recent.
-func testTailerSince(t *testing.T, h Harness) {
-	tl := tailer(t, h)
+// LoadSince returns the events of the stream recorded at or after since,
+// compared to the nanosecond, with all their fields as Load returns them,
+// and the stream's head whether or not any event is recent.
+func testLoadSince(t *testing.T, h Harness) {
 	t0, t1, t2 := tailBase, tailBase.Add(time.Minute), tailBase.Add(2*time.Minute)
 	appendAt(t, h, t0, "s", eventstore.NoStream, newEvents(t, 2)...)
 	appendAt(t, h, t1, "s", eventstore.Exactly(2), newEvents(t, 2)...)
@@ -637,7 +679,7 @@ func testTailerSince(t *testing.T, h Harness) {
 		{"a nanosecond after the last event", t2.Add(time.Nanosecond), nil},
 		{"an hour after the last event", t2.Add(time.Hour), nil},
 	} {
-		got, version := loadSince(t, h, tl, "s", tc.since)
+		got, version := loadSince(t, h, "s", tc.since)
 		what := fmt.Sprintf("LoadSince(s, %s)", tc.name)
 		if version != 5 {
 			t.Errorf("%s: version = %d, want the head 5", what, version)
@@ -651,24 +693,24 @@ func testTailerSince(t *testing.T, h Harness) {
 		}
 	}
 	for _, since := range []time.Time{time.Time{}, t2.Add(time.Hour)} {
-		got, version := loadSince(t, h, tl, "missing", since)
+		got, version := loadSince(t, h, "missing", since)
 		if len(got) != 0 || version != 0 {
 			t.Errorf("LoadSince(missing, %s) returned %v and version %d, want nothing and 0", since, describe(got), version)
 		}
 	}
 }
 
-// Tailer: events come in version order even when their times do not, as
-// when units of work on different machines read clocks that disagree.
-func testTailerVersionOrder(t *testing.T, h Harness) {
-	tl := tailer(t, h)
+// LoadSince returns events in version order even when their times are
+// not, as when units of work on different machines read clocks that
+// disagree.
+func testLoadSinceVersionOrder(t *testing.T, h Harness) {
 	t0, t1, t2 := tailBase, tailBase.Add(time.Minute), tailBase.Add(2*time.Minute)
 	times := []time.Time{t2, t0, t1, t2, t1, t0}
 	var events []eventstore.Event
 	for i, at := range times {
 		events = append(events, appendAt(t, h, at, "s", eventstore.Exactly(int64(i)), newEvents(t, 1)...)...)
 	}
-	got, version := loadSince(t, h, tl, "s", t1)
+	got, version := loadSince(t, h, "s", t1)
 	assertIDs(t, "LoadSince(s, t1)", got, events[0], events[2], events[3], events[4])
 	for i, v := range []int64{1, 3, 4, 5} {
 		if got[i].Version != v {
@@ -680,12 +722,11 @@ func testTailerVersionOrder(t *testing.T, h Harness) {
 	}
 }
 
-// Tailer: an append at the version LoadSince returns succeeds, also when no
-// event is recent or the stream is missing, and fails with ErrConcurrency
-// once another append has moved the stream, even if that append is not
-// recent either.
-func testTailerHeadForAppend(t *testing.T, h Harness) {
-	tl := tailer(t, h)
+// An append at the version LoadSince returns succeeds, also when no event
+// is recent or the stream is missing, and fails with ErrConcurrency once
+// another append has moved the stream, even if that append is not recent
+// either.
+func testLoadSinceHeadForAppend(t *testing.T, h Harness) {
 	old := appendAt(t, h, tailBase, "s", eventstore.NoStream, newEvents(t, 3)...)
 	now := tailBase.Add(time.Hour)
 	since := now.Add(-15 * time.Minute)
@@ -694,7 +735,7 @@ func testTailerHeadForAppend(t *testing.T, h Harness) {
 	// succeeds.
 	fresh := newEvents(t, 1)
 	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
-		got, version, err := tl.LoadSince(ctx, tx, "s", since)
+		got, version, err := h.Store.LoadSince(ctx, tx, "s", since)
 		if err != nil {
 			return err
 		}
@@ -715,7 +756,7 @@ func testTailerHeadForAppend(t *testing.T, h Harness) {
 	var version int64
 	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		_, version, err = tl.LoadSince(ctx, tx, "s", since)
+		_, version, err = h.Store.LoadSince(ctx, tx, "s", since)
 		return err
 	})
 	if version != 4 {
@@ -735,7 +776,7 @@ func testTailerHeadForAppend(t *testing.T, h Harness) {
 	// A missing stream is at version 0.
 	created := newEvents(t, 1)
 	doAt(t, h, now, func(ctx context.Context, tx uow.Tx) error {
-		got, version, err := tl.LoadSince(ctx, tx, "missing", since)
+		got, version, err := h.Store.LoadSince(ctx, tx, "missing", since)
 		if err != nil {
 			return err
 		}
@@ -748,11 +789,10 @@ func testTailerHeadForAppend(t *testing.T, h Harness) {
 	assertStream(t, h, "missing", created...)
 }
 
-// Tailer: a unit of work that read the head with LoadSince and appends at
-// it after another unit of work appended and committed meanwhile gets
+// A unit of work that read the head with LoadSince and appends at it after
+// another unit of work appended and committed meanwhile gets
 // ErrConcurrency.
-func testTailerConcurrentAppend(t *testing.T, h Harness) {
-	tl := tailer(t, h)
+func testLoadSinceConcurrentAppend(t *testing.T, h Harness) {
 	old := appendAt(t, h, tailBase, "s", eventstore.NoStream, newEvents(t, 2)...)
 	now := tailBase.Add(time.Hour)
 	read, moved := make(chan struct{}), make(chan struct{})
@@ -760,7 +800,7 @@ func testTailerConcurrentAppend(t *testing.T, h Harness) {
 	done := make(chan error, 1)
 	go func() {
 		done <- h.RunnerAt(func() time.Time { return now }).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			_, version, err := tl.LoadSince(ctx, tx, "s", now.Add(-15*time.Minute))
+			_, version, err := h.Store.LoadSince(ctx, tx, "s", now.Add(-15*time.Minute))
 			close(read)
 			if err != nil {
 				return err
@@ -793,20 +833,6 @@ func testTailerConcurrentAppend(t *testing.T, h Harness) {
 	assertStream(t, h, "s", append(old, other...)...)
 }
 
-// tailer returns the store as an [eventstore.Tailer], and skips t when it
-// is not one.
-func tailer(t *testing.T, h Harness) eventstore.Tailer {
-	t.Helper()
-	tl, ok := h.Store.(eventstore.Tailer)
-	if !ok {
-		t.Skip("store does not implement eventstore.Tailer")
-	}
-	if h.RunnerAt == nil {
-		t.Fatal("Harness.RunnerAt is nil: the cases of eventstore.Tailer need it")
-	}
-	return tl
-}
-
 // doAt runs fn in a unit of work whose time is now, and fails t on an error.
 func doAt(t *testing.T, h Harness, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) {
 	t.Helper()
@@ -837,13 +863,13 @@ func appendAt(t *testing.T, h Harness, now time.Time, stream string, expected ev
 }
 
 // loadSince calls LoadSince in a unit of work of its own.
-func loadSince(t *testing.T, h Harness, tl eventstore.Tailer, stream string, since time.Time) ([]eventstore.Event, int64) {
+func loadSince(t *testing.T, h Harness, stream string, since time.Time) ([]eventstore.Event, int64) {
 	t.Helper()
 	var got []eventstore.Event
 	var version int64
 	do(t, h, func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		got, version, err = tl.LoadSince(ctx, tx, stream, since)
+		got, version, err = h.Store.LoadSince(ctx, tx, stream, since)
 		return err
 	})
 	return got, version
@@ -963,17 +989,45 @@ func load(t *testing.T, h Harness, stream string, from int64) []eventstore.Event
 	return got
 }
 
-// readAll reads the log once.
+// appendAcrossStreams appends six events to three streams in four units of
+// work and returns them in the order they were appended.
+func appendAcrossStreams(t *testing.T, h Harness) []eventstore.Event {
+	t.Helper()
+	var appended []eventstore.Event
+	for i := range 4 {
+		events := newEvents(t, i%2+1)
+		mustAppend(t, h, fmt.Sprintf("s%d", i%3), eventstore.Any, events...)
+		appended = append(appended, events...)
+	}
+	return appended
+}
+
+// readFunc is [eventstore.Store.ReadAll] or [eventstore.Store.ReadCommitted].
+type readFunc func(ctx context.Context, tx uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error)
+
+// readAll reads the log once with ReadAll.
 func readAll(t *testing.T, h Harness, after eventstore.Position, limit int) []eventstore.Event {
+	t.Helper()
+	return readLog(t, h, "ReadAll", h.Store.ReadAll, after, limit)
+}
+
+// readCommitted reads the log once with ReadCommitted.
+func readCommitted(t *testing.T, h Harness, after eventstore.Position, limit int) []eventstore.Event {
+	t.Helper()
+	return readLog(t, h, "ReadCommitted", h.Store.ReadCommitted, after, limit)
+}
+
+// readLog reads the log once with read, the method called name.
+func readLog(t *testing.T, h Harness, name string, read readFunc, after eventstore.Position, limit int) []eventstore.Event {
 	t.Helper()
 	var got []eventstore.Event
 	do(t, h, func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		got, err = h.Store.ReadAll(ctx, tx, after, limit)
+		got, err = read(ctx, tx, after, limit)
 		return err
 	})
 	if len(got) > limit {
-		t.Fatalf("ReadAll(limit %d) returned %d events", limit, len(got))
+		t.Fatalf("%s(limit %d) returned %d events", name, limit, len(got))
 	}
 	return got
 }

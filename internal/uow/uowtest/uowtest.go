@@ -29,6 +29,14 @@
 //   - A Tx used after its unit of work ended, committed or rolled back, is
 //     an error and writes nothing. Which error is the backend's own: the
 //     package uow names none for it.
+//   - [uow.Runner.Read] reads the clock once per unit of work as Do does. It
+//     sees what was committed before its first read and nothing committed
+//     after, not even by a unit of work of Do that commits while it is
+//     open. A write through its Tx fails with an error wrapping
+//     [uow.ErrReadOnly] and changes nothing, even when the function
+//     returns nil after it. Read returns the function's error as it is,
+//     raises its panic again, and works as before after either; its Tx is
+//     unusable once it returns.
 //
 // It sees what a unit of work wrote only through the stores: messages
 // through [outbox.Store.Claim] at times far in the future, events through
@@ -91,6 +99,11 @@ var cases = []struct {
 	{"Stores/RefuseAForeignTx", testRefuseForeignTx},
 	{"Tx/UnusableAfterCommit", testUnusableAfterCommit},
 	{"Tx/UnusableAfterRollback", testUnusableAfterRollback},
+	{"Read/OneClockReadingPerUnitOfWork", testReadOneClockReading},
+	{"Read/OneSnapshotOfCommittedData", testReadSnapshot},
+	{"Read/RefusesWritesAndChangesNothing", testReadRefusesWrites},
+	{"Read/ReturnsErrorsAndRepanics", testReadErrorsAndPanics},
+	{"Read/TxUnusableAfterward", testReadTxUnusableAfterward},
 }
 
 // base is the time of the suite's clock.
@@ -152,6 +165,32 @@ func (s *suite) commitOne(t *testing.T) written {
 	return w
 }
 
+// rollBack writes in one unit of work whose function then returns fnErr,
+// and returns the unit of work's Tx and the error of Do.
+func (s *suite) rollBack(t *testing.T, fnErr error) (uow.Tx, error) {
+	t.Helper()
+	var used uow.Tx
+	err := s.runner().Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		used = tx
+		if _, err := s.write(ctx, t, tx); err != nil {
+			return err
+		}
+		return fnErr
+	})
+	return used, err
+}
+
+// rollBackOne writes in one unit of work that rolls back, and returns its
+// Tx.
+func (s *suite) rollBackOne(t *testing.T) uow.Tx {
+	t.Helper()
+	tx, err := s.rollBack(t, errRollback)
+	if err != errRollback {
+		t.Fatalf("Do returned %v, want %v", err, errRollback)
+	}
+	return tx
+}
+
 // wantStored checks that the outbox holds exactly the messages, in any
 // order, and the stream exactly the events, in order, that ws wrote.
 func (s *suite) wantStored(t *testing.T, why string, ws ...written) {
@@ -194,20 +233,30 @@ func compareIDs(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }
 // in a unit of work of their own.
 func (s *suite) events(t *testing.T) []uuid.UUID {
 	t.Helper()
-	var events []eventstore.Event
+	var ids []uuid.UUID
 	err := s.runner().Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		events, err = s.Events.Load(ctx, tx, stream, 1)
+		ids, err = s.eventsIn(ctx, tx)
 		return err
 	})
 	if err != nil {
-		t.Fatalf("Load %s: %v", stream, err)
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// eventsIn returns the IDs of the events of stream, in version order, as
+// tx sees them.
+func (s *suite) eventsIn(ctx context.Context, tx uow.Tx) ([]uuid.UUID, error) {
+	events, err := s.Events.Load(ctx, tx, stream, 1)
+	if err != nil {
+		return nil, fmt.Errorf("Load %s: %w", stream, err)
 	}
 	ids := make([]uuid.UUID, len(events))
 	for i, e := range events {
 		ids[i] = e.ID
 	}
-	return ids
+	return ids, nil
 }
 
 func newMessage(t *testing.T, at time.Time) outbox.Message {
@@ -244,12 +293,7 @@ func testRollsBackOnError(t *testing.T, s *suite) {
 		errRollback,
 		fmt.Errorf("uowtest: wrapped by the function: %w", errRollback),
 	} {
-		err := s.runner().Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			if _, err := s.write(ctx, t, tx); err != nil {
-				return err
-			}
-			return fnErr
-		})
+		_, err := s.rollBack(t, fnErr)
 		if err != fnErr {
 			t.Errorf("Do returned %v, want the function's error %v as it is", err, fnErr)
 		}
@@ -266,31 +310,47 @@ func testRollsBackOnError(t *testing.T, s *suite) {
 // that the value recovered can be told apart from a copy.
 type panicValue struct{ why string }
 
+// unlessKept returns a context for units of work that need the
+// connections earlier ones held: it ends after a while, so that a
+// connection kept by an error or a panic makes them fail rather than wait
+// for ever.
+func unlessKept(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// wantPanicAgain calls unit, a call of the runner's method name whose
+// function panics with want, and checks that it raises that panic again
+// rather than return.
+func wantPanicAgain(t *testing.T, name string, want *panicValue, unit func() error) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != want {
+			t.Errorf("recovered %#v from %s, want the function's panic %#v", p, name, want)
+		}
+	}()
+	err := unit()
+	t.Errorf("%s returned %v after its function panicked, want the panic raised again", name, err)
+}
+
 // A unit of work whose function panics writes nothing, and Do panics again
 // with the same value; the runner works after, with its connection back.
 func testRollsBackOnPanic(t *testing.T, s *suite) {
 	want := &panicValue{why: "handler bug"}
 	runner := s.runner()
 	// Each unit of work after the first needs the connection that the one
-	// before held: one kept by a panic makes it fail, rather than wait for
-	// ever.
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
+	// before held.
+	ctx := unlessKept(t)
 	for range 2 {
-		func() {
-			defer func() {
-				if p := recover(); p != want {
-					t.Errorf("recovered %#v, want the function's panic %#v", p, want)
-				}
-			}()
-			err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		wantPanicAgain(t, "Do", want, func() error {
+			return runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
 				if _, err := s.write(ctx, t, tx); err != nil {
 					return err
 				}
 				panic(want)
 			})
-			t.Errorf("Do returned %v after its function panicked, want the panic raised again", err)
-		}()
+		})
 	}
 	// The runner got its connection back: another unit of work commits.
 	var w written
@@ -309,6 +369,38 @@ func testRollsBackOnPanic(t *testing.T, s *suite) {
 // reading in UTC, truncated to the microsecond, on every call, and the
 // stores write it without reading a clock of their own.
 func testOneClockReading(t *testing.T, s *suite) {
+	oneClockReading(t, s, uow.Runner.Do, func(ctx context.Context, tx uow.Tx) error {
+		if err := s.Outbox.Add(ctx, tx, newMessage(t, tx.Now())); err != nil {
+			return err
+		}
+		appended, err := s.Events.Append(ctx, tx, stream, eventstore.Any, newEvent(t))
+		if err != nil {
+			return err
+		}
+		if len(appended) != 1 || !appended[0].RecordedAt.Equal(tx.Now()) {
+			t.Errorf("appended %+v, want one event recorded at %v", appended, tx.Now())
+		}
+		return nil
+	})
+}
+
+// Read reads the clock once when a unit of work begins, as Do does.
+func testReadOneClockReading(t *testing.T, s *suite) {
+	oneClockReading(t, s, uow.Runner.Read, func(ctx context.Context, tx uow.Tx) error {
+		_, err := s.eventsIn(ctx, tx)
+		return err
+	})
+}
+
+// unitFunc is [uow.Runner.Do] or [uow.Runner.Read].
+type unitFunc func(r uow.Runner, ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error
+
+// oneClockReading runs two units of work with unit, each calling use,
+// under a clock whose readings differ below the microsecond and are not
+// in UTC, and checks that each unit of work read it once and that Now
+// returns that reading in UTC, to the microsecond, before and after use.
+func oneClockReading(t *testing.T, s *suite, unit unitFunc, use func(ctx context.Context, tx uow.Tx) error) {
+	t.Helper()
 	cet := time.FixedZone("CET", 3600)
 	readings := []time.Time{
 		time.Date(2030, 1, 2, 3, 4, 5, 6789, cet),
@@ -324,18 +416,12 @@ func testOneClockReading(t *testing.T, s *suite) {
 		return readings[min(int(n), len(readings))-1]
 	})
 	for i, want := range wants {
-		var appended []eventstore.Event
-		err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		err := unit(runner, t.Context(), func(ctx context.Context, tx uow.Tx) error {
 			first := tx.Now()
 			if first != want || first.Location() != time.UTC {
 				t.Errorf("unit of work %d: Now = %v, want %v: the clock's reading in UTC, to the microsecond", i+1, first, want)
 			}
-			if err := s.Outbox.Add(ctx, tx, newMessage(t, first)); err != nil {
-				return err
-			}
-			var err error
-			appended, err = s.Events.Append(ctx, tx, stream, eventstore.Any, newEvent(t))
-			if err != nil {
+			if err := use(ctx, tx); err != nil {
 				return err
 			}
 			if again := tx.Now(); again != first {
@@ -348,9 +434,6 @@ func testOneClockReading(t *testing.T, s *suite) {
 		}
 		if n := reads.Load(); n != int64(i+1) {
 			t.Errorf("after %d units of work the clock was read %d times, want once each", i+1, n)
-		}
-		if len(appended) != 1 || !appended[0].RecordedAt.Equal(want) {
-			t.Errorf("unit of work %d appended %+v, want one event recorded at %v", i+1, appended, want)
 		}
 	}
 }
@@ -399,17 +482,7 @@ func testUnusableAfterCommit(t *testing.T, s *suite) {
 // A Tx kept after its unit of work rolled back is an error for every store,
 // and writes nothing.
 func testUnusableAfterRollback(t *testing.T, s *suite) {
-	var stale uow.Tx
-	err := s.runner().Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		stale = tx
-		if _, err := s.write(ctx, t, tx); err != nil {
-			return err
-		}
-		return errRollback
-	})
-	if err != errRollback {
-		t.Fatalf("Do returned %v, want %v", err, errRollback)
-	}
+	stale := s.rollBackOne(t)
 	s.useStale(t, stale)
 	s.wantStored(t, "after writes with the transaction of a rolled-back unit of work")
 }
@@ -434,4 +507,144 @@ func (s *suite) useStale(t *testing.T, tx uow.Tx) {
 	} else {
 		t.Logf("Events.Load with the Tx of an ended unit of work: %v", err)
 	}
+}
+
+// read runs fn in a read-only unit of work and fails t on an error.
+func (s *suite) read(t *testing.T, fn func(ctx context.Context, tx uow.Tx) error) {
+	t.Helper()
+	if err := s.runner().Read(t.Context(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantEventsIn checks that tx sees exactly the events that ws wrote.
+func (s *suite) wantEventsIn(ctx context.Context, t *testing.T, tx uow.Tx, why string, ws ...written) error {
+	t.Helper()
+	got, err := s.eventsIn(ctx, tx)
+	if err != nil {
+		return err
+	}
+	want := make([]uuid.UUID, len(ws))
+	for i, w := range ws {
+		want[i] = w.event.ID
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: a read-only unit of work sees events %v, want %v", why, got, want)
+	}
+	return nil
+}
+
+// A read-only unit of work sees what was committed before it began and
+// none of what was rolled back. What commits while it is open, after its
+// first read, it does not see, on every later read; the next one does.
+func testReadSnapshot(t *testing.T, s *suite) {
+	first := s.commitOne(t)
+	s.rollBackOne(t)
+	var second written
+	s.read(t, func(ctx context.Context, tx uow.Tx) error {
+		if err := s.wantEventsIn(ctx, t, tx, "after one commit and one rollback", first); err != nil {
+			return err
+		}
+		second = s.commitOne(t)
+		return s.wantEventsIn(ctx, t, tx, "after another unit of work committed while it was open", first)
+	})
+	s.read(t, func(ctx context.Context, tx uow.Tx) error {
+		return s.wantEventsIn(ctx, t, tx, "after two commits", first, second)
+	})
+}
+
+// A write through the Tx of a read-only unit of work fails with an error
+// wrapping ErrReadOnly, which Read returns as it is; so does Lock, which
+// only writers take. Nothing is written, even by a unit of work that goes
+// on after the refusals and returns nil.
+func testReadRefusesWrites(t *testing.T, s *suite) {
+	w := s.commitOne(t)
+	for _, write := range []struct {
+		name string
+		fn   func(ctx context.Context, tx uow.Tx) error
+	}{
+		{"Outbox.Add", func(ctx context.Context, tx uow.Tx) error {
+			return s.Outbox.Add(ctx, tx, newMessage(t, tx.Now()))
+		}},
+		{"Events.Append", func(ctx context.Context, tx uow.Tx) error {
+			_, err := s.Events.Append(ctx, tx, stream, eventstore.Any, newEvent(t))
+			return err
+		}},
+		{"Events.Lock", func(ctx context.Context, tx uow.Tx) error {
+			return s.Events.Lock(ctx, tx, stream)
+		}},
+	} {
+		var writeErr error
+		err := s.runner().Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			writeErr = write.fn(ctx, tx)
+			return writeErr
+		})
+		if !errors.Is(writeErr, uow.ErrReadOnly) {
+			t.Errorf("%s in a read-only unit of work: %v, want an error wrapping ErrReadOnly", write.name, writeErr)
+		} else {
+			t.Logf("%s in a read-only unit of work: %v", write.name, writeErr)
+		}
+		if err != writeErr {
+			t.Errorf("Read returned %v, want the function's error %v as it is", err, writeErr)
+		}
+	}
+	err := s.runner().Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		_, err := s.write(ctx, t, tx)
+		if !errors.Is(err, uow.ErrReadOnly) {
+			t.Errorf("a write in a read-only unit of work: %v, want an error wrapping ErrReadOnly", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("Read whose function ignored a refused write: %v", err)
+	}
+	s.wantStored(t, "after writes in read-only units of work", w)
+}
+
+// Read returns the error of its function as it is and raises its panic
+// again; either way the runner works after, with its connections back.
+func testReadErrorsAndPanics(t *testing.T, s *suite) {
+	want := &panicValue{why: "query bug"}
+	runner := s.runner()
+	// More units of work than a read pool holds connections.
+	ctx := unlessKept(t)
+	for range 8 {
+		err := runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+			if _, err := s.eventsIn(ctx, tx); err != nil {
+				return err
+			}
+			return errRollback
+		})
+		if err != errRollback {
+			t.Fatalf("Read returned %v, want the function's error %v as it is", err, errRollback)
+		}
+		wantPanicAgain(t, "Read", want, func() error {
+			return runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+				if _, err := s.eventsIn(ctx, tx); err != nil {
+					return err
+				}
+				panic(want)
+			})
+		})
+	}
+	w := s.commitOne(t)
+	err := runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+		return s.wantEventsIn(ctx, t, tx, "after the errors and panics", w)
+	})
+	if err != nil {
+		t.Fatalf("the read-only unit of work after the errors and panics: %v", err)
+	}
+}
+
+// A Tx kept after its read-only unit of work ended is an error for every
+// store, and writes nothing.
+func testReadTxUnusableAfterward(t *testing.T, s *suite) {
+	var stale uow.Tx
+	s.read(t, func(ctx context.Context, tx uow.Tx) error {
+		stale = tx
+		_, err := s.eventsIn(ctx, tx)
+		return err
+	})
+	s.useStale(t, stale)
+	s.wantStored(t, "after writes with the transaction of an ended read-only unit of work")
 }

@@ -81,20 +81,15 @@ func (s *suite) apply(t *testing.T, events ...eventstore.Event) {
 }
 
 // log returns every event of the log, read as [projections.Rebuild] reads
-// it: with [eventstore.CommittedReader] when the store is one, otherwise
-// with ReadAll.
+// it, with [eventstore.Store.ReadCommitted].
 func (s *suite) log(t *testing.T) []eventstore.Event {
 	t.Helper()
-	read := s.Events.ReadAll
-	if c, ok := s.Events.(eventstore.CommittedReader); ok {
-		read = c.ReadCommitted
-	}
 	var all []eventstore.Event
 	s.do(t, func(ctx context.Context, tx uow.Tx) error {
 		all = nil
 		var after eventstore.Position
 		for {
-			page, err := read(ctx, tx, after, 100)
+			page, err := s.Events.ReadCommitted(ctx, tx, after, 100)
 			if err != nil {
 				return fmt.Errorf("read the log: %w", err)
 			}
@@ -218,11 +213,20 @@ func (s *suite) confirm(t *testing.T, c code) user.User {
 	return u
 }
 
-// The queries, each in a unit of work of its own.
+// read runs fn in a read-only unit of work, as the service runs its
+// queries, and fails t on an error.
+func (s *suite) read(t *testing.T, fn func(ctx context.Context, tx uow.Tx) error) {
+	t.Helper()
+	if err := s.runner.Read(t.Context(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The queries, each in a read-only unit of work of its own.
 
 func (s *suite) userByEmail(t *testing.T, email string) (u user.User, found bool) {
 	t.Helper()
-	s.do(t, func(ctx context.Context, tx uow.Tx) (err error) {
+	s.read(t, func(ctx context.Context, tx uow.Tx) (err error) {
 		u, found, err = s.Views.UserByEmail(ctx, tx, email)
 		return err
 	})
@@ -231,7 +235,7 @@ func (s *suite) userByEmail(t *testing.T, email string) (u user.User, found bool
 
 func (s *suite) userByID(t *testing.T, id uuid.UUID) (u user.User, found bool) {
 	t.Helper()
-	s.do(t, func(ctx context.Context, tx uow.Tx) (err error) {
+	s.read(t, func(ctx context.Context, tx uow.Tx) (err error) {
 		u, found, err = s.Views.User(ctx, tx, id)
 		return err
 	})
@@ -240,7 +244,7 @@ func (s *suite) userByID(t *testing.T, id uuid.UUID) (u user.User, found bool) {
 
 func (s *suite) signInCode(t *testing.T, hash string) (email string, found bool) {
 	t.Helper()
-	s.do(t, func(ctx context.Context, tx uow.Tx) (err error) {
+	s.read(t, func(ctx context.Context, tx uow.Tx) (err error) {
 		email, found, err = s.Views.SignInCode(ctx, tx, hash)
 		return err
 	})
@@ -249,7 +253,7 @@ func (s *suite) signInCode(t *testing.T, hash string) (email string, found bool)
 
 func (s *suite) emailChangeCode(t *testing.T, hash string) (id uuid.UUID, found bool) {
 	t.Helper()
-	s.do(t, func(ctx context.Context, tx uow.Tx) (err error) {
+	s.read(t, func(ctx context.Context, tx uow.Tx) (err error) {
 		id, found, err = s.Views.EmailChangeCode(ctx, tx, hash)
 		return err
 	})
@@ -258,7 +262,7 @@ func (s *suite) emailChangeCode(t *testing.T, hash string) (id uuid.UUID, found 
 
 func (s *suite) session(t *testing.T, hash string) (id uuid.UUID, expires time.Time, found bool) {
 	t.Helper()
-	s.do(t, func(ctx context.Context, tx uow.Tx) (err error) {
+	s.read(t, func(ctx context.Context, tx uow.Tx) (err error) {
 		id, expires, found, err = s.Views.Session(ctx, tx, hash)
 		return err
 	})
@@ -416,12 +420,12 @@ func (k *keys) addEvents(t *testing.T, events ...eventstore.Event) {
 	}
 }
 
-// answers asks the views about every key in one unit of work and returns
-// each answer written out, by query.
+// answers asks the views about every key in one read-only unit of work and
+// returns each answer written out, by query.
 func (s *suite) answers(t *testing.T, k *keys) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	s.do(t, func(ctx context.Context, tx uow.Tx) error {
+	s.read(t, func(ctx context.Context, tx uow.Tx) error {
 		clear(out)
 		for email := range k.emails {
 			u, ok, err := s.Views.UserByEmail(ctx, tx, email)

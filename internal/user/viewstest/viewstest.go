@@ -69,8 +69,7 @@ type Harness struct {
 	// The stores below accept its transactions.
 	Runner func(now func() time.Time) uow.Runner
 	// Events is the event store the service appends to and the rebuild
-	// reads. If it is no [eventstore.CommittedReader], its ReadAll must
-	// return every committed event while none is in flight.
+	// reads.
 	Events eventstore.Store
 	// Outbox is where the service adds the mails from which the suite takes
 	// the codes.
@@ -120,6 +119,7 @@ var cases = []struct {
 	{"Apply/RegisteredForHeldAddress", testApplyRegisteredForHeldAddress},
 	{"Apply/EmailChangedToHeldAddress", testApplyEmailChangedToHeldAddress},
 	{"Apply/IgnoresOtherTypes", testApplyIgnoresOtherTypes},
+	{"ReadOnly/RefusesApplyAndReset", testReadOnlyRefusesWrites},
 	{"Rebuild/EqualsLive", testRebuildEqualsLive},
 	{"Rebuild/EmptyLog", testRebuildEmptyLog},
 }
@@ -555,6 +555,38 @@ func testApplyIgnoresOtherTypes(t *testing.T, s *suite) {
 	s.wantNoSession(t, "a session of an ignored event", token)
 	s.wantNoEmailChangeCode(t, "a code of an ignored event", change)
 	s.wantUser(t, user.User{ID: kept, Email: "kept@example.com", CreatedAt: now})
+}
+
+// Apply and Reset in a read-only unit of work fail with an error wrapping
+// [uow.ErrReadOnly] and change nothing, while the queries answer in it.
+func testReadOnlyRefusesWrites(t *testing.T, s *suite) {
+	kept, refused := newID(t), newID(t)
+	keptUser := user.User{ID: kept, Email: "kept@example.com", CreatedAt: start}
+	s.apply(t, registered(t, kept, keptUser.Email, start))
+	for _, w := range []struct {
+		name  string
+		write func(ctx context.Context, tx uow.Tx) error
+	}{
+		{"Apply", func(ctx context.Context, tx uow.Tx) error {
+			return s.Views.Apply(ctx, tx, registered(t, refused, "refused@example.com", start))
+		}},
+		{"Reset", s.Views.Reset},
+	} {
+		var writeErr error
+		err := s.runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			if _, found, err := s.Views.User(ctx, tx, kept); err != nil || !found {
+				return fmt.Errorf("User(%s) in a read-only unit of work before %s: found %t, %w", kept, w.name, found, err)
+			}
+			writeErr = w.write(ctx, tx)
+			return writeErr
+		})
+		if !errors.Is(writeErr, uow.ErrReadOnly) || err != writeErr {
+			t.Errorf("%s in a read-only unit of work: %v, and Read returned %v; want an error wrapping ErrReadOnly, returned as it is", w.name, writeErr, err)
+		}
+	}
+	s.wantUser(t, keptUser)
+	s.wantNoUser(t, refused)
+	s.wantNoUserByEmail(t, "refused@example.com")
 }
 
 // rebuild rebuilds the views from the log and checks that it replayed all
