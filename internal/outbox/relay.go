@@ -72,9 +72,11 @@ var (
 //     counted in outbox.overran and logged with the message ID.
 //   - Every outcome is recorded under the claim's [Lease], so a relay that
 //     has lost its claim changes nothing, whatever its clock says.
-//   - A relay holds at most 2×[RelayConfig.Batch] messages, claimed and not
-//     yet settled: it claims a batch while the previous one is delivered.
-//     Abandoned handlers keep their place, so they cannot pile up.
+//   - A relay holds at most 4×[RelayConfig.Batch] messages claimed and not
+//     yet settled: it claims the next batch while the previous ones are
+//     delivered and their acknowledgements written, and claims only when a
+//     whole batch fits. Abandoned handlers keep their place, so they cannot
+//     pile up.
 //   - A delivered message is acknowledged at once, with whatever else was
 //     delivered meanwhile, never waiting for the slowest of its batch; a
 //     valid [RelayConfig] leaves every lease [SettleTimeout] to record the
@@ -131,7 +133,7 @@ func NewRelay(store Store, handlers map[string]Handler, cfg RelayConfig, opts ..
 		now:      time.Now,
 		log:      slog.New(slog.DiscardHandler),
 		meter:    noop.NewMeterProvider(),
-		room:     newRoom(2 * cfg.Batch),
+		room:     newRoom(4 * cfg.Batch),
 	}
 	topics := make([]string, 0, len(handlers))
 	for topic, h := range handlers {

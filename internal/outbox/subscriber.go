@@ -15,8 +15,9 @@ import (
 // It claims whenever a whole batch fits in the relay's room: at once after a
 // full batch, when the store wakes it (a commit added messages), when a
 // breaker's probe is due, or after [RelayConfig.Interval]. Since the room
-// holds two batches, it claims the next batch while the previous one is
-// delivered. It never holds a database transaction while a handler runs.
+// holds four batches, it claims the next batch while the previous ones are
+// delivered and acknowledged. It never holds a database transaction while a
+// handler runs.
 type subscriber struct {
 	r       *Relay
 	closing chan struct{}
