@@ -16,20 +16,32 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// fixture is a relay on a fresh PostgreSQL schema whose clock stands still
-// until the test moves f.now, with one handler for topic "mail" that calls
+// fixture is a relay on a fresh database whose clock stands still until
+// the test moves f.now, with one handler for topic "mail" that calls
 // f.handle.
 type fixture struct {
-	db     *postgres.DB
-	store  *postgres.Outbox
+	store  fixtureStore
 	runner uow.Runner
 	relay  *outbox.Relay
 	now    time.Time
 	handle outbox.Handler
 }
+
+// fixtureStore is an outbox store with the operators' views, which both
+// backends have.
+type fixtureStore interface {
+	outbox.Store
+	Buried(ctx context.Context, limit int) ([]outbox.Record, error)
+	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
+}
+
+// backends are the backends that the relay's tests of a guarantee that
+// involves the store run on.
+var backends = []string{"postgres", "sqlite"}
 
 var epoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -38,21 +50,38 @@ func newFixture(t *testing.T, opts ...outbox.RelayOption) *fixture {
 	return newFixtureWith(t, outbox.RelayConfig{MaxAttempts: 3}, opts...)
 }
 
+// newFixtureWith returns a fixture on PostgreSQL.
 func newFixtureWith(t *testing.T, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *fixture {
 	t.Helper()
+	return newFixtureOn(t, "postgres", cfg, opts...)
+}
+
+// newFixtureOn returns a fixture on backend, one of [backends].
+func newFixtureOn(t *testing.T, backend string, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *fixture {
+	t.Helper()
 	t.Parallel()
-	db := pgtest.New(t)
-	f := &fixture{db: db, store: db.Outbox(), now: epoch}
-	f.runner = db.Runner(func() time.Time { return f.now })
+	f := &fixture{now: epoch}
+	clock := func() time.Time { return f.now }
+	switch backend {
+	case "postgres":
+		db := pgtest.New(t)
+		f.store, f.runner = db.Outbox(), db.Runner(clock)
+	case "sqlite":
+		db := sqlitetest.New(t)
+		f.store, f.runner = db.Outbox(), db.Runner(clock)
+	default:
+		t.Fatalf("no backend %q", backend)
+	}
 	f.handle = func(context.Context, outbox.Message) error { return nil }
 	handlers := map[string]outbox.Handler{
 		"mail": func(ctx context.Context, m outbox.Message) error { return f.handle(ctx, m) },
 	}
-	opts = append([]outbox.RelayOption{outbox.WithClock(func() time.Time { return f.now })}, opts...)
+	opts = append([]outbox.RelayOption{outbox.WithClock(clock)}, opts...)
 	relay, err := outbox.NewRelay(f.store, handlers, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = relay.Close() })
 	f.relay = relay
 	return f
 }
@@ -242,7 +271,13 @@ func TestRelayTreatsPanicAsFailure(t *testing.T) {
 // context ends at the timeout, the pass goes on without it, and its message
 // stays leased until the handler returns, whose failure is then recorded.
 func TestRelayNeverRunsAMessageTwiceAtOnceWhileItsLeaseHolds(t *testing.T) {
-	f := newFixtureWith(t, outbox.RelayConfig{Timeout: 50 * time.Millisecond, MaxAttempts: 3})
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) { testNeverTwiceAtOnce(t, b) })
+	}
+}
+
+func testNeverTwiceAtOnce(t *testing.T, backend string) {
+	f := newFixtureOn(t, backend, outbox.RelayConfig{Timeout: 50 * time.Millisecond, MaxAttempts: 3})
 	hung, cancelled := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	running, most, calls := 0, 0, 0
@@ -362,7 +397,13 @@ func TestDrainWithATightLeaseDeliversAndEnds(t *testing.T) {
 // behind then fails its delivery, and its failure changes nothing of the
 // other's claim, which delivers and acknowledges the message.
 func TestRelayWhoseClaimEndedChangesNothingWhateverItsClock(t *testing.T) {
-	f := newFixture(t)
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) { testClaimEndedWhateverClock(t, b) })
+	}
+}
+
+func testClaimEndedWhateverClock(t *testing.T, backend string) {
+	f := newFixtureOn(t, backend, outbox.RelayConfig{MaxAttempts: 3})
 	aheadNow := f.now.Add(outbox.DefaultLease - 3*time.Second + 7*time.Second)
 	aheadRunning, proceed := make(chan struct{}), make(chan struct{})
 	ahead, err := outbox.NewRelay(f.store, map[string]outbox.Handler{
