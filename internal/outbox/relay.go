@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/google/uuid"
@@ -182,9 +181,7 @@ func (r *Relay) Wait(ctx context.Context) error {
 func (r *Relay) Run(ctx context.Context) error {
 	router, err := message.NewRouter(message.RouterConfig{
 		CloseTimeout: r.cfg.Timeout + SettleTimeout,
-	}, watermill.NewSlogLoggerWithLevelMapping(r.log, map[slog.Level]slog.Level{
-		slog.LevelInfo: slog.LevelDebug,
-	}))
+	}, newRouterLogger(r.log))
 	if err != nil {
 		return fmt.Errorf("outbox: router: %w", err)
 	}
