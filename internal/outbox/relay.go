@@ -222,6 +222,7 @@ type DrainStats struct {
 // left running, its message leased, and the pass goes on without it.
 func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 	var stats DrainStats
+	var cur cursor
 	for ctx.Err() == nil {
 		r.inflight.sweep(r.now(), r.reportOverran)
 		n := r.room.take(r.cfg.Batch)
@@ -229,7 +230,7 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 			r.log.WarnContext(ctx, "outbox: every place is held by a handler still running; the pass ends")
 			break
 		}
-		c, full, err := r.claim(ctx, n)
+		c, full, err := r.claim(ctx, n, &cur)
 		stats.Claimed += len(c.msgs)
 		released := false
 		for i, h := range c.msgs {
@@ -287,13 +288,58 @@ func (r *Relay) drainOne(ctx context.Context, h *held) string {
 	}
 }
 
+// cursor is where a relay's next claim starts its scan of the due
+// messages. While claims come back full, a backlog is being drained: each
+// claim starts at the earliest creation time among what the previous one
+// took, which is no later than the earliest due time among them, rather than
+// at the head of the due index. On PostgreSQL that head fills with dead
+// versions of the messages already claimed and acknowledged, which every
+// claim would otherwise step over, and which a long transaction anywhere on
+// the server (one that holds the xmin horizon) keeps from being cleaned, so
+// that draining a backlog would cost the square of its length.
+//
+// A message can become due below the cursor: one added by a transaction that
+// began before the cursor's time and committed later, one whose topic's
+// breaker just closed, one whose lease ended after its relay died. So the
+// cursor is dropped whenever a claim comes back short, whenever the topics
+// left out change, and at least once every [RelayConfig.Interval].
+type cursor struct {
+	from   time.Time
+	except []string
+	// reset is when the cursor was last dropped.
+	reset time.Time
+}
+
+// scope returns the scope of the next claim at now leaving out except.
+func (c *cursor) scope(now time.Time, except []string, interval time.Duration) Scope {
+	if !slices.Equal(except, c.except) || now.Sub(c.reset) >= interval || now.Before(c.reset) {
+		c.from, c.except, c.reset = time.Time{}, except, now
+	}
+	return Scope{Except: except, From: c.from}
+}
+
+// advance moves the cursor after a claim that took msgs and was full or not.
+func (c *cursor) advance(msgs []Message, full bool) {
+	if !full || len(msgs) == 0 {
+		c.from = time.Time{}
+		return
+	}
+	from := msgs[0].CreatedAt
+	for _, m := range msgs[1:] {
+		if m.CreatedAt.Before(from) {
+			from = m.CreatedAt
+		}
+	}
+	c.from = from
+}
+
 // claim claims up to limit messages at the relay's now: first one message
 // of each topic whose breaker lets a probe through, then due messages of
-// the topics whose breakers are closed. full reports whether that second
-// claim took all it was asked for, so that more may be due. Each message
-// takes a place of the room the caller took for limit; the places of what
-// was not claimed are given back.
-func (r *Relay) claim(ctx context.Context, limit int) (c *claim, full bool, err error) {
+// the topics whose breakers are closed, from where cur says. full reports
+// whether that second claim took all it was asked for, so that more may be
+// due. Each message takes a place of the room the caller took for limit;
+// the places of what was not claimed are given back.
+func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, full bool, err error) {
 	now := r.now()
 	c = &claim{until: now.Add(r.cfg.Lease)}
 	var msgs []Message
@@ -302,7 +348,7 @@ func (r *Relay) claim(ctx context.Context, limit int) (c *claim, full bool, err 
 		if len(msgs) == limit {
 			break
 		}
-		got, err := r.store.Claim(WithTopics(ctx, Topics{Only: []string{topic}}), now, r.cfg.Lease, 1)
+		got, err := r.store.Claim(WithScope(ctx, Scope{Only: []string{topic}}), now, r.cfg.Lease, 1)
 		if err != nil {
 			r.claimFailed(ctx, err)
 			return r.hold(c, msgs, limit), false, err
@@ -315,12 +361,18 @@ func (r *Relay) claim(ctx context.Context, limit int) (c *claim, full bool, err 
 		msgs = append(msgs, got...)
 	}
 	if want := limit - len(msgs); want > 0 {
-		got, err := r.store.Claim(WithTopics(ctx, Topics{Except: except}), now, r.cfg.Lease, want)
+		scope := cur.scope(now, except, r.cfg.Interval)
+		got, err := r.store.Claim(WithScope(ctx, scope), now, r.cfg.Lease, want)
 		if err != nil {
+			cur.advance(nil, false)
 			r.claimFailed(ctx, err)
 			return r.hold(c, msgs, limit), false, err
 		}
 		full = len(got) == want
+		cur.advance(got, full)
+		// A short claim from a cursor may have missed messages due before
+		// it: the cursor is dropped, and the caller claims again.
+		full = full || !scope.From.IsZero()
 		msgs = append(msgs, got...)
 	}
 	return r.hold(c, msgs, limit), full, nil

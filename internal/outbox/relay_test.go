@@ -898,3 +898,36 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// While a backlog is drained, each claim starts where the previous one
+// found its earliest message. A message that becomes due before that point,
+// committed late by a transaction that began long ago, is still delivered
+// in the same pass.
+func TestRelayDeliversAMessageCommittedBehindItsCursor(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			f := newFixtureOn(t, b, outbox.RelayConfig{Batch: 5})
+			late, err := outbox.NewMessage("mail", "late", epoch.Add(-time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			f.handle = func(ctx context.Context, _ outbox.Message) error {
+				var err error
+				once.Do(func() {
+					err = f.runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error { return f.store.Add(ctx, tx, late) })
+				})
+				return err
+			}
+			for range 20 {
+				f.add(t, "mail")
+			}
+			if got := f.drain(t); got.Delivered != 21 {
+				t.Fatalf("drain: %+v, want all 21 delivered", got)
+			}
+			if _, err := f.store.Lookup(t.Context(), late.ID); !errors.Is(err, outbox.ErrNotFound) {
+				t.Errorf("the late message: %v, want delivered", err)
+			}
+		})
+	}
+}

@@ -20,6 +20,7 @@ import (
 // handler runs.
 type subscriber struct {
 	r       *Relay
+	cur     cursor
 	closing chan struct{}
 	once    sync.Once
 	loops   sync.WaitGroup
@@ -135,7 +136,7 @@ func (s *subscriber) stopping(ctx context.Context) bool {
 func (s *subscriber) claim(ctx context.Context, out chan<- *message.Message) bool {
 	r := s.r
 	n := r.room.take(r.cfg.Batch)
-	c, full, _ := r.claim(ctx, n)
+	c, full, _ := r.claim(ctx, n, &s.cur)
 	if len(c.msgs) == 0 {
 		return full
 	}

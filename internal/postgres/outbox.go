@@ -83,8 +83,8 @@ SELECT pg_notify($5, '') FROM (SELECT 1 FROM added LIMIT 1) AS any_added`
 	return nil
 }
 
-// Claim leases due messages as [outbox.Store.Claim] describes, of the
-// topics that ctx admits ([outbox.WithTopics]). One statement picks them
+// Claim leases due messages as [outbox.Store.Claim] describes, those that
+// the scope of ctx admits ([outbox.WithScope]). One statement picks them
 // with FOR UPDATE SKIP LOCKED, so concurrent claims pass over each other's
 // rows instead of waiting for them or taking them twice, and moves their
 // due time to the end of the lease.
@@ -109,13 +109,22 @@ SET due_at = $2, attempts = m.attempts + 1
 FROM due
 WHERE m.id = due.id
 RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, due.due_at`
-	q, args := head+tail, []any{now, now.Add(lease), limit}
-	if f := outbox.TopicsFrom(ctx); !f.Empty() {
-		q = head + `
-	AND (cardinality($4::text[]) = 0 OR topic = ANY($4::text[]))
-	AND NOT (topic = ANY($5::text[]))` + tail
-		args = append(args, nonNil(f.Only), nonNil(f.Except))
+	q, args := head, []any{now, now.Add(lease), limit}
+	sc := outbox.ScopeFrom(ctx)
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
 	}
+	if len(sc.Only) > 0 {
+		q += ` AND topic = ANY(` + param(sc.Only) + `::text[])`
+	}
+	if len(sc.Except) > 0 {
+		q += ` AND NOT (topic = ANY(` + param(sc.Except) + `::text[]))`
+	}
+	if !sc.From.IsZero() {
+		q += ` AND due_at >= ` + param(sc.From)
+	}
+	q += tail
 	rows, err := o.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
@@ -151,14 +160,6 @@ RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, due.due_at`
 		msgs[i] = c.msg
 	}
 	return msgs, nil
-}
-
-// nonNil returns s, or an empty slice for nil, which pgx would send as NULL.
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // fence is the condition under which a settlement under a lease changes a

@@ -95,8 +95,8 @@ func valueRows(n, cols int) string {
 	return strings.Repeat(row+", ", n-1) + row
 }
 
-// Claim leases due messages as [outbox.Store.Claim] describes, of the
-// topics that ctx admits ([outbox.WithTopics]), in one
+// Claim leases due messages as [outbox.Store.Claim] describes, those that
+// the scope of ctx admits ([outbox.WithScope]), in one
 // IMMEDIATE transaction on the write connection, so that no other claim
 // (of this process or another) runs between its two statements: the first
 // picks the earliest due messages in order, the second moves their due time
@@ -116,7 +116,7 @@ func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 			return err
 		}
 		defer func() { _ = tx.Rollback() }()
-		ids, err := dueIDs(ctx, tx, now, limit, outbox.TopicsFrom(ctx))
+		ids, err := dueIDs(ctx, tx, now, limit, outbox.ScopeFrom(ctx))
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -161,9 +161,9 @@ RETURNING id, topic, payload, created_at, attempts`, micros(now.Add(lease)), str
 	return msgs, nil
 }
 
-// dueIDs returns the IDs of up to limit messages due at now of the topics
-// f admits, earliest due first.
-func dueIDs(ctx context.Context, tx *sql.Tx, now time.Time, limit int, f outbox.Topics) ([]uuid.UUID, error) {
+// dueIDs returns the IDs of up to limit messages due at now that f admits,
+// earliest due first.
+func dueIDs(ctx context.Context, tx *sql.Tx, now time.Time, limit int, f outbox.Scope) ([]uuid.UUID, error) {
 	q, args := `
 SELECT id FROM outbox_messages
 WHERE buried_at IS NULL AND due_at <= ?`, []any{micros(now)}
@@ -180,6 +180,9 @@ WHERE buried_at IS NULL AND due_at <= ?`, []any{micros(now)}
 			return nil, err
 		}
 		q, args = q+` AND topic NOT IN (SELECT value FROM json_each(?))`, append(args, string(except))
+	}
+	if !f.From.IsZero() {
+		q, args = q+` AND due_at >= ?`, append(args, micros(f.From))
 	}
 	rows, err := tx.QueryContext(ctx, q+`
 ORDER BY due_at, id

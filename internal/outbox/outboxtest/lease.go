@@ -164,9 +164,9 @@ func testLeaseAfterRequeue(t *testing.T, s suite) {
 
 // claimTopics claims at now under f and checks that it got exactly want,
 // in order.
-func (s suite) claimTopics(t *testing.T, f outbox.Topics, now time.Time, want ...outbox.Message) {
+func (s suite) claimTopics(t *testing.T, f outbox.Scope, now time.Time, want ...outbox.Message) {
 	t.Helper()
-	got, err := s.Store.Claim(outbox.WithTopics(t.Context(), f), now, lease, 100)
+	got, err := s.Store.Claim(outbox.WithScope(t.Context(), f), now, lease, 100)
 	if err != nil {
 		t.Fatalf("Claim under %+v: %v", f, err)
 	}
@@ -180,7 +180,7 @@ func (s suite) claimTopics(t *testing.T, f outbox.Topics, now time.Time, want ..
 	}
 }
 
-// Topics: a claim with Only takes due messages of those topics alone, in
+// Scope: a claim with Only takes due messages of those topics alone, in
 // due order.
 func testTopicsOnly(t *testing.T, s suite) {
 	a := s.msg(t, "test.x", nil, base)
@@ -189,12 +189,12 @@ func testTopicsOnly(t *testing.T, s suite) {
 	d := s.msg(t, "test.y", nil, base.Add(3*time.Millisecond))
 	s.add(t, d, c, b, a)
 	now := base.Add(time.Second)
-	s.claimTopics(t, outbox.Topics{Only: []string{"test.y"}}, now, b, d)
-	s.claimTopics(t, outbox.Topics{Only: []string{"test.z", "test.x", "test.w"}}, now, a, c)
-	s.claimTopics(t, outbox.Topics{Only: []string{"test.x"}}, now)
+	s.claimTopics(t, outbox.Scope{Only: []string{"test.y"}}, now, b, d)
+	s.claimTopics(t, outbox.Scope{Only: []string{"test.z", "test.x", "test.w"}}, now, a, c)
+	s.claimTopics(t, outbox.Scope{Only: []string{"test.x"}}, now)
 }
 
-// Topics: a claim with Except passes over those topics' messages, which
+// Scope: a claim with Except passes over those topics' messages, which
 // stay due for other claims.
 func testTopicsExcept(t *testing.T, s suite) {
 	a := s.msg(t, "test.x", nil, base)
@@ -202,8 +202,8 @@ func testTopicsExcept(t *testing.T, s suite) {
 	c := s.msg(t, "test.z", nil, base.Add(2*time.Millisecond))
 	s.add(t, c, b, a)
 	now := base.Add(time.Second)
-	s.claimTopics(t, outbox.Topics{Except: []string{"test.y", "test.w"}}, now, a, c)
-	s.claimTopics(t, outbox.Topics{Except: []string{"test.x"}}, now, b)
+	s.claimTopics(t, outbox.Scope{Except: []string{"test.y", "test.w"}}, now, a, c)
+	s.claimTopics(t, outbox.Scope{Except: []string{"test.x"}}, now, b)
 	s.nothingDue(t, now)
 }
 
@@ -274,4 +274,19 @@ func testBacklog(t *testing.T, s suite) {
 		s.ack(t, x.ID)
 	}
 	check(farFuture, outbox.Backlog{Buried: 1})
+}
+
+// Scope: a claim with From leaves out messages due before it, whether they
+// are due at their creation or at their retry time.
+func testScopeFrom(t *testing.T, s suite) {
+	a := s.msg(t, "test.a", nil, base)
+	b := s.msg(t, "test.b", nil, base.Add(time.Second))
+	c := s.msg(t, "test.c", nil, base.Add(2*time.Second))
+	s.add(t, c, b, a)
+	now := base.Add(time.Minute)
+	s.claimTopics(t, outbox.Scope{From: base.Add(time.Second)}, now, b, c)
+	got := s.claimIDs(t, now, 10, a)
+	s.retry(t, got[0].ID, base.Add(3*time.Second), "421 later")
+	s.claimTopics(t, outbox.Scope{From: base.Add(3*time.Second + time.Millisecond)}, now)
+	s.claimTopics(t, outbox.Scope{From: base.Add(3 * time.Second), Except: []string{"test.b"}}, now, a)
 }

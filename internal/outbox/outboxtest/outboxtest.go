@@ -11,7 +11,7 @@
 //
 // The suite checks each sentence of the [outbox.Store] contract, with the
 // fencing of settlements by an [outbox.Lease] and the narrowing of claims by
-// [outbox.Topics], and the optional [outbox.BatchAcker] and
+// [outbox.Scope], and the optional [outbox.BatchAcker] and
 // [outbox.BacklogReader] when the store implements them. It also checks the
 // operators' methods (Buried, Lookup, Requeue) of stores that have them,
 // and sees the reason kept by [outbox.Store.Retry] through Lookup. It never reads the wall clock: messages carry
@@ -108,8 +108,9 @@ var cases = []struct {
 	{"Lease/StaleSettlementChangesNothing", testLeaseStaleChangesNothing},
 	{"Lease/ClocksThatDisagree", testLeaseClocksDisagree},
 	{"Lease/RequeuedMessageIsNotTheOldClaim", testLeaseAfterRequeue},
-	{"Topics/Only", testTopicsOnly},
-	{"Topics/Except", testTopicsExcept},
+	{"Scope/OnlyTopics", testTopicsOnly},
+	{"Scope/ExceptTopics", testTopicsExcept},
+	{"Scope/From", testScopeFrom},
 	{"BatchAcker/AckAll", testAckAll},
 	{"BatchAcker/AckAllIsFenced", testAckAllFenced},
 	{"BacklogReader/Backlog", testBacklog},
