@@ -67,6 +67,9 @@ type breakers struct {
 	// probeLimit bounds how long a probe may stay unanswered (a lease): a
 	// probe whose handler never returns counts as failed after it.
 	probeLimit time.Duration
+	// closed receives a value when a breaker closes, so that the relay
+	// claims the topic's messages at once.
+	closed chan struct{}
 }
 
 // breaker is one topic's state.
@@ -87,7 +90,7 @@ type breaker struct {
 }
 
 func newBreakers(topics []string, probeLimit time.Duration, log *slog.Logger) *breakers {
-	b := &breakers{topics: make(map[string]*breaker, len(topics)), log: log, probeLimit: probeLimit}
+	b := &breakers{topics: make(map[string]*breaker, len(topics)), log: log, probeLimit: probeLimit, closed: make(chan struct{}, 1)}
 	for _, t := range topics {
 		b.topics[t] = &breaker{}
 	}
@@ -104,9 +107,9 @@ func openFor(n int) time.Duration {
 	return min(d, breakerLongestOpen)
 }
 
-// plan returns, for a claim at now, the topics to probe (each now
-// half-open, waiting for [breakers.probing]) and the topics not to claim
-// from: those open or half-open.
+// plan returns, for a claim at now, the topics to probe (each half-open,
+// waiting for [breakers.probing]) and the topics not to claim from: those
+// open or half-open.
 func (b *breakers) plan(now time.Time) (probe, except []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -116,6 +119,11 @@ func (b *breakers) plan(now time.Time) (probe, except []string) {
 		}
 		if br.state == breakerOpen && !now.Before(br.until) {
 			br.state, br.probe = breakerHalfOpen, uuid.Nil
+		}
+		// A half-open breaker without a probe is probed by this claim; one
+		// that the claim does not get to (a full batch, a store error)
+		// stays so, and the next claim probes it.
+		if br.state == breakerHalfOpen && br.probe == uuid.Nil {
 			probe = append(probe, topic)
 		}
 		if br.state != breakerClosed {
@@ -169,6 +177,10 @@ func (b *breakers) record(topic string, id uuid.UUID, delivered bool, now time.T
 	if delivered {
 		if br.state != breakerClosed {
 			b.log.Info("outbox: circuit closed: deliveries succeed again", "topic", topic, "breaker", breakerClosed.String())
+			select {
+			case b.closed <- struct{}{}:
+			default:
+			}
 		}
 		*br = breaker{}
 		return

@@ -39,6 +39,12 @@ type Lease struct {
 	Attempts int
 	// Until is when the claim ends: the now given to Claim plus its lease.
 	Until time.Time
+	// Released marks a claim given back before its message reached a
+	// handler. [Store.Retry] under it makes the message due at its at, and
+	// gives back the attempt that the claim counted while keeping the last
+	// error and ignoring the reason, so that a relay that stops or runs out
+	// of lease before it gets to a message spends none of its attempts.
+	Released bool
 }
 
 // LeaseOf returns the lease under which m was claimed at now for lease.

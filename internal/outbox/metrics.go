@@ -90,7 +90,7 @@ func newRelayMetrics(mp metric.MeterProvider, topics []string) (*relayMetrics, e
 	for _, t := range topics {
 		opt := m.topic(t)
 		m.topics[t] = opt
-		for _, c := range []metric.Int64Counter{m.delivered, m.retried, m.buried} {
+		for _, c := range []metric.Int64Counter{m.delivered, m.retried, m.buried, m.leaseLost, m.overran} {
 			c.Add(ctx, 0, opt)
 		}
 		m.outcomes[t] = make(map[string]metric.MeasurementOption, 3)

@@ -236,8 +236,9 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 		for i, h := range c.msgs {
 			// A delivery may take Timeout and its settling SettleTimeout;
 			// start one only while the lease has that much left. A valid
-			// config leaves the first that much.
-			if ctx.Err() != nil || h.lease.Until.Sub(r.now()) < r.cfg.Timeout+SettleTimeout {
+			// config leaves the first that much when the claim is made, so
+			// the first always starts.
+			if ctx.Err() != nil || (i > 0 && h.lease.Until.Sub(r.now()) < r.cfg.Timeout+SettleTimeout) {
 				r.release(ctx, c.msgs[i:])
 				released = true
 				break
@@ -336,8 +337,8 @@ func (c *cursor) advance(msgs []Message, full bool) {
 // claim claims up to limit messages at the relay's now: first one message
 // of each topic whose breaker lets a probe through, then due messages of
 // the topics whose breakers are closed, from where cur says. full reports
-// whether that second claim took all it was asked for, so that more may be
-// due. Each message takes a place of the room the caller took for limit;
+// whether more may be due: that second claim took all it was asked for, or
+// started from a cursor, or a probe was claimed. Each message takes a place of the room the caller took for limit;
 // the places of what was not claimed are given back.
 func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, full bool, err error) {
 	now := r.now()
@@ -360,6 +361,8 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, fu
 		r.breakers.probing(topic, id, now)
 		msgs = append(msgs, got...)
 	}
+	// Once a probe is delivered its topic flows again: claim again then.
+	probed := len(msgs) > 0
 	if want := limit - len(msgs); want > 0 {
 		scope := cur.scope(now, except, r.cfg.Interval)
 		got, err := r.store.Claim(WithScope(ctx, scope), now, r.cfg.Lease, want)
@@ -372,7 +375,7 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, fu
 		cur.advance(got, full)
 		// A short claim from a cursor may have missed messages due before
 		// it: the cursor is dropped, and the caller claims again.
-		full = full || !scope.From.IsZero()
+		full = full || !scope.From.IsZero() || probed
 		msgs = append(msgs, got...)
 	}
 	return r.hold(c, msgs, limit), full, nil
@@ -412,13 +415,16 @@ func (r *Relay) settled(h *held) {
 }
 
 // release makes claimed messages that were not handed to a handler due
-// again at once, instead of when their lease ends.
+// again at once, instead of when their lease ends, and gives back the
+// attempts their claim counted.
 func (r *Relay) release(ctx context.Context, hs []*held) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
 	defer cancel()
 	now := r.now()
 	for _, h := range hs {
-		err := r.store.Retry(WithLease(ctx, h.lease), h.msg.ID, now, "released undelivered: the relay stopped")
+		l := h.lease
+		l.Released = true
+		err := r.store.Retry(WithLease(ctx, l), h.msg.ID, now, "released undelivered")
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
 			r.metrics.storeError(ctx, opRelease)
 			r.log.WarnContext(ctx, "outbox: release", "id", h.msg.ID, "error", err)

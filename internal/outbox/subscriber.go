@@ -102,6 +102,8 @@ func (s *subscriber) loop(ctx context.Context, out chan<- *message.Message, wake
 		case <-poll.C:
 			want = true
 			resetTimer(poll, s.untilNextClaim())
+		case <-r.breakers.closed:
+			want = true // A probe was delivered: its topic flows again.
 		case <-room:
 		}
 	}
@@ -136,12 +138,15 @@ func (s *subscriber) stopping(ctx context.Context) bool {
 func (s *subscriber) claim(ctx context.Context, out chan<- *message.Message) bool {
 	r := s.r
 	n := r.room.take(r.cfg.Batch)
+	// The handlers of one claim share one deadline, counted from before the
+	// claim, so that a slow claim shortens their time rather than the
+	// lease's room for settling.
+	deadline := time.Now().Add(r.cfg.Timeout)
 	c, full, _ := r.claim(ctx, n, &s.cur)
 	if len(c.msgs) == 0 {
 		return full
 	}
-	// The handlers of one claim share one deadline: they all start now.
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
+	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	c.cancel = cancel
 	for i, h := range c.msgs {
 		select {

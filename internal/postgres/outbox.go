@@ -258,8 +258,13 @@ func (o *Outbox) settle(ctx context.Context, op string, id uuid.UUID, q string, 
 }
 
 // Retry makes a message due again at at, keeping reason, under the lease
-// ctx carries if any.
+// ctx carries if any; under a released lease it gives back the claim's
+// attempt instead, as [outbox.Lease] says.
 func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error {
+	if l, ok := outbox.LeaseFrom(ctx, id); ok && l.Released {
+		return o.settle(ctx, "release", id,
+			`UPDATE outbox_messages SET due_at = $2, attempts = attempts - 1 WHERE id = $1 AND buried_at IS NULL`, at)
+	}
 	return o.settle(ctx, "retry", id,
 		`UPDATE outbox_messages SET due_at = $2, last_error = $3 WHERE id = $1 AND buried_at IS NULL`, at, reason)
 }

@@ -282,9 +282,15 @@ func (o *Outbox) settle(ctx context.Context, op string, id uuid.UUID, q string, 
 }
 
 // Retry makes a message due again at at, keeping reason, under the lease
-// ctx carries if any. A buried message stays buried and is
+// ctx carries if any; under a released lease it gives back the claim's
+// attempt instead, as [outbox.Lease] says. A buried message stays buried and is
 // [outbox.ErrNotFound].
 func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error {
+	if l, ok := outbox.LeaseFrom(ctx, id); ok && l.Released {
+		return o.settle(ctx, "release", id,
+			`UPDATE outbox_messages SET due_at = ?, attempts = attempts - 1 WHERE id = ? AND buried_at IS NULL`,
+			micros(at))
+	}
 	return o.settle(ctx, "retry", id,
 		`UPDATE outbox_messages SET due_at = ?, last_error = ? WHERE id = ? AND buried_at IS NULL`,
 		micros(at), reason)

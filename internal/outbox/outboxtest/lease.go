@@ -290,3 +290,38 @@ func testScopeFrom(t *testing.T, s suite) {
 	s.claimTopics(t, outbox.Scope{From: base.Add(3*time.Second + time.Millisecond)}, now)
 	s.claimTopics(t, outbox.Scope{From: base.Add(3 * time.Second), Except: []string{"test.b"}}, now, a)
 }
+
+// Lease: Retry under a released lease makes the message due at its time and
+// gives back the attempt its claim counted, keeping the last error; it
+// settles the claim, so the lease is stale afterwards.
+func testLeaseRelease(t *testing.T, s suite) {
+	m := s.msg(t, "test.release", nil, base)
+	s.add(t, m)
+	first := s.claimIDs(t, base, 10, m)[0]
+	s.retry(t, m.ID, base.Add(time.Second), "421 later")
+	second := leaseOf(s.claimIDs(t, base.Add(time.Second), 10, m)[0], base.Add(time.Second))
+	if first.Attempts != 1 || second.Attempts != 2 {
+		t.Fatalf("claims counted attempts %d and %d, want 1 and 2", first.Attempts, second.Attempts)
+	}
+	released := second
+	released.Released = true
+	at := base.Add(2 * time.Second)
+	if err := s.Store.Retry(under(t, released), m.ID, at, "released"); err != nil {
+		t.Fatalf("Retry under a released lease: %v", err)
+	}
+	if err := s.Store.Retry(under(t, released), m.ID, at, "released twice"); !errors.Is(err, outbox.ErrLeaseLost) {
+		t.Errorf("a second release = %v, want outbox.ErrLeaseLost", err)
+	}
+	s.nothingDue(t, at.Add(-time.Millisecond))
+	got := s.claimIDs(t, at, 10, m)
+	checkMessage(t, got[0], m, 2)
+	if insp, ok := s.Store.(inspector); ok {
+		rec, err := insp.Lookup(t.Context(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.LastError != "421 later" {
+			t.Errorf("after a release: last error %q, want the failure's kept", rec.LastError)
+		}
+	}
+}

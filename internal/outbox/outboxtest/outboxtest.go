@@ -108,6 +108,7 @@ var cases = []struct {
 	{"Lease/StaleSettlementChangesNothing", testLeaseStaleChangesNothing},
 	{"Lease/ClocksThatDisagree", testLeaseClocksDisagree},
 	{"Lease/RequeuedMessageIsNotTheOldClaim", testLeaseAfterRequeue},
+	{"Lease/ReleaseGivesTheAttemptBack", testLeaseRelease},
 	{"Scope/OnlyTopics", testTopicsOnly},
 	{"Scope/ExceptTopics", testTopicsExcept},
 	{"Scope/From", testScopeFrom},
