@@ -33,6 +33,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 	_ "modernc.org/sqlite" // Registers the driver "sqlite".
 
+	"github.com/eventsourced/accounts/internal/wakeup"
 	"github.com/eventsourced/accounts/migrations"
 )
 
@@ -71,7 +72,7 @@ type DB struct {
 	// relaxed makes the relay's bookkeeping commit with synchronous=NORMAL.
 	relaxed bool
 	// wake tells this DB's relays that a unit of work added messages.
-	wake *notifier
+	wake *wakeup.Fanout
 }
 
 // Open opens the database file at path, creating the file (not its folder)
@@ -120,7 +121,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	read.SetMaxOpenConns(maxReaders)
 	read.SetMaxIdleConns(maxReaders)
-	db := &DB{write: write, read: read, writeDSN: writeDSN, relaxed: true, wake: newNotifier()}
+	db := &DB{write: write, read: read, writeDSN: writeDSN, relaxed: true, wake: wakeup.New()}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
