@@ -47,7 +47,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: connect: %w", err)
+		return nil, fmt.Errorf("postgres: connect: %w", unavailable(ctx, err))
 	}
 	relayCfg := cfg.Copy()
 	relayCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
@@ -56,12 +56,12 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 	relay, err := pgxpool.NewWithConfig(ctx, relayCfg)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect relay pool: %w", err)
+		return nil, fmt.Errorf("postgres: connect relay pool: %w", unavailable(ctx, err))
 	}
 	db := &DB{pool: pool, relay: relay}
 	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("postgres: ping: %w", err)
+		return nil, fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))
 	}
 	return db, nil
 }
@@ -72,10 +72,11 @@ func (db *DB) Close() {
 	db.pool.Close()
 }
 
-// Ping reports whether the database answers.
+// Ping reports whether the database answers; an error that says it cannot
+// be reached wraps [uow.ErrUnavailable].
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres: ping: %w", err)
+		return fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))
 	}
 	return nil
 }

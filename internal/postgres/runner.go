@@ -32,20 +32,22 @@ func (t *tx) Now() time.Time { return t.now }
 
 // Do runs fn in a transaction, as [uow.Runner] describes. The transaction's
 // time is read from the runner's clock once, in UTC, to the microsecond that
-// PostgreSQL keeps.
+// PostgreSQL keeps. When the server cannot be reached, went away or has no
+// connection to spare, the error (of beginning, of fn or of committing)
+// wraps [uow.ErrUnavailable].
 func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
 	ptx, err := r.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", err)
+		return fmt.Errorf("postgres: begin: %w", unavailable(ctx, err))
 	}
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
 	t := &tx{Tx: ptx, now: r.now().UTC().Truncate(time.Microsecond)}
 	if err := fn(ctx, t); err != nil {
-		return err
+		return unavailable(ctx, err)
 	}
 	if err := ptx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: commit: %w", err)
+		return fmt.Errorf("postgres: commit: %w", unavailable(ctx, err))
 	}
 	return nil
 }
