@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,20 +32,39 @@ type DB struct {
 	pool   *pgxpool.Pool
 	relay  *pgxpool.Pool
 	schema string
+	log    *slog.Logger
+}
+
+// Option changes how [Open] and [OpenConfig] open a database.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+}
+
+// WithLogger makes the DB log to l what it cannot do and works around, such
+// as a lost LISTEN connection; by default it logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
 }
 
 // Open connects to the database at url, a postgres:// URL or key=value
-// string as pgx accepts, and checks that it answers.
-func Open(ctx context.Context, url string) (*DB, error) {
+// string as pgx accepts, and checks that it answers. An error that says
+// the database cannot be reached wraps [uow.ErrUnavailable].
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
-	return OpenConfig(ctx, cfg)
+	return OpenConfig(ctx, cfg, opts...)
 }
 
 // OpenConfig is [Open] with a parsed pool configuration.
-func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, error) {
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", unavailable(ctx, err))
@@ -58,7 +78,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect relay pool: %w", unavailable(ctx, err))
 	}
-	db := &DB{pool: pool, relay: relay}
+	db := &DB{pool: pool, relay: relay, log: o.log}
 	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))
@@ -100,7 +120,7 @@ func (db *DB) Events() *EventStore { return &EventStore{} }
 // Outbox returns the outbox store. Its bookkeeping runs on the relay pool;
 // [Outbox.Add] runs in the unit of work's transaction.
 func (db *DB) Outbox() *Outbox {
-	return &Outbox{pool: db.relay, channel: notifyChannel(db.schema)}
+	return &Outbox{pool: db.relay, channel: notifyChannel(db.schema), log: db.log}
 }
 
 // Migrate applies every migration that the database lacks and returns the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -25,6 +26,8 @@ type Outbox struct {
 	// messages were committed. It is named after the schema, so that
 	// deployments sharing one database do not wake each other.
 	channel string
+	// log is where Wakeups says that it lost its connection.
+	log *slog.Logger
 }
 
 // notifyChannel returns the channel name for the outbox in schema, within
@@ -266,9 +269,10 @@ func (o *Outbox) Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error
 }
 
 // Wakeups listens for the notifications of [Outbox.Add] on a connection of
-// its own. When the connection fails it reconnects with a growing pause and
-// sends a wake-up once listening again, since notifications sent while it was
-// away are lost.
+// its own. When the connection fails it logs a warning, reconnects with a
+// growing pause and sends a wake-up once listening again, since
+// notifications sent while it was away are lost; the relay's poll covers
+// the gap.
 func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	wake := func() {
@@ -281,14 +285,16 @@ func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
 		defer close(ch)
 		const firstPause = 100 * time.Millisecond
 		pause := firstPause
-		for ctx.Err() == nil {
-			listened, _ := o.listen(ctx, wake) // The relay's poll covers a failure.
+		for {
+			listened, err := o.listen(ctx, wake)
 			if ctx.Err() != nil {
 				return
 			}
 			if listened {
 				pause = firstPause
 			}
+			o.log.WarnContext(ctx, "outbox: listen for commits of other processes; polling until listening again",
+				"channel", o.channel, "error", err, "retry_in", pause)
 			select {
 			case <-ctx.Done():
 				return
@@ -301,9 +307,12 @@ func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
 }
 
 // listen wakes the relay on every notification until its connection fails
-// or ctx ends. It reports whether it got as far as listening.
+// or ctx ends. It reports whether it got as far as listening, and why it
+// stopped.
 func (o *Outbox) listen(ctx context.Context, wake func()) (bool, error) {
-	conn, err := pgx.ConnectConfig(ctx, o.pool.Config().ConnConfig)
+	cfg := o.pool.Config().ConnConfig
+	cfg.RuntimeParams["application_name"] = "outbox-listen"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, fmt.Errorf("outbox: listen: %w", err)
 	}

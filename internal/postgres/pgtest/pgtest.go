@@ -34,13 +34,13 @@ func URL() string {
 	return DefaultURL
 }
 
-// New returns a [postgres.DB] on a fresh, migrated schema, closed and
-// dropped when t ends.
-func New(t testing.TB) *postgres.DB {
+// New returns a [postgres.DB] on a fresh, migrated schema, opened with
+// opts, closed and dropped when t ends.
+func New(t testing.TB, opts ...postgres.Option) *postgres.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, drop, err := postgres.OpenScratch(ctx, URL(), "test_")
+	db, drop, err := postgres.OpenScratch(ctx, URL(), "test_", opts...)
 	if err != nil {
 		t.Fatalf("pgtest: %v (set TEST_DATABASE_URL to use another server than %s)", err, URL())
 	}

@@ -1,0 +1,181 @@
+package postgres_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+)
+
+// These tests see a relay of another process as a second DB on the same
+// schema.
+
+// TestWakeupsListenAgain: when the backend of the listening connection is
+// ended, Wakeups says so in a warning, listens again, and then hears the
+// commits of another process.
+func TestWakeupsListenAgain(t *testing.T) {
+	t.Parallel()
+	warned := make(warnings, 10)
+	db := pgtest.New(t, postgres.WithLogger(slog.New(warned)))
+	other := sameSchema(t, db)
+
+	wakeups := db.Outbox().Wakeups(t.Context())
+	awaitWakeup(t, wakeups, "the wake-up sent once listening")
+	pid := listenerPID(t, db)
+	terminate(t, db, pid)
+
+	select {
+	case w := <-warned:
+		if !strings.Contains(w, "57P01") {
+			t.Errorf("warning %q, want one that gives the error (SQLSTATE 57P01)", w)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no warning within 10s of the listener's backend ending")
+	}
+	awaitWakeup(t, wakeups, "the wake-up sent once listening again")
+	if again := listenerPID(t, db); again == pid {
+		t.Fatalf("listening on backend %d still, the one ended", pid)
+	}
+
+	addOne(t, other.Runner(nil), other.Outbox(), 1)
+	awaitWakeup(t, wakeups, "a wake-up after another process's commit")
+}
+
+// TestRelayHearsOtherProcessesAfterListenerEnded: a relay that polls once
+// an hour delivers a message that another process commits after the
+// relay's listening backend was ended: only a wake-up can deliver it.
+func TestRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	other := sameSchema(t, db)
+	spy := &claimSpy{Outbox: db.Outbox(), claims: make(chan int, 100)}
+	delivered := make(chan outbox.Message, 10)
+	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{
+		"test.wakeups": func(_ context.Context, m outbox.Message) error {
+			delivered <- m
+			return nil
+		},
+	}, outbox.RelayConfig{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	// The relay claims once at start and once when its listener listens.
+	awaitClaims(t, spy, 2, "at start and once listening")
+	terminate(t, db, listenerPID(t, db))
+	awaitClaims(t, spy, 1, "once listening again")
+
+	addOne(t, other.Runner(nil), other.Outbox(), 7)
+	select {
+	case m := <-delivered:
+		if string(m.Payload) != "7" {
+			t.Errorf("delivered %s, want the message committed by the other process", m.Payload)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the message committed by another process was not delivered within 30s")
+	}
+}
+
+// sameSchema opens a second DB on the schema of db, as another process
+// would, closed when t ends.
+func sameSchema(t *testing.T, db *postgres.DB) *postgres.DB {
+	t.Helper()
+	other, err := postgres.OpenConfig(t.Context(), db.Pool().Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	return other
+}
+
+// listenerPID returns the backend of the connection on which db's outbox
+// listens.
+func listenerPID(t *testing.T, db *postgres.DB) int {
+	t.Helper()
+	var pids []int
+	rows, err := db.Pool().Query(t.Context(), `SELECT pid FROM pg_stat_activity
+WHERE application_name = 'outbox-listen' AND query = 'LISTEN ' || quote_ident($1)`, postgres.Channel(db))
+	if err == nil {
+		pids, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) != 1 {
+		t.Fatalf("%d backends listen on %s, want 1", len(pids), postgres.Channel(db))
+	}
+	return pids[0]
+}
+
+// terminate ends the server's backend pid, as an administrator or a
+// restart would.
+func terminate(t *testing.T, db *postgres.DB, pid int) {
+	t.Helper()
+	var ok bool
+	if err := db.Pool().QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("terminate backend %d: %v, %v", pid, ok, err)
+	}
+}
+
+// claimSpy is a store that reports how many messages each claim returned.
+type claimSpy struct {
+	*postgres.Outbox
+	claims chan int
+}
+
+func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	msgs, err := s.Outbox.Claim(ctx, now, lease, limit)
+	s.claims <- len(msgs)
+	return msgs, err
+}
+
+// awaitClaims waits for n claims of the relay over spy; what says when.
+func awaitClaims(t *testing.T, spy *claimSpy, n int, what string) {
+	t.Helper()
+	for range n {
+		select {
+		case <-spy.claims:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the relay did not claim %s within 10s", what)
+		}
+	}
+}
+
+// warnings is a slog.Handler that passes on each warning, with its error,
+// as "message: error", dropping those that find the channel full.
+type warnings chan string
+
+func (w warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (w warnings) Handle(_ context.Context, r slog.Record) error {
+	text := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "error" {
+			text += ": " + a.Value.String()
+		}
+		return true
+	})
+	select {
+	case w <- text:
+	default:
+	}
+	return nil
+}
+
+func (w warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w warnings) WithGroup(string) slog.Handler      { return w }
