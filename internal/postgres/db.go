@@ -17,6 +17,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/eventsourced/accounts/internal/wakeup"
 	"github.com/eventsourced/accounts/migrations"
 )
 
@@ -28,11 +29,21 @@ import (
 // server can then lose the last few of those writes, which only makes the
 // relay deliver a message again, as at-least-once delivery allows, and in
 // return the relay does not wait for a disk flush per batch.
+//
+// A unit of work that added outbox messages wakes, once it has committed,
+// the relays of this DB at once, in process, and asks the DB's notifier to
+// tell relays elsewhere with a NOTIFY of its own (see [Outbox.Wakeups]).
 type DB struct {
 	pool   *pgxpool.Pool
 	relay  *pgxpool.Pool
 	schema string
 	log    *slog.Logger
+	// channel is the LISTEN/NOTIFY channel of the outbox.
+	channel string
+	// wake wakes the relays of this DB in this process.
+	wake *wakeup.Fanout
+	// notifier sends NOTIFY on channel for the relays of other processes.
+	notifier *notifier
 }
 
 // Option changes how [Open] and [OpenConfig] open a database.
@@ -78,16 +89,22 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, 
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect relay pool: %w", unavailable(ctx, err))
 	}
-	db := &DB{pool: pool, relay: relay, log: o.log}
+	db := &DB{pool: pool, relay: relay, log: o.log, wake: wakeup.New()}
 	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))
 	}
+	db.channel = notifyChannel(db.schema)
+	db.notifier = newNotifier(relayCfg.ConnConfig, db.channel, db.log)
 	return db, nil
 }
 
-// Close closes both pools, waiting for connections in use to be returned.
+// Close stops the notifier and closes both pools, waiting for connections
+// in use to be returned.
 func (db *DB) Close() {
+	if db.notifier != nil {
+		db.notifier.close()
+	}
 	db.relay.Close()
 	db.pool.Close()
 }
@@ -111,16 +128,17 @@ func (db *DB) Runner(now func() time.Time) *Runner {
 	if now == nil {
 		now = time.Now
 	}
-	return &Runner{pool: db.pool, now: now}
+	return &Runner{db: db, now: now}
 }
 
 // Events returns the event store.
 func (db *DB) Events() *EventStore { return &EventStore{} }
 
 // Outbox returns the outbox store. Its bookkeeping runs on the relay pool;
-// [Outbox.Add] runs in the unit of work's transaction.
+// [Outbox.Add] runs in the unit of work's transaction. Every Outbox of one
+// DB shares its wake-ups.
 func (db *DB) Outbox() *Outbox {
-	return &Outbox{pool: db.relay, channel: notifyChannel(db.schema), log: db.log}
+	return &Outbox{pool: db.relay, channel: db.channel, db: db}
 }
 
 // Migrate applies every migration that the database lacks and returns the

@@ -4,10 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -15,7 +18,8 @@ import (
 )
 
 // These tests see a relay of another process as a second DB on the same
-// schema.
+// schema: its in-process wake-ups reach only its own relays, so a wake-up
+// that crosses from one DB to the other came through NOTIFY and LISTEN.
 
 // TestWakeupsListenAgain: when the backend of the listening connection is
 // ended, Wakeups says so in a warning, listens again, and then hears the
@@ -91,6 +95,74 @@ func TestRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
 	}
 }
 
+// TestBurstOfCommitsNotifiesFewTimes: commits made while a notification is
+// in flight neither wait for it nor send one each; one notification is
+// sent after them all.
+func TestBurstOfCommitsNotifiesFewTimes(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	listener := listenRaw(t, db)
+	sending, release := make(chan struct{}), make(chan struct{})
+	var sent atomic.Int64
+	postgres.BeforeNotify(db, func() {
+		if sent.Add(1) == 1 {
+			close(sending)
+			<-release
+		}
+	})
+	runner, store := db.Runner(nil), db.Outbox()
+
+	addOne(t, runner, store, 0)
+	select {
+	case <-sending:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification begun within 10s of a commit")
+	}
+	// The first notification is held back; the burst must not wait for it.
+	const writers, each = 8, 8
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				addOne(t, runner, store, 1+w*each+i)
+			}
+		})
+	}
+	wg.Wait()
+	if n := postgres.NotifyRequests(db); n != 1+writers*each {
+		t.Errorf("%d commits asked for a notification, want %d", n, 1+writers*each)
+	}
+	close(release)
+
+	// One notification for the first commit, one after the burst.
+	for i := range 2 {
+		n := awaitNotification(t, listener)
+		if n.Channel != postgres.Channel(db) || n.Payload == "" {
+			t.Errorf("notification %d: %+v, want one on %s that names its DB", i, n, postgres.Channel(db))
+		}
+	}
+	if n := sent.Load(); n != 2 {
+		t.Errorf("%d notifications sent for %d commits, want 2", n, 1+writers*each)
+	}
+}
+
+// TestNotifierConnectsAgain: when the backend that sends the notifications
+// is ended, the next commit's notification goes out on a new connection.
+func TestNotifierConnectsAgain(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	listener := listenRaw(t, db)
+	runner, store := db.Runner(nil), db.Outbox()
+
+	addOne(t, runner, store, 0)
+	first := awaitNotification(t, listener)
+	terminate(t, db, int(first.PID))
+	addOne(t, runner, store, 1)
+	if again := awaitNotification(t, listener); again.PID == first.PID {
+		t.Errorf("notified from backend %d again, the one ended", again.PID)
+	}
+}
+
 // sameSchema opens a second DB on the schema of db, as another process
 // would, closed when t ends.
 func sameSchema(t *testing.T, db *postgres.DB) *postgres.DB {
@@ -130,6 +202,33 @@ func terminate(t *testing.T, db *postgres.DB, pid int) {
 	if err := db.Pool().QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
 		t.Fatalf("terminate backend %d: %v, %v", pid, ok, err)
 	}
+}
+
+// listenRaw returns a connection of the test's own that listens on the
+// channel of db's outbox.
+func listenRaw(t *testing.T, db *postgres.DB) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.ConnectConfig(t.Context(), db.Pool().Config().ConnConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	if _, err := conn.Exec(t.Context(), "LISTEN "+pgx.Identifier{postgres.Channel(db)}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// awaitNotification waits for the next notification on conn.
+func awaitNotification(t *testing.T, conn *pgx.Conn) *pgconn.Notification {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	n, err := conn.WaitForNotification(ctx)
+	if err != nil {
+		t.Fatalf("no notification: %v", err)
+	}
+	return n
 }
 
 // claimSpy is a store that reports how many messages each claim returned.
