@@ -59,7 +59,7 @@ func TestRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	other := sameSchema(t, db)
-	spy := &claimSpy{Outbox: db.Outbox(), claims: make(chan int, 100)}
+	spy := &wakeSpy{Outbox: db.Outbox(), woken: make(chan struct{}, 100)}
 	delivered := make(chan outbox.Message, 10)
 	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{
 		"test.wakeups": func(_ context.Context, m outbox.Message) error {
@@ -79,10 +79,9 @@ func TestRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	// The relay claims once at start and once when its listener listens.
-	awaitClaims(t, spy, 2, "at start and once listening")
+	awaitWakeup(t, spy.woken, "the wake-up sent once listening")
 	terminate(t, db, listenerPID(t, db))
-	awaitClaims(t, spy, 1, "once listening again")
+	awaitWakeup(t, spy.woken, "the wake-up sent once listening again")
 
 	addOne(t, other.Runner(nil), other.Outbox(), 7)
 	select {
@@ -231,28 +230,26 @@ func awaitNotification(t *testing.T, conn *pgx.Conn) *pgconn.Notification {
 	return n
 }
 
-// claimSpy is a store that reports how many messages each claim returned.
-type claimSpy struct {
+// wakeSpy is a store whose wake-ups the test sees too, as they reach the
+// relay.
+type wakeSpy struct {
 	*postgres.Outbox
-	claims chan int
+	woken chan struct{}
 }
 
-func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
-	msgs, err := s.Outbox.Claim(ctx, now, lease, limit)
-	s.claims <- len(msgs)
-	return msgs, err
-}
-
-// awaitClaims waits for n claims of the relay over spy; what says when.
-func awaitClaims(t *testing.T, spy *claimSpy, n int, what string) {
-	t.Helper()
-	for range n {
-		select {
-		case <-spy.claims:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the relay did not claim %s within 10s", what)
+func (s *wakeSpy) Wakeups(ctx context.Context) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		for range s.Outbox.Wakeups(ctx) {
+			s.woken <- struct{}{}
+			select {
+			case out <- struct{}{}:
+			case <-ctx.Done():
+			}
 		}
-	}
+	}()
+	return out
 }
 
 // warnings is a slog.Handler that passes on each warning, with its error,
