@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,10 +102,11 @@ func parseDatabaseURL(url string) (database, error) {
 }
 
 // open connects to the database, creating a SQLite file and its folder if
-// need be, and migrates it.
-func (d database) open(ctx context.Context) (backend, []int64, error) {
+// need be, and migrates it. The backend logs to log what it works around,
+// such as a lost LISTEN connection on PostgreSQL.
+func (d database) open(ctx context.Context, log *slog.Logger) (backend, []int64, error) {
 	if d.postgresURL != "" {
-		db, err := postgres.Open(ctx, d.postgresURL)
+		db, err := postgres.Open(ctx, d.postgresURL, postgres.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -135,9 +137,9 @@ func (d database) open(ctx context.Context) (backend, []int64, error) {
 // openScratch opens an empty database of the same kind that leaves no
 // trace: a schema of its own on PostgreSQL, a file in a temporary folder on
 // SQLite. drop removes it.
-func (d database) openScratch(ctx context.Context) (backend, func(context.Context) error, error) {
+func (d database) openScratch(ctx context.Context, log *slog.Logger) (backend, func(context.Context) error, error) {
 	if d.postgresURL != "" {
-		db, drop, err := postgres.OpenScratch(ctx, d.postgresURL, "bench_")
+		db, drop, err := postgres.OpenScratch(ctx, d.postgresURL, "bench_", postgres.WithLogger(log))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -147,7 +149,7 @@ func (d database) openScratch(ctx context.Context) (backend, func(context.Contex
 	if err != nil {
 		return nil, nil, err
 	}
-	b, _, err := database{sqlitePath: filepath.Join(dir, "bench.db")}.open(ctx)
+	b, _, err := database{sqlitePath: filepath.Join(dir, "bench.db")}.open(ctx, log)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, err

@@ -60,7 +60,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	db, drop, err := d.openScratch(ctx)
+	db, drop, err := d.openScratch(ctx, e.log)
 	if err != nil {
 		return err
 	}

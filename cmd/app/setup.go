@@ -40,7 +40,7 @@ func (e env) openDB(ctx context.Context) (backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, applied, err := d.open(ctx)
+	b, applied, err := d.open(ctx, e.log)
 	if err != nil {
 		return nil, err
 	}

@@ -5,12 +5,18 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
+
+// unavailableRetry is the Retry-After of [TypeUnavailable]: about as long
+// as a database takes to restart or a lock holder to let go.
+const unavailableRetry = 5 * time.Second
 
 // writeError maps an error of the user domain to its problem. invalidCode is
 // the status of [user.ErrInvalidCode], which differs by endpoint.
@@ -39,6 +45,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		// nothing and may be sent again.
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, http.StatusServiceUnavailable, TypeBusy, "too many concurrent changes; try again")
+	case errors.Is(err, uow.ErrUnavailable):
+		// The database cannot be reached or is busy; the command was not
+		// done (or rolled back) and may be sent again once it is back.
+		log.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+		w.Header().Set("Retry-After", strconv.Itoa(int(unavailableRetry/time.Second)))
+		writeProblem(w, http.StatusServiceUnavailable, TypeUnavailable, "the database cannot be reached or is busy; try again")
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads the answer.
 	default:

@@ -60,17 +60,34 @@ func setup(t *testing.T) *env {
 
 func setupWith(t *testing.T, o options) *env {
 	t.Helper()
-	e := &env{db: pgtest.New(t), clock: testclock.New(start)}
-	svc, err := user.NewService(user.Deps{
-		Runner: e.db.Runner(e.clock.Now),
-		Events: e.db.Events(),
-		Outbox: e.db.Outbox(),
+	return servePostgres(t, pgtest.New(t), o)
+}
+
+// servePostgres serves the API over a user.Service on db.
+func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
+	t.Helper()
+	clock := testclock.New(start)
+	e := serveService(t, clock, user.Deps{
+		Runner: db.Runner(clock.Now),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
 		Views:  postgres.UserViews{},
-	}, user.Policy{}, baseURL)
+	}, db.Ping, o)
+	e.db = db
+	return e
+}
+
+// serveService serves the API over a user.Service on d, whose runner reads
+// clock, and answers /readyz with ready unless o says otherwise. The env's
+// db is left nil: the helpers that read tables are for PostgreSQL, and
+// [servePostgres] sets it.
+func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(context.Context) error, o options) *env {
+	t.Helper()
+	e := &env{clock: clock}
+	svc, err := user.NewService(d, user.Policy{}, baseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := e.db.Ping
 	if o.ready != nil {
 		ready = o.ready
 	}
@@ -186,6 +203,7 @@ var knownTypes = map[string]int{
 	httpapi.TypeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	httpapi.TypeNotReady:             http.StatusServiceUnavailable,
 	httpapi.TypeBusy:                 http.StatusServiceUnavailable,
+	httpapi.TypeUnavailable:          http.StatusServiceUnavailable,
 	httpapi.TypeInternal:             http.StatusInternalServerError,
 }
 

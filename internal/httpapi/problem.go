@@ -31,6 +31,7 @@ const (
 	TypeMethodNotAllowed     = "/problems/method-not-allowed"
 	TypeNotReady             = "/problems/not-ready"
 	TypeBusy                 = "/problems/busy"
+	TypeUnavailable          = "/problems/unavailable"
 	TypeInternal             = "/problems/internal"
 )
 
@@ -47,6 +48,7 @@ var titles = map[string]string{
 	TypeMethodNotAllowed:     "That method is not allowed here.",
 	TypeNotReady:             "The service is not ready.",
 	TypeBusy:                 "The service is busy; try again.",
+	TypeUnavailable:          "The database is unavailable; try again shortly.",
 	TypeInternal:             "Something went wrong on our side.",
 }
 

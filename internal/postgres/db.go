@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,6 +17,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/eventsourced/accounts/internal/wakeup"
 	"github.com/eventsourced/accounts/migrations"
 )
 
@@ -27,27 +29,56 @@ import (
 // server can then lose the last few of those writes, which only makes the
 // relay deliver a message again, as at-least-once delivery allows, and in
 // return the relay does not wait for a disk flush per batch.
+//
+// A unit of work that added outbox messages wakes, once it has committed,
+// the relays of this DB at once, in process, and asks the DB's notifier to
+// tell relays elsewhere with a NOTIFY of its own (see [Outbox.Wakeups]).
 type DB struct {
 	pool   *pgxpool.Pool
 	relay  *pgxpool.Pool
 	schema string
+	log    *slog.Logger
+	// channel is the LISTEN/NOTIFY channel of the outbox.
+	channel string
+	// wake wakes the relays of this DB in this process.
+	wake *wakeup.Fanout
+	// notifier sends NOTIFY on channel for the relays of other processes.
+	notifier *notifier
+}
+
+// Option changes how [Open] and [OpenConfig] open a database.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+}
+
+// WithLogger makes the DB log to l what it cannot do and works around, such
+// as a lost LISTEN connection; by default it logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
 }
 
 // Open connects to the database at url, a postgres:// URL or key=value
-// string as pgx accepts, and checks that it answers.
-func Open(ctx context.Context, url string) (*DB, error) {
+// string as pgx accepts, and checks that it answers. An error that says
+// the database cannot be reached wraps [uow.ErrUnavailable].
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
-	return OpenConfig(ctx, cfg)
+	return OpenConfig(ctx, cfg, opts...)
 }
 
 // OpenConfig is [Open] with a parsed pool configuration.
-func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, error) {
+	o := options{log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: connect: %w", err)
+		return nil, fmt.Errorf("postgres: connect: %w", unavailable(ctx, err))
 	}
 	relayCfg := cfg.Copy()
 	relayCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
@@ -56,26 +87,33 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 	relay, err := pgxpool.NewWithConfig(ctx, relayCfg)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect relay pool: %w", err)
+		return nil, fmt.Errorf("postgres: connect relay pool: %w", unavailable(ctx, err))
 	}
-	db := &DB{pool: pool, relay: relay}
+	db := &DB{pool: pool, relay: relay, log: o.log, wake: wakeup.New()}
 	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("postgres: ping: %w", err)
+		return nil, fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))
 	}
+	db.channel = notifyChannel(db.schema)
+	db.notifier = newNotifier(relayCfg.ConnConfig, db.channel, db.log)
 	return db, nil
 }
 
-// Close closes both pools, waiting for connections in use to be returned.
+// Close stops the notifier and closes both pools, waiting for connections
+// in use to be returned.
 func (db *DB) Close() {
+	if db.notifier != nil {
+		db.notifier.close()
+	}
 	db.relay.Close()
 	db.pool.Close()
 }
 
-// Ping reports whether the database answers.
+// Ping reports whether the database answers; an error that says it cannot
+// be reached wraps [uow.ErrUnavailable].
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres: ping: %w", err)
+		return fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))
 	}
 	return nil
 }
@@ -90,16 +128,17 @@ func (db *DB) Runner(now func() time.Time) *Runner {
 	if now == nil {
 		now = time.Now
 	}
-	return &Runner{pool: db.pool, now: now}
+	return &Runner{db: db, now: now}
 }
 
 // Events returns the event store.
 func (db *DB) Events() *EventStore { return &EventStore{} }
 
 // Outbox returns the outbox store. Its bookkeeping runs on the relay pool;
-// [Outbox.Add] runs in the unit of work's transaction.
+// [Outbox.Add] runs in the unit of work's transaction. Every Outbox of one
+// DB shares its wake-ups.
 func (db *DB) Outbox() *Outbox {
-	return &Outbox{pool: db.relay, channel: notifyChannel(db.schema)}
+	return &Outbox{pool: db.relay, channel: db.channel, db: db}
 }
 
 // Migrate applies every migration that the database lacks and returns the

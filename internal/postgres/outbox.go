@@ -24,10 +24,13 @@ import (
 // [Outbox.Lookup] and [Outbox.Requeue].
 type Outbox struct {
 	pool *pgxpool.Pool
-	// channel is the LISTEN/NOTIFY channel on which Add tells relays that
+	// channel is the LISTEN/NOTIFY channel on which relays hear that
 	// messages were committed. It is named after the schema, so that
 	// deployments sharing one database do not wake each other.
 	channel string
+	// db is the DB of the store: its in-process wake-ups, its notifier and
+	// its logger.
+	db *DB
 }
 
 // notifyChannel returns the channel name for the outbox in schema, within
@@ -48,10 +51,13 @@ var (
 	_ outbox.BacklogReader = (*Outbox)(nil)
 )
 
-// Add stores msgs as part of t and notifies listening relays, which hear it
-// when t commits and not at all when it rolls back.
+// Add stores msgs as part of t. Once t commits, the relays of t's DB in
+// this process are woken at once and those of other processes soon after,
+// by a notification that the DB sends (see [Outbox.Wakeups]); if t rolls
+// back, none is. The transaction itself sends no notification: that would
+// make its commit queue behind every other notifying commit of the server.
 func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) error {
-	ptx, err := PgxTx(t)
+	pt, err := asTx(t)
 	if err != nil {
 		return fmt.Errorf("outbox: add: %w", err)
 	}
@@ -68,18 +74,14 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 		}
 		ids[i], topics[i], payloads[i], created[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt
 	}
-	// One statement inserts every message and queues the notification.
 	const q = `
-WITH added AS (
-	INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
-	SELECT id, topic, payload, created_at, created_at
-	FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[]) AS m(id, topic, payload, created_at)
-	RETURNING 1
-)
-SELECT pg_notify($5, '') FROM (SELECT 1 FROM added LIMIT 1) AS any_added`
-	if _, err := ptx.Exec(ctx, q, ids, topics, payloads, created, o.channel); err != nil {
+INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
+SELECT id, topic, payload, created_at, created_at
+FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[]) AS m(id, topic, payload, created_at)`
+	if _, err := pt.Exec(ctx, q, ids, topics, payloads, created); err != nil {
 		return fmt.Errorf("outbox: add: %w", err)
 	}
+	pt.wakeRelays()
 	return nil
 }
 
@@ -359,30 +361,31 @@ func (o *Outbox) Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error
 	return rec, nil
 }
 
-// Wakeups listens for the notifications of [Outbox.Add] on a connection of
-// its own. When the connection fails it reconnects with a growing pause and
-// sends a wake-up once listening again, since notifications sent while it was
-// away are lost.
+// Wakeups returns a channel that receives a value after each commit of a
+// unit of work that added messages ([Outbox.Add]) to the schema of this
+// store, coalesced: one that finds the channel full joins the one waiting
+// there. A commit made through the same DB wakes it in process, before the
+// committing [Runner.Do] returns. A commit made elsewhere, by another
+// process or another DB, reaches it through LISTEN on a connection of its
+// own. When that connection fails, Wakeups logs a warning, connects again
+// with a growing pause, and sends a wake-up once listening again, since
+// notifications sent while it was away are lost; the relay's poll covers
+// the gap. The channel is closed when ctx is done.
 func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	wake := func() {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	sub := o.db.wake.Subscribe(ctx)
 	go func() {
-		defer close(ch)
 		const firstPause = 100 * time.Millisecond
 		pause := firstPause
-		for ctx.Err() == nil {
-			listened, _ := o.listen(ctx, wake) // The relay's poll covers a failure.
+		for {
+			listened, err := o.listen(ctx, sub.Wake)
 			if ctx.Err() != nil {
 				return
 			}
 			if listened {
 				pause = firstPause
 			}
+			o.db.log.WarnContext(ctx, "outbox: listen for commits of other processes; polling until listening again",
+				"channel", o.channel, "error", err, "retry_in", pause)
 			select {
 			case <-ctx.Done():
 				return
@@ -391,13 +394,16 @@ func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
 			pause = min(2*pause, 5*time.Second)
 		}
 	}()
-	return ch
+	return sub.C()
 }
 
-// listen wakes the relay on every notification until its connection fails
-// or ctx ends. It reports whether it got as far as listening.
+// listen calls wake once listening and then on every notification from
+// another DB, until its connection fails or ctx ends. It reports whether
+// it got as far as listening, and why it stopped.
 func (o *Outbox) listen(ctx context.Context, wake func()) (bool, error) {
-	conn, err := pgx.ConnectConfig(ctx, o.pool.Config().ConnConfig)
+	cfg := o.pool.Config().ConnConfig
+	cfg.RuntimeParams["application_name"] = "outbox-listen"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return false, fmt.Errorf("outbox: listen: %w", err)
 	}
@@ -407,9 +413,13 @@ func (o *Outbox) listen(ctx context.Context, wake func()) (bool, error) {
 	}
 	wake()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return true, fmt.Errorf("outbox: listen: %w", err)
 		}
-		wake()
+		// The DB's own commits woke its relays in process already.
+		if n.Payload != o.db.notifier.id {
+			wake()
+		}
 	}
 }

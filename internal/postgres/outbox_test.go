@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/outbox/outboxtest"
+	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/uow"
 )
@@ -21,17 +22,14 @@ func TestOutboxStore(t *testing.T) {
 	})
 }
 
-// TestWakeups checks the [outbox.Waker] of the PostgreSQL store.
+// TestWakeups checks the [outbox.Waker] of the PostgreSQL store, for
+// commits made through the same DB: they wake its relays in process, before
+// Do returns, and a rollback wakes nobody and asks for no notification.
+// Commits of other processes are [TestWakeupsListenAgain]'s to check.
 //
 // The notification channel is named after the schema, and each test has a
-// schema of its own, so another test's Add cannot wake this listener.
-//
-// That a rolled-back Add wakes nobody is not asserted. Wake-ups coalesce (the
-// channel holds one), so seeing one wake-up after a rolled-back and then a
-// committed Add does not prove the first sent none, and proving that nothing
-// arrives takes a wait of some length, which a test without sleeps cannot
-// make. The test checks instead that a rolled-back Add leaves the listener
-// working, and that the committed Add after it wakes it.
+// schema of its own, so another test's Add cannot wake this listener; the
+// DB's own notifications wake nobody again.
 func TestWakeups(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -46,12 +44,10 @@ func TestWakeups(t *testing.T) {
 	awaitWakeup(t, wakeups, "the wake-up sent once listening")
 
 	for round := range 3 {
-		drainWakeup(wakeups)
 		addOne(t, runner, store, round)
-		awaitWakeup(t, wakeups, fmt.Sprintf("a wake-up after committed Add %d", round))
+		wantWoken(t, wakeups, true, fmt.Sprintf("committed Add %d", round))
 	}
 
-	drainWakeup(wakeups)
 	errRollback := errors.New("roll back")
 	err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 		m, err := outbox.NewMessage("test.wakeups", "rolled back", tx.Now())
@@ -66,8 +62,12 @@ func TestWakeups(t *testing.T) {
 	if !errors.Is(err, errRollback) {
 		t.Fatalf("rolled-back Add: Do = %v, want %v", err, errRollback)
 	}
+	wantWoken(t, wakeups, false, "a rolled-back Add")
+	if n := postgres.NotifyRequests(db); n != 3 {
+		t.Errorf("3 committed Adds and a rolled-back one asked for %d notifications, want 3", n)
+	}
 	addOne(t, runner, store, 3)
-	awaitWakeup(t, wakeups, "a wake-up after a rolled-back and a committed Add")
+	wantWoken(t, wakeups, true, "a committed Add after a rolled-back one")
 
 	// The channel is closed when ctx is done.
 	stop()
@@ -112,10 +112,18 @@ func awaitWakeup(t *testing.T, wakeups <-chan struct{}, what string) {
 	}
 }
 
-// drainWakeup takes a pending wake-up, if any, without waiting.
-func drainWakeup(wakeups <-chan struct{}) {
+// wantWoken checks, without waiting, whether a wake-up is pending after
+// what.
+func wantWoken(t *testing.T, wakeups <-chan struct{}, want bool, what string) {
+	t.Helper()
 	select {
 	case <-wakeups:
+		if !want {
+			t.Errorf("woken after %s, want no wake-up", what)
+		}
 	default:
+		if want {
+			t.Errorf("no wake-up pending once Do of %s returned", what)
+		}
 	}
 }

@@ -40,9 +40,9 @@ func CreateSchema(ctx context.Context, url, prefix string) (schema string, drop 
 }
 
 // OpenScratch creates a schema as [CreateSchema] does and returns a migrated
-// [DB] whose connections use only that schema. drop closes the DB and drops
-// the schema.
-func OpenScratch(ctx context.Context, url, prefix string) (db *DB, drop func(context.Context) error, err error) {
+// [DB], opened with opts, whose connections use only that schema. drop
+// closes the DB and drops the schema.
+func OpenScratch(ctx context.Context, url, prefix string, opts ...Option) (db *DB, drop func(context.Context) error, err error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, nil, fmt.Errorf("postgres: parse url: %w", err)
@@ -52,7 +52,7 @@ func OpenScratch(ctx context.Context, url, prefix string) (db *DB, drop func(con
 		return nil, nil, err
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	db, err = OpenConfig(ctx, cfg)
+	db, err = OpenConfig(ctx, cfg, opts...)
 	if err != nil {
 		return nil, nil, errors.Join(err, dropSchema(context.WithoutCancel(ctx)))
 	}

@@ -33,17 +33,33 @@ import (
 	"github.com/pressly/goose/v3/lock"
 	_ "modernc.org/sqlite" // Registers the driver "sqlite".
 
+	"github.com/eventsourced/accounts/internal/wakeup"
 	"github.com/eventsourced/accounts/migrations"
 )
 
 // backend names this package in errors.
 const backend = "sqlite"
 
-// busyTimeout is how long a connection waits for a lock that another process
-// holds (or, for readers, a checkpoint) before it fails with SQLITE_BUSY.
-// Writers of this process never wait in it: they queue for the one write
-// connection.
-const busyTimeout = 10 * time.Second
+// defaultBusyTimeout is how long a connection waits for a lock that another
+// process holds (or, for readers, a checkpoint) before it fails with
+// SQLITE_BUSY, unless [WithBusyTimeout] says otherwise. Writers of this
+// process never wait in it: they queue for the one write connection.
+const defaultBusyTimeout = 10 * time.Second
+
+// Option changes how [Open] opens a database.
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+}
+
+// WithBusyTimeout makes connections wait up to d for a lock that another
+// process holds before they give up with an error that wraps
+// [uow.ErrUnavailable]; the default is 10 seconds. It is rounded down to
+// the millisecond.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
 
 // maxReaders bounds the read-only pool.
 const maxReaders = 4
@@ -73,20 +89,25 @@ type DB struct {
 	// relaxed makes the relay's bookkeeping commit with synchronous=NORMAL.
 	relaxed bool
 	// wake tells this DB's relays that a unit of work added messages.
-	wake *notifier
+	wake *wakeup.Fanout
 }
 
 // Open opens the database file at path, creating the file (not its folder)
 // when it does not exist, and checks that it answers. The file is put in
 // WAL mode, which it keeps; foreign keys are enforced, and deleted content is
 // overwritten (secure_delete), since outbox messages carry one-time codes.
-func Open(ctx context.Context, path string) (*DB, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
 	}
+	o := options{busyTimeout: defaultBusyTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	busyTimeout := fmt.Sprintf("busy_timeout(%d)", max(o.busyTimeout.Milliseconds(), 0))
 	writeDSN := dsn(path, url.Values{
 		"_pragma": {
-			fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
+			busyTimeout,
 			"journal_mode(WAL)",
 			"foreign_keys(1)",
 			"synchronous(FULL)",
@@ -108,11 +129,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// WAL mode, which read-only connections cannot do.
 	if err := ping(ctx, write); err != nil {
 		write.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))
 	}
 	read, err := sql.Open("sqlite", dsn(path, url.Values{
 		"_pragma": {
-			fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()),
+			busyTimeout,
 			"query_only(1)",
 		},
 	}))
@@ -122,10 +143,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	}
 	read.SetMaxOpenConns(maxReaders)
 	read.SetMaxIdleConns(maxReaders)
-	db := &DB{write: write, read: read, writeDSN: writeDSN, relaxed: true, wake: newNotifier()}
+	db := &DB{write: write, read: read, writeDSN: writeDSN, relaxed: true, wake: wakeup.New()}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))
 	}
 	return db, nil
 }
@@ -150,10 +171,11 @@ func (db *DB) Close() error {
 }
 
 // Ping reports whether the database file can be read. It does not wait for
-// the write connection, so a long unit of work does not make it fail.
+// the write connection, so a long unit of work does not make it fail. An
+// error that says the file is locked wraps [uow.ErrUnavailable].
 func (db *DB) Ping(ctx context.Context) error {
 	if err := ping(ctx, db.read); err != nil {
-		return fmt.Errorf("sqlite: ping: %w", err)
+		return fmt.Errorf("sqlite: ping: %w", unavailable(ctx, err))
 	}
 	return nil
 }

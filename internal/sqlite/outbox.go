@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -83,7 +82,7 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	// once however many Adds it made, whichever Outbox value made them.
 	if !st.wakes {
 		st.wakes = true
-		st.onCommit(st.db.wake.wake)
+		st.onCommit(st.db.wake.Wake)
 	}
 	return nil
 }
@@ -414,45 +413,7 @@ func (o *Outbox) Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error
 // before Wakeups returns send nothing; the relay claims once at start for
 // them. The channel is closed when ctx is done.
 func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
-	return o.db.wake.subscribe(ctx)
-}
-
-// notifier fans wake-ups out to every subscribed channel, without blocking.
-type notifier struct {
-	mu   sync.Mutex
-	subs map[chan struct{}]struct{}
-}
-
-func newNotifier() *notifier {
-	return &notifier{subs: make(map[chan struct{}]struct{})}
-}
-
-// subscribe returns a channel that wake sends to until ctx is done, and is
-// then closed.
-func (n *notifier) subscribe(ctx context.Context) <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	n.mu.Lock()
-	n.subs[ch] = struct{}{}
-	n.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		delete(n.subs, ch)
-		close(ch)
-	})
-	return ch
-}
-
-// wake sends a wake-up to every channel that has none waiting.
-func (n *notifier) wake() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for ch := range n.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	return o.db.wake.Subscribe(ctx).C()
 }
 
 // conn is what the relay's bookkeeping runs its statements on.

@@ -87,6 +87,10 @@ func asTx(t uow.Tx) (*tx, error) {
 // by which [Outbox.Add] wakes the relays of this process; a rollback runs
 // none.
 //
+// When another process holds the write lock for longer than the busy
+// timeout, the error (of beginning, of fn or of committing) wraps
+// [uow.ErrUnavailable].
+//
 // fn must not make another write of the same DB, such as a nested Do: with
 // the context it is given, that write returns an error instead of waiting
 // for this unit of work to end.
@@ -96,16 +100,16 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	}
 	stx, err := r.db.write.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return fmt.Errorf("sqlite: begin: %w", unavailable(ctx, err))
 	}
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = stx.Rollback() }()
 	t := &tx{Tx: stx, db: r.db, now: r.clock()}
 	if err := fn(context.WithValue(ctx, unitOfWorkKey{}, r.db), t); err != nil {
-		return err
+		return unavailable(ctx, err)
 	}
 	if err := stx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
+		return fmt.Errorf("sqlite: commit: %w", unavailable(ctx, err))
 	}
 	for _, fn := range t.afterCommit {
 		fn()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/testproxy"
 )
@@ -29,23 +30,17 @@ func URL() string {
 	return DefaultURL
 }
 
-// New returns a [postgres.DB] on a fresh, migrated schema, closed and
-// dropped when t ends.
-func New(t testing.TB) *postgres.DB {
+// New returns a [postgres.DB] on a fresh, migrated schema, opened with
+// opts, closed and dropped when t ends.
+func New(t testing.TB, opts ...postgres.Option) *postgres.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, drop, err := postgres.OpenScratch(ctx, URL(), "test_")
+	db, drop, err := postgres.OpenScratch(ctx, URL(), "test_", opts...)
 	if err != nil {
 		t.Fatalf("pgtest: %v (set TEST_DATABASE_URL to use another server than %s)", err, URL())
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := drop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	dropAtEnd(t, drop)
 	return db
 }
 
@@ -60,10 +55,27 @@ func NewURL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: TEST_DATABASE_URL must be a postgres:// URL: %v", err)
 	}
+	schema := newSchema(ctx, t)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// newSchema creates an empty schema, dropped when t ends, and returns its
+// name.
+func newSchema(ctx context.Context, t testing.TB) string {
+	t.Helper()
 	schema, drop, err := postgres.CreateSchema(ctx, URL(), "test_")
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
+	dropAtEnd(t, drop)
+	return schema
+}
+
+// dropAtEnd calls drop when t ends.
+func dropAtEnd(t testing.TB, drop func(context.Context) error) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -71,10 +83,16 @@ func NewURL(t testing.TB) string {
 			t.Error(err)
 		}
 	})
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+}
+
+// NewCut is [New] on a database that the test can take away: cut closes
+// every connection of the DB and refuses new ones from then on, as a server
+// does that went down. It is [NewBehindProxy] for tests that never bring
+// the database back.
+func NewCut(t testing.TB) (db *postgres.DB, cut func()) {
+	t.Helper()
+	db, p := NewBehindProxy(t)
+	return db, p.Down
 }
 
 // NewBehindProxy returns a [postgres.DB] on a fresh, migrated schema, as

@@ -3,7 +3,10 @@ package sqlitetest
 
 import (
 	"context"
+	"database/sql"
+	"net/url"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,12 +14,19 @@ import (
 )
 
 // New returns a [sqlite.DB] on a fresh, migrated file in t.TempDir(),
-// closed when t ends.
-func New(t testing.TB) *sqlite.DB {
+// opened with opts and closed when t ends.
+func New(t testing.TB, opts ...sqlite.Option) *sqlite.DB {
+	t.Helper()
+	return NewAt(t, filepath.Join(t.TempDir(), "test.db"), opts...)
+}
+
+// NewAt is [New] on the file at path, for tests that open the file a second
+// time, as another process would.
+func NewAt(t testing.TB, path string, opts ...sqlite.Option) *sqlite.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"))
+	db, err := sqlite.Open(ctx, path, opts...)
 	if err != nil {
 		t.Fatalf("sqlitetest: %v", err)
 	}
@@ -29,4 +39,34 @@ func New(t testing.TB) *sqlite.DB {
 		t.Fatalf("sqlitetest: %v", err)
 	}
 	return db
+}
+
+// HoldWriteLock takes SQLite's write lock on the file at path from a
+// connection of its own, as another process that writes would, and holds
+// it until release is called or t ends.
+func HoldWriteLock(t testing.TB, path string) (release func()) {
+	t.Helper()
+	other, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath())
+	if err != nil {
+		t.Fatalf("sqlitetest: %v", err)
+	}
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatalf("sqlitetest: %v", err)
+	}
+	if _, err := conn.ExecContext(t.Context(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatalf("sqlitetest: take the write lock: %v", err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := conn.ExecContext(context.Background(), `ROLLBACK`); err != nil {
+				t.Errorf("sqlitetest: release the write lock: %v", err)
+			}
+			_ = conn.Close()
+			_ = other.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
