@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/testproxy"
 )
