@@ -77,6 +77,7 @@ func (a *acker) flush() {
 	}
 	a.pending, a.spare = a.spare[:0], nil
 	a.mu.Unlock()
+	a.r.delivered(context.Background(), batch)
 	leases := make([]Lease, len(batch))
 	for i, h := range batch {
 		leases[i] = h.lease

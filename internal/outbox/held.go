@@ -17,6 +17,8 @@ type held struct {
 	returned atomic.Bool
 	// overran is set once the handler was found running past the lease.
 	overran atomic.Bool
+	// took is how long a successful handler took.
+	took time.Duration
 }
 
 // claim is the messages one claim brought. They share its lease's end and,
@@ -28,6 +30,8 @@ type claim struct {
 	// calls cancel, which ends the handlers' shared deadline.
 	left   atomic.Int64
 	cancel context.CancelFunc
+	// ctx is the handlers' context under [Relay.Run].
+	ctx context.Context
 }
 
 type heldKey struct{}

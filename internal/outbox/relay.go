@@ -463,9 +463,8 @@ func (r *Relay) deliver(wm *message.Message, h *held, ack func(*held)) string {
 	ctx := context.WithoutCancel(wm.Context())
 	took := time.Since(start)
 	if failure == nil {
-		r.breakers.record(m.Topic, m.ID, true, r.now())
-		r.metrics.delivered.Add(ctx, 1, r.metrics.topic(m.Topic))
-		r.metrics.observeDuration(ctx, m.Topic, outcomeDelivered, took)
+		// The acknowledgement counts the delivery, with others at once.
+		h.took = took
 		ack(h)
 		return outcomeDelivered
 	}
@@ -531,10 +530,35 @@ func (r *Relay) notRecorded(ctx context.Context, h *held, op, reason string, err
 func (r *Relay) ackNow(h *held) {
 	ctx, cancel := context.WithTimeout(context.Background(), SettleTimeout)
 	defer cancel()
+	r.delivered(ctx, []*held{h})
 	if err := r.ackAll(ctx, []Lease{h.lease}); err != nil {
 		r.ackFailed(ctx, 1, err)
 	}
 	r.settled(h)
+}
+
+// delivered counts the deliveries of hs, by topic, and tells the breakers.
+// The acknowledger calls it once for what it writes together, rather than
+// each delivery's goroutine for its own.
+func (r *Relay) delivered(ctx context.Context, hs []*held) {
+	now := r.now()
+	var topic string
+	n := int64(0)
+	flush := func() {
+		if n > 0 {
+			r.metrics.delivered.Add(ctx, n, r.metrics.topic(topic))
+		}
+	}
+	for _, h := range hs {
+		if h.msg.Topic != topic {
+			flush()
+			topic, n = h.msg.Topic, 0
+			r.breakers.record(topic, h.msg.ID, true, now)
+		}
+		n++
+		r.metrics.observeDuration(ctx, topic, outcomeDelivered, h.took)
+	}
+	flush()
 }
 
 // ackAll acknowledges delivered messages under their leases, in one call

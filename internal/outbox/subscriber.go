@@ -42,17 +42,25 @@ func (s *subscriber) Subscribe(ctx context.Context, _ string) (<-chan *message.M
 	if w, ok := s.r.store.(Waker); ok {
 		wake = w.Wakeups(ctx)
 	}
-	s.loops.Add(1)
+	// One goroutine claims, another hands the claimed messages over, so
+	// that the next claim runs while the router takes the last one's.
+	claims := make(chan *claim, 4)
+	s.loops.Add(2)
 	go func() {
 		defer s.loops.Done()
-		defer close(out)
-		s.loop(ctx, out, wake)
+		defer close(claims)
+		s.loop(ctx, claims, wake)
 		cancel()
 		if wake != nil {
 			// The listener has stopped once its channel is closed.
 			for range wake {
 			}
 		}
+	}()
+	go func() {
+		defer s.loops.Done()
+		defer close(out)
+		s.handOver(ctx, claims, out)
 	}()
 	return out, nil
 }
@@ -65,7 +73,7 @@ func (s *subscriber) Close() error {
 	return nil
 }
 
-func (s *subscriber) loop(ctx context.Context, out chan<- *message.Message, wake <-chan struct{}) {
+func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan struct{}) {
 	r := s.r
 	poll := time.NewTimer(r.cfg.Interval)
 	defer poll.Stop()
@@ -75,7 +83,7 @@ func (s *subscriber) loop(ctx context.Context, out chan<- *message.Message, wake
 		var room <-chan struct{}
 		if want {
 			if r.room.available() >= r.cfg.Batch {
-				full := s.claim(ctx, out)
+				full := s.claim(ctx, claims)
 				if s.stopping(ctx) {
 					return
 				}
@@ -132,10 +140,9 @@ func (s *subscriber) stopping(ctx context.Context) bool {
 	}
 }
 
-// claim claims a batch and hands it to the router. When the subscriber
-// stops before all are handed over, the rest are released. It reports
-// whether the claim was full.
-func (s *subscriber) claim(ctx context.Context, out chan<- *message.Message) bool {
+// claim claims a batch and queues it to be handed over. It reports whether
+// more may be due.
+func (s *subscriber) claim(ctx context.Context, claims chan<- *claim) bool {
 	r := s.r
 	n := r.room.take(r.cfg.Batch)
 	// The handlers of one claim share one deadline, counted from before the
@@ -148,17 +155,30 @@ func (s *subscriber) claim(ctx context.Context, out chan<- *message.Message) boo
 	}
 	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	c.cancel = cancel
-	for i, h := range c.msgs {
-		select {
-		case out <- r.toWatermill(h, hctx):
-			continue
-		case <-ctx.Done():
-		case <-s.closing:
-		}
-		r.release(ctx, c.msgs[i:])
-		return false
-	}
+	c.ctx = hctx
+	// The room bounds the claims in flight, so this never waits long.
+	claims <- c
 	return full
+}
+
+// handOver hands the messages of each claim to the router, in order. Once
+// the subscriber stops, what is not handed over yet is released.
+func (s *subscriber) handOver(ctx context.Context, claims <-chan *claim, out chan<- *message.Message) {
+	r := s.r
+	for c := range claims {
+		for i, h := range c.msgs {
+			if !s.stopping(ctx) {
+				select {
+				case out <- r.toWatermill(h, c.ctx):
+					continue
+				case <-ctx.Done():
+				case <-s.closing:
+				}
+			}
+			r.release(ctx, c.msgs[i:])
+			break
+		}
+	}
 }
 
 // resetTimer makes t fire after d, whether or not it has fired.
