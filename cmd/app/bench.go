@@ -234,6 +234,8 @@ func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate 
 	var senders sync.WaitGroup
 	errs := make(chan error, n)
 	period := time.Second / time.Duration(rate)
+	stopProfile := timed()
+	defer stopProfile()
 	began := time.Now()
 	for i := range n {
 		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
@@ -303,6 +305,8 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 		errs []error
 		wg   sync.WaitGroup
 	)
+	stopProfile := timed()
+	defer stopProfile()
 	began := time.Now()
 	until := began.Add(d)
 	for w := range concurrency {
@@ -334,6 +338,7 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 	}
 	wg.Wait()
 	elapsed := time.Since(began)
+	stopProfile()
 	if len(errs) > 0 {
 		return fmt.Errorf("bench signin: %d requests failed, the first: %w", len(errs), errs[0])
 	}
