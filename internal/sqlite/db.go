@@ -127,7 +127,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	write.SetConnMaxIdleTime(0)
 	// The write connection opens first: it creates the file and turns on
 	// WAL mode, which read-only connections cannot do.
-	if err := ping(ctx, write); err != nil {
+	if err := firstPing(ctx, write, o.busyTimeout); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))
 	}
@@ -156,6 +156,27 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 // the file and none is taken for a parameter.
 func dsn(path string, q url.Values) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// firstPing pings the write pool's first connection, trying again for up
+// to busy while the file is busy. Turning on WAL mode takes a lock that
+// SQLite does not wait for in its busy handler, so a file that another
+// process is creating, or switching to WAL, answers SQLITE_BUSY at once.
+func firstPing(ctx context.Context, write *sql.DB, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	pause := time.Millisecond
+	for {
+		err := ping(ctx, write)
+		if err == nil || !isBusy(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
 }
 
 // ping checks that the file can be read: it reads the schema, on page 1.

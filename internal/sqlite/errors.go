@@ -20,14 +20,24 @@ func unavailable(ctx context.Context, err error) error {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled) {
 		return err
 	}
-	var e *sqlite.Error
-	if errors.As(err, &e) {
-		// The primary code is the low byte of an extended one, such as
-		// SQLITE_BUSY_SNAPSHOT.
-		switch e.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return uow.Unavailable(err)
-		}
+	if isBusy(err) {
+		return uow.Unavailable(err)
 	}
 	return err
+}
+
+// isBusy reports whether err is SQLITE_BUSY or SQLITE_LOCKED, in any of
+// their extended codes.
+func isBusy(err error) bool {
+	var e *sqlite.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	// The primary code is the low byte of an extended one, such as
+	// SQLITE_BUSY_SNAPSHOT.
+	switch e.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
 }
