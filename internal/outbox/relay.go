@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -95,6 +96,9 @@ type Relay struct {
 	room     *room
 	inflight inflight
 	chain    message.HandlerFunc
+	// claimsFailing is set while claims fail, so that only the first
+	// failure of a run is logged at error.
+	claimsFailing atomic.Bool
 	// unobserve stops the gauges' callback.
 	unobserve func()
 }
@@ -371,6 +375,7 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, fu
 			r.claimFailed(ctx, err)
 			return r.hold(c, msgs, limit), false, err
 		}
+		r.claimSucceeded(ctx)
 		full = len(got) == want
 		cur.advance(got, full)
 		// A short claim from a cursor may have missed messages due before
@@ -381,12 +386,26 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, fu
 	return r.hold(c, msgs, limit), full, nil
 }
 
+// claimFailed counts a failed claim, and logs the first of a run of them at
+// error and the others at debug, so that a database that is away for an hour
+// does not fill the log; [Relay.claimSucceeded] ends the run.
 func (r *Relay) claimFailed(ctx context.Context, err error) {
 	if ctx.Err() != nil {
 		return
 	}
 	r.metrics.storeError(ctx, opClaim)
-	r.log.ErrorContext(ctx, "outbox: claim", "error", err)
+	if r.claimsFailing.CompareAndSwap(false, true) {
+		r.log.ErrorContext(ctx, "outbox: claim failed; the relay tries again at each poll (outbox.store.errors counts the failures)", "error", err)
+		return
+	}
+	r.log.DebugContext(ctx, "outbox: claim failed again", "error", err)
+}
+
+// claimSucceeded ends a run of failed claims.
+func (r *Relay) claimSucceeded(ctx context.Context) {
+	if r.claimsFailing.CompareAndSwap(true, false) {
+		r.log.InfoContext(ctx, "outbox: claims succeed again")
+	}
 }
 
 // hold makes c of the claimed msgs, gives back the places of limit that
