@@ -12,7 +12,6 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
-	"github.com/eventsourced/accounts/internal/uow"
 )
 
 // ackWatch is the PostgreSQL outbox, every capability kept, telling the test
@@ -201,21 +200,8 @@ func TestAttackRunAndDrainOnOneRelayBesideOtherRelays(t *testing.T) {
 			}
 		}
 	})
-	for i := 0; i < n; i += 20 {
-		err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			msgs := make([]outbox.Message, 20)
-			for j := range msgs {
-				m, err := outbox.NewMessage("mail", map[string]int{"n": i + j}, tx.Now())
-				if err != nil {
-					return err
-				}
-				msgs[j] = m
-			}
-			return store.Add(ctx, tx, msgs...)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for range n / 20 {
+		commit(t, runner, store, "mail", 20)
 	}
 	within(t, all, "every message to be delivered")
 	cancel()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
-	"github.com/eventsourced/accounts/internal/uow"
 )
 
 // collect returns each metric's data points as value by topic; the gauge,
@@ -185,16 +184,7 @@ func TestRelayGaugesKeepReportingWhileTheDatabaseIsAway(t *testing.T) {
 	defer relay.Close()
 	add := func() {
 		t.Helper()
-		err := db.Runner(clock).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			m, err := outbox.NewMessage("mail", "hi", tx.Now())
-			if err != nil {
-				return err
-			}
-			return store.Add(ctx, tx, m)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		commit(t, db.Runner(clock), store, "mail", 1)
 	}
 	add()
 	add()

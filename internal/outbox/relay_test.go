@@ -529,21 +529,8 @@ func TestRelaysOnOneDatabaseNeverDeliverAMessageTwice(t *testing.T) {
 			}
 		})
 	}
-	for i := 0; i < n; i += 50 {
-		err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			msgs := make([]outbox.Message, 50)
-			for j := range msgs {
-				m, err := outbox.NewMessage("mail", map[string]int{"n": i + j}, tx.Now())
-				if err != nil {
-					return err
-				}
-				msgs[j] = m
-			}
-			return store.Add(ctx, tx, msgs...)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for range n / 50 {
+		commit(t, runner, store, "mail", 50)
 	}
 	rec.wait(t)
 	cancel()
@@ -565,12 +552,23 @@ func TestRelaysOnOneDatabaseNeverDeliverAMessageTwice(t *testing.T) {
 // addNow commits one message for topic "mail" to store, created now.
 func addNow(t *testing.T, db *postgres.DB, store outbox.Store) {
 	t.Helper()
-	err := db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		m, err := outbox.NewMessage("mail", "hi", tx.Now())
-		if err != nil {
-			return err
+	commit(t, db.Runner(nil), store, "mail", 1)
+}
+
+// commit adds n messages for topic to store in one unit of work of runner,
+// created at its time.
+func commit(t *testing.T, runner uow.Runner, store outbox.Store, topic string, n int) {
+	t.Helper()
+	err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		msgs := make([]outbox.Message, n)
+		for i := range msgs {
+			m, err := outbox.NewMessage(topic, map[string]int{"n": i}, tx.Now())
+			if err != nil {
+				return err
+			}
+			msgs[i] = m
 		}
-		return store.Add(ctx, tx, m)
+		return store.Add(ctx, tx, msgs...)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -785,16 +783,7 @@ func TestRelayBreakerStopsATopicWhoseDeliveriesAllFail(t *testing.T) {
 	defer relay.Close()
 	add := func(topic string) {
 		t.Helper()
-		err := db.Runner(clock).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			m, err := outbox.NewMessage(topic, "hi", tx.Now())
-			if err != nil {
-				return err
-			}
-			return store.Add(ctx, tx, m)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		commit(t, db.Runner(clock), store, topic, 1)
 	}
 	drain := func(want outbox.DrainStats) {
 		t.Helper()
