@@ -76,7 +76,7 @@ func TestMigrateThenServeUntilCancelled(t *testing.T) {
 		t.Fatalf("projections rebuild on an empty log: %q, %v", out, err)
 	}
 	out, err = runApp(t, t.Context(), env, "outbox", "drain")
-	if err != nil || out != "claimed 0, delivered 0\n" {
+	if err != nil || out != "claimed 0, delivered 0, retried 0, buried 0\n" {
 		t.Fatalf("outbox drain on an empty outbox: %q, %v", out, err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

@@ -191,7 +191,17 @@ func outboxCommand(ctx context.Context, args []string, getenv func(string) strin
 		}
 		defer relay.Close()
 		stats, err := relay.Drain(ctx)
-		fmt.Fprintf(stdout, "claimed %d, delivered %d\n", stats.Claimed, stats.Delivered)
+		if stats.Running > 0 {
+			// Their outcomes are recorded when they return; wait for them
+			// as long as a lease lasts, since the message is leased anyway.
+			fmt.Fprintf(stderr, "waiting for %d deliveries still running past their timeout\n", stats.Running)
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Outbox.Lease)
+			if werr := relay.Wait(wctx); werr != nil {
+				fmt.Fprintf(stderr, "stopped waiting: %v; their messages are due again when their leases end\n", werr)
+			}
+			cancel()
+		}
+		fmt.Fprintf(stdout, "claimed %d, delivered %d, retried %d, buried %d\n", stats.Claimed, stats.Delivered, stats.Retried, stats.Buried)
 		return err
 	case "buried":
 		fs := flag.NewFlagSet("outbox buried", flag.ContinueOnError)

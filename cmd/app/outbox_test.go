@@ -39,7 +39,7 @@ func TestOperatorListsAndRequeuesBuriedMessages(t *testing.T) {
 	}
 
 	out, err := runApp(t, t.Context(), env, "outbox", "drain")
-	if err != nil || out != "claimed 1, delivered 0\n" {
+	if err != nil || out != "claimed 1, delivered 0, retried 0, buried 1\n" {
 		t.Fatalf("outbox drain: %q, %v; want the message claimed and not delivered", out, err)
 	}
 	out, err = runApp(t, t.Context(), env, "outbox", "buried")
