@@ -57,6 +57,11 @@ func (s breakerState) String() string {
 // per opening, and a probe that ends its message's attempts buries it as any
 // failure does.
 //
+// Two messages of a quiet topic that each fail on their own, with nothing
+// delivered between them, look like an outage and open the breaker; they
+// are then tried at the probes' pace rather than their backoff's, which
+// spends their attempts more slowly, never faster.
+//
 // A library breaker (sony/gobreaker) wraps a call and reads the wall clock;
 // this one decides what the relay claims, and runs on the relay's clock so
 // that an outage of minutes is tested in no time.
