@@ -59,8 +59,8 @@ func (s breakerState) String() string {
 //
 // Two messages of a quiet topic that each fail on their own, with nothing
 // delivered between them, look like an outage and open the breaker; they
-// are then tried at the probes' pace rather than their backoff's, which
-// spends their attempts more slowly, never faster.
+// are then tried one at a time, as probes, at the probes' pace rather than
+// their backoff's, and buried as usual once their attempts are spent.
 //
 // A library breaker (sony/gobreaker) wraps a call and reads the wall clock;
 // this one decides what the relay claims, and runs on the relay's clock so
