@@ -113,7 +113,7 @@ type appendState struct {
 	found, inStream int
 }
 
-func readAppendState(ctx context.Context, ptx pgx.Tx, stream string, ids []uuid.UUID) (appendState, error) {
+func readAppendState(ctx context.Context, ptx Querier, stream string, ids []uuid.UUID) (appendState, error) {
 	const q = `
 SELECT (SELECT coalesce(max(version), 0) FROM events WHERE stream = $1),
 	count(*), count(*) FILTER (WHERE stream = $1)
@@ -126,7 +126,7 @@ FROM events WHERE id = ANY($2)`
 // settleDuplicates handles an append some of whose IDs are stored already:
 // when all of them are in stream it returns the stored events, otherwise
 // [eventstore.ErrDuplicateEvent].
-func (s *EventStore) settleDuplicates(ctx context.Context, ptx pgx.Tx, stream string, ids []uuid.UUID, st appendState) ([]eventstore.Event, error) {
+func (s *EventStore) settleDuplicates(ctx context.Context, ptx Querier, stream string, ids []uuid.UUID, st appendState) ([]eventstore.Event, error) {
 	if st.inStream < len(ids) {
 		return nil, fmt.Errorf("eventstore: append %s: %w: %d of %d events stored, %d of them in this stream",
 			stream, eventstore.ErrDuplicateEvent, st.found, len(ids), st.inStream)
@@ -153,7 +153,7 @@ func (s *EventStore) settleDuplicates(ctx context.Context, ptx pgx.Tx, stream st
 // events all stored in this stream are returned as they are (idempotency),
 // events stored elsewhere are [eventstore.ErrDuplicateEvent], and the rest
 // is [eventstore.ErrConcurrency].
-func (s *EventStore) settleConflict(ctx context.Context, ptx pgx.Tx, stream string, expected eventstore.Expected, ids, inserted []uuid.UUID) ([]eventstore.Event, error) {
+func (s *EventStore) settleConflict(ctx context.Context, ptx Querier, stream string, expected eventstore.Expected, ids, inserted []uuid.UUID) ([]eventstore.Event, error) {
 	if len(inserted) > 0 {
 		if _, err := ptx.Exec(ctx, `DELETE FROM events WHERE id = ANY($1)`, inserted); err != nil {
 			return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)

@@ -78,7 +78,7 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
 SELECT id, topic, payload, created_at, created_at
 FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[]) AS m(id, topic, payload, created_at)`
-	if _, err := pt.Exec(ctx, q, ids, topics, payloads, created); err != nil {
+	if _, err := pt.q.Exec(ctx, q, ids, topics, payloads, created); err != nil {
 		return fmt.Errorf("outbox: add: %w", err)
 	}
 	pt.wakeRelays()

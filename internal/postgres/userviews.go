@@ -44,7 +44,7 @@ func (UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event
 	return nil
 }
 
-func applyUserEvent(ctx context.Context, tx pgx.Tx, e eventstore.Event) error {
+func applyUserEvent(ctx context.Context, tx Querier, e eventstore.Event) error {
 	sql, args, err := userViewStatement(e)
 	if err != nil || sql == "" {
 		return err
