@@ -56,6 +56,11 @@ var (
 // by a notification that the DB sends (see [Outbox.Wakeups]); if t rolls
 // back, none is. The transaction itself sends no notification: that would
 // make its commit queue behind every other notifying commit of the server.
+//
+// The INSERT goes to the server with t's next statement or its commit, not
+// in a round trip of its own (messages are checked before, and their IDs
+// are the callers' own); an error of it is returned there, and t rolls
+// back.
 func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) error {
 	pt, err := asTx(t)
 	if err != nil {
@@ -78,8 +83,11 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
 SELECT id, topic, payload, created_at, created_at
 FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[]) AS m(id, topic, payload, created_at)`
-	if _, err := pt.q.Exec(ctx, q, ids, topics, payloads, created); err != nil {
+	err = pt.later(ctx, q, []any{ids, topics, payloads, created}, func(err error) error {
 		return fmt.Errorf("outbox: add: %w", err)
+	})
+	if err != nil {
+		return err
 	}
 	pt.wakeRelays()
 	return nil

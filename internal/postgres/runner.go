@@ -39,6 +39,24 @@ type tx struct {
 
 func (t *tx) Now() time.Time { return t.now }
 
+// later sends sql, a write whose outcome the unit of work does not wait
+// for, with the transaction's next statement or with its commit, saving it
+// a round trip; the call that sends it returns its error, described by
+// wrap, and the unit of work then rolls back. In a read-only unit of work
+// it runs at once, so that the refusal is the caller's error.
+func (t *tx) later(ctx context.Context, sql string, args []any, wrap func(error) error) error {
+	if _, ro := t.q.(readOnlyTx); ro {
+		if _, err := t.q.Exec(ctx, sql, args...); err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+	if err := t.pipe.hold(sql, args, wrap); err != nil {
+		return wrap(err)
+	}
+	return nil
+}
+
 // onCommit makes fn run once t has committed, and never if it rolls back.
 func (t *tx) onCommit(fn func()) { t.afterCommit = append(t.afterCommit, fn) }
 
@@ -58,7 +76,8 @@ func (t *tx) wakeRelays() {
 
 // Do runs fn in a transaction, as [uow.Runner] describes. Its BEGIN costs
 // no round trip of its own: it goes to the server with the first statement
-// (see [pipeTx]). The transaction's
+// (see [pipeTx]); nor do the writes that stores hold back ([tx.later]),
+// which go with the next statement or the COMMIT. The transaction's
 // time is read from the runner's clock once, in UTC, to the microsecond that
 // PostgreSQL keeps. When the server cannot be reached, went away or has no
 // connection to spare, the error (of beginning, of fn or of committing)
