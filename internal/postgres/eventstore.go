@@ -3,11 +3,13 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -50,6 +52,9 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 	}
 
 	now := t.Now()
+	if len(events) == 1 {
+		return s.appendOne(ctx, ptx, stream, expected, now, ids, events[0])
+	}
 	types := make([]string, len(events))
 	data := make([]string, len(events))
 	metadata := make([]string, len(events))
@@ -102,6 +107,37 @@ RETURNING id, version`
 		appended[i] = e
 	}
 	return appended, nil
+}
+
+// appendOneQuery is the statement of [EventStore.Append] for one event,
+// whose values travel as scalars: pgx encodes those without the reflection
+// that arrays of UUIDs cost it.
+const appendOneQuery = `
+WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
+INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
+SELECT $4::uuid, $1, head.version + 1, $5::text, $6::text::jsonb, $7::text::jsonb, $3
+FROM head
+WHERE $2::bigint < 0 OR head.version = $2
+ON CONFLICT DO NOTHING
+RETURNING version`
+
+// appendOne is [EventStore.Append] of the one event e, whose ID is ids[0].
+func (s *EventStore) appendOne(ctx context.Context, ptx Querier, stream string, expected eventstore.Expected, now time.Time, ids []uuid.UUID, e eventstore.Event) ([]eventstore.Event, error) {
+	md, err := json.Marshal(e.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: encode metadata of %s: %w", stream, e.ID, err)
+	}
+	var version int64
+	err = ptx.QueryRow(ctx, appendOneQuery, stream, int64(expected), now,
+		pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), string(md)).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.settleConflict(ctx, ptx, stream, expected, ids, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	e.Stream, e.Version, e.RecordedAt, e.Position = stream, version, now, eventstore.Position{}
+	return []eventstore.Event{e}, nil
 }
 
 // appendState is what [EventStore.Append] needs to know before it writes.
