@@ -16,10 +16,13 @@ import (
 // drops it with everything in it. Tests and benchmarks use it to leave no
 // trace in the database.
 func CreateSchema(ctx context.Context, url, prefix string) (schema string, drop func(context.Context) error, err error) {
-	cfg, err := pgx.ParseConfig(url)
+	// The pool's parser, so that a URL with pool settings such as
+	// pool_max_conns, which the server would refuse, works here too.
+	poolCfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return "", nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
+	cfg := poolCfg.ConnConfig
 	schema = prefix + strings.ToLower(rand.Text()[:16])
 	quoted := pgx.Identifier{schema}.Sanitize()
 	exec := func(ctx context.Context, sql string) error {
