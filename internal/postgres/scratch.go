@@ -46,9 +46,9 @@ func CreateSchema(ctx context.Context, url, prefix string) (schema string, drop 
 // [DB], opened with opts, whose connections use only that schema. drop
 // closes the DB and drops the schema.
 func OpenScratch(ctx context.Context, url, prefix string, opts ...Option) (db *DB, drop func(context.Context) error, err error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := ParseConfig(url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: parse url: %w", err)
+		return nil, nil, err
 	}
 	schema, dropSchema, err := CreateSchema(ctx, url, prefix)
 	if err != nil {
