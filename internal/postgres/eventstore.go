@@ -3,11 +3,13 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -50,6 +52,9 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 	}
 
 	now := t.Now()
+	if len(events) == 1 {
+		return s.appendOne(ctx, ptx, stream, expected, now, ids, events[0])
+	}
 	types := make([]string, len(events))
 	data := make([]string, len(events))
 	metadata := make([]string, len(events))
@@ -104,6 +109,37 @@ RETURNING id, version`
 	return appended, nil
 }
 
+// appendOneQuery is the statement of [EventStore.Append] for one event,
+// whose values travel as scalars: pgx encodes those without the reflection
+// that arrays of UUIDs cost it.
+const appendOneQuery = `
+WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
+INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
+SELECT $4::uuid, $1, head.version + 1, $5::text, $6::text::jsonb, $7::text::jsonb, $3
+FROM head
+WHERE $2::bigint < 0 OR head.version = $2
+ON CONFLICT DO NOTHING
+RETURNING version`
+
+// appendOne is [EventStore.Append] of the one event e, whose ID is ids[0].
+func (s *EventStore) appendOne(ctx context.Context, ptx Querier, stream string, expected eventstore.Expected, now time.Time, ids []uuid.UUID, e eventstore.Event) ([]eventstore.Event, error) {
+	md, err := json.Marshal(e.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: encode metadata of %s: %w", stream, e.ID, err)
+	}
+	var version int64
+	err = ptx.QueryRow(ctx, appendOneQuery, stream, int64(expected), now,
+		pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), string(md)).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.settleConflict(ctx, ptx, stream, expected, ids, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	e.Stream, e.Version, e.RecordedAt, e.Position = stream, version, now, eventstore.Position{}
+	return []eventstore.Event{e}, nil
+}
+
 // appendState is what [EventStore.Append] needs to know before it writes.
 type appendState struct {
 	// version is the stream's current version, 0 when it has no events.
@@ -113,7 +149,7 @@ type appendState struct {
 	found, inStream int
 }
 
-func readAppendState(ctx context.Context, ptx pgx.Tx, stream string, ids []uuid.UUID) (appendState, error) {
+func readAppendState(ctx context.Context, ptx Querier, stream string, ids []uuid.UUID) (appendState, error) {
 	const q = `
 SELECT (SELECT coalesce(max(version), 0) FROM events WHERE stream = $1),
 	count(*), count(*) FILTER (WHERE stream = $1)
@@ -126,7 +162,7 @@ FROM events WHERE id = ANY($2)`
 // settleDuplicates handles an append some of whose IDs are stored already:
 // when all of them are in stream it returns the stored events, otherwise
 // [eventstore.ErrDuplicateEvent].
-func (s *EventStore) settleDuplicates(ctx context.Context, ptx pgx.Tx, stream string, ids []uuid.UUID, st appendState) ([]eventstore.Event, error) {
+func (s *EventStore) settleDuplicates(ctx context.Context, ptx Querier, stream string, ids []uuid.UUID, st appendState) ([]eventstore.Event, error) {
 	if st.inStream < len(ids) {
 		return nil, fmt.Errorf("eventstore: append %s: %w: %d of %d events stored, %d of them in this stream",
 			stream, eventstore.ErrDuplicateEvent, st.found, len(ids), st.inStream)
@@ -153,7 +189,7 @@ func (s *EventStore) settleDuplicates(ctx context.Context, ptx pgx.Tx, stream st
 // events all stored in this stream are returned as they are (idempotency),
 // events stored elsewhere are [eventstore.ErrDuplicateEvent], and the rest
 // is [eventstore.ErrConcurrency].
-func (s *EventStore) settleConflict(ctx context.Context, ptx pgx.Tx, stream string, expected eventstore.Expected, ids, inserted []uuid.UUID) ([]eventstore.Event, error) {
+func (s *EventStore) settleConflict(ctx context.Context, ptx Querier, stream string, expected eventstore.Expected, ids, inserted []uuid.UUID) ([]eventstore.Event, error) {
 	if len(inserted) > 0 {
 		if _, err := ptx.Exec(ctx, `DELETE FROM events WHERE id = ANY($1)`, inserted); err != nil {
 			return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventsourced/accounts/internal/outbox"
@@ -56,12 +57,34 @@ var (
 // by a notification that the DB sends (see [Outbox.Wakeups]); if t rolls
 // back, none is. The transaction itself sends no notification: that would
 // make its commit queue behind every other notifying commit of the server.
+//
+// The INSERT goes to the server with t's next statement or its commit, not
+// in a round trip of its own (messages are checked before, and their IDs
+// are the callers' own); an error of it is returned there, and t rolls
+// back.
 func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) error {
 	pt, err := asTx(t)
 	if err != nil {
 		return fmt.Errorf("outbox: add: %w", err)
 	}
 	if len(msgs) == 0 {
+		return nil
+	}
+	wrap := func(err error) error { return fmt.Errorf("outbox: add: %w", err) }
+	if len(msgs) == 1 {
+		m := msgs[0]
+		if err := outbox.Check(m); err != nil {
+			return wrap(err)
+		}
+		// One message travels as scalars, which pgx encodes without the
+		// reflection that arrays of UUIDs cost it.
+		const q = `
+INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
+VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz)`
+		if err := pt.later(ctx, q, []any{pgtype.UUID{Bytes: m.ID, Valid: true}, m.Topic, string(m.Payload), m.CreatedAt}, wrap); err != nil {
+			return err
+		}
+		pt.wakeRelays()
 		return nil
 	}
 	ids := make([]uuid.UUID, len(msgs))
@@ -78,8 +101,8 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
 SELECT id, topic, payload, created_at, created_at
 FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[]) AS m(id, topic, payload, created_at)`
-	if _, err := pt.Exec(ctx, q, ids, topics, payloads, created); err != nil {
-		return fmt.Errorf("outbox: add: %w", err)
+	if err := pt.later(ctx, q, []any{ids, topics, payloads, created}, wrap); err != nil {
+		return err
 	}
 	pt.wakeRelays()
 	return nil

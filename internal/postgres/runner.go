@@ -23,12 +23,13 @@ type Runner struct {
 
 var _ uow.Runner = (*Runner)(nil)
 
-// tx is the [uow.Tx] of this backend. In a read-only unit of work its
-// pgx.Tx is a [readOnlyTx].
+// tx is the [uow.Tx] of this backend. Its statements go through q: the
+// pipeTx itself, or in a read-only unit of work a [readOnlyTx] around it.
 type tx struct {
-	pgx.Tx
-	db  *DB
-	now time.Time
+	q    Querier
+	pipe *pipeTx
+	db   *DB
+	now  time.Time
 	// afterCommit runs, in order, once the transaction has committed, and
 	// never when it rolls back.
 	afterCommit []func()
@@ -37,6 +38,24 @@ type tx struct {
 }
 
 func (t *tx) Now() time.Time { return t.now }
+
+// later sends sql, a write whose outcome the unit of work does not wait
+// for, with the transaction's next statement or with its commit, saving it
+// a round trip; the call that sends it returns its error, described by
+// wrap, and the unit of work then rolls back. In a read-only unit of work
+// it runs at once, so that the refusal is the caller's error.
+func (t *tx) later(ctx context.Context, sql string, args []any, wrap func(error) error) error {
+	if _, ro := t.q.(readOnlyTx); ro {
+		if _, err := t.q.Exec(ctx, sql, args...); err != nil {
+			return wrap(err)
+		}
+		return nil
+	}
+	if err := t.pipe.hold(sql, args, wrap); err != nil {
+		return wrap(err)
+	}
+	return nil
+}
 
 // onCommit makes fn run once t has committed, and never if it rolls back.
 func (t *tx) onCommit(fn func()) { t.afterCommit = append(t.afterCommit, fn) }
@@ -55,7 +74,10 @@ func (t *tx) wakeRelays() {
 	})
 }
 
-// Do runs fn in a transaction, as [uow.Runner] describes. The transaction's
+// Do runs fn in a transaction, as [uow.Runner] describes. Its BEGIN costs
+// no round trip of its own: it goes to the server with the first statement
+// (see [pipeTx]); nor do the writes that stores hold back ([tx.later]),
+// which go with the next statement or the COMMIT. The transaction's
 // time is read from the runner's clock once, in UTC, to the microsecond that
 // PostgreSQL keeps. When the server cannot be reached, went away or has no
 // connection to spare, the error (of beginning, of fn or of committing)
@@ -63,13 +85,15 @@ func (t *tx) wakeRelays() {
 // after-commit hooks, by which [Outbox.Add] wakes relays; a rollback runs
 // none.
 func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
-	ptx, err := r.db.pool.Begin(ctx)
+	conn, err := r.db.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: begin: %w", unavailable(ctx, err))
 	}
+	defer conn.Release()
+	ptx := newPipeTx(conn.Conn(), "begin")
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
-	t := &tx{Tx: ptx, db: r.db, now: r.clock()}
+	t := &tx{q: ptx, pipe: ptx, db: r.db, now: r.clock()}
 	if err := fn(ctx, t); err != nil {
 		return unavailable(ctx, err)
 	}
@@ -93,32 +117,33 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 // Its time is read as Do's. It ends with a rollback, since it has nothing
 // to commit.
 func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
-	ptx, err := r.db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	conn, err := r.db.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: begin read: %w", unavailable(ctx, err))
 	}
+	defer conn.Release()
+	ptx := newPipeTx(conn.Conn(), "begin isolation level repeatable read read only")
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
-	return unavailable(ctx, fn(ctx, &tx{Tx: readOnlyTx{ptx}, db: r.db, now: r.clock()}))
+	return unavailable(ctx, fn(ctx, &tx{q: readOnlyTx{ptx}, pipe: ptx, db: r.db, now: r.clock()}))
 }
 
 // clock returns the time of a unit of work that begins now: one reading of
 // the runner's clock, in UTC, to the microsecond that PostgreSQL keeps.
 func (r *Runner) clock() time.Time { return r.now().UTC().Truncate(time.Microsecond) }
 
-// readOnlyTx is the pgx.Tx of a read-only unit of work. Its Exec, Query
+// readOnlyTx is the [Querier] of a read-only unit of work. Its Exec, Query
 // and QueryRow, by which the stores reach PostgreSQL, add [uow.ErrReadOnly]
 // to PostgreSQL's refusal of a write, so that callers tell it with
-// errors.Is on every backend; the rest of pgx.Tx passes PostgreSQL's error
-// on as it is.
-type readOnlyTx struct{ pgx.Tx }
+// errors.Is on every backend.
+type readOnlyTx struct{ Querier }
 
 func (t readOnlyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := t.Tx.Exec(ctx, sql, args...)
+	tag, err := t.Querier.Exec(ctx, sql, args...)
 	return tag, readOnly(err)
 }
 
 func (t readOnlyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	rows, err := t.Tx.Query(ctx, sql, args...)
+	rows, err := t.Querier.Query(ctx, sql, args...)
 	if rows == nil {
 		return nil, readOnly(err)
 	}
@@ -126,7 +151,7 @@ func (t readOnlyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 }
 
 func (t readOnlyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return readOnlyRow{t.Tx.QueryRow(ctx, sql, args...)}
+	return readOnlyRow{t.Querier.QueryRow(ctx, sql, args...)}
 }
 
 // readOnlyRows are the rows of [readOnlyTx.Query], whose error PostgreSQL
@@ -154,14 +179,17 @@ func readOnly(err error) error {
 	return err
 }
 
-// PgxTx returns the pgx transaction inside a [uow.Tx] made by a [Runner] of
-// this package, or an error wrapping [uow.ErrForeignTx].
-func PgxTx(t uow.Tx) (pgx.Tx, error) {
+// PgxTx returns the statements of the pgx transaction inside a [uow.Tx]
+// made by a [Runner] of this package, or an error wrapping
+// [uow.ErrForeignTx]. The transaction begins, commits and rolls back with
+// its unit of work; once that has ended, every statement fails with
+// [pgx.ErrTxClosed].
+func PgxTx(t uow.Tx) (Querier, error) {
 	pt, err := asTx(t)
 	if err != nil {
 		return nil, err
 	}
-	return pt.Tx, nil
+	return pt.q, nil
 }
 
 // asTx returns the tx inside t, or an error wrapping [uow.ErrForeignTx].

@@ -16,10 +16,13 @@ import (
 // drops it with everything in it. Tests and benchmarks use it to leave no
 // trace in the database.
 func CreateSchema(ctx context.Context, url, prefix string) (schema string, drop func(context.Context) error, err error) {
-	cfg, err := pgx.ParseConfig(url)
+	// The pool's parser, so that a URL with pool settings such as
+	// pool_max_conns, which the server would refuse, works here too.
+	poolCfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return "", nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
+	cfg := poolCfg.ConnConfig
 	schema = prefix + strings.ToLower(rand.Text()[:16])
 	quoted := pgx.Identifier{schema}.Sanitize()
 	exec := func(ctx context.Context, sql string) error {
@@ -43,9 +46,9 @@ func CreateSchema(ctx context.Context, url, prefix string) (schema string, drop 
 // [DB], opened with opts, whose connections use only that schema. drop
 // closes the DB and drops the schema.
 func OpenScratch(ctx context.Context, url, prefix string, opts ...Option) (db *DB, drop func(context.Context) error, err error) {
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := ParseConfig(url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("postgres: parse url: %w", err)
+		return nil, nil, err
 	}
 	schema, dropSchema, err := CreateSchema(ctx, url, prefix)
 	if err != nil {

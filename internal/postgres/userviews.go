@@ -27,30 +27,47 @@ var _ user.Views = UserViews{}
 const uniqueViolation = "23505"
 
 // Apply updates the projections with events appended in t.
+//
+// The statements of events that cannot give one address to two users go to
+// the server with t's next statement or its commit, not in round trips of
+// their own; an error of theirs is returned there, and t rolls back. Those
+// of Registered and EmailChanged run at once, so that Apply itself returns
+// [user.ErrEmailTaken], which commands act on.
 func (UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
-	ptx, err := PgxTx(t)
+	pt, err := asTx(t)
 	if err != nil {
 		return fmt.Errorf("user views: %w", err)
 	}
 	for _, e := range events {
-		if err := applyUserEvent(ctx, ptx, e); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "users_email_key" {
-				return fmt.Errorf("user views: apply %s: %w", e.Type, user.ErrEmailTaken)
+		sql, args, err := userViewStatement(e)
+		if err != nil {
+			return applyError(e, err)
+		}
+		if sql == "" {
+			continue
+		}
+		wrap := func(err error) error { return applyError(e, err) }
+		if e.Type == user.TypeRegistered || e.Type == user.TypeEmailChanged {
+			if _, err := pt.q.Exec(ctx, sql, args...); err != nil {
+				return wrap(err)
 			}
-			return fmt.Errorf("user views: apply %s %s: %w", e.Type, e.ID, err)
+			continue
+		}
+		if err := pt.later(ctx, sql, args, wrap); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func applyUserEvent(ctx context.Context, tx pgx.Tx, e eventstore.Event) error {
-	sql, args, err := userViewStatement(e)
-	if err != nil || sql == "" {
-		return err
+// applyError describes err, of applying e: an address given to two users
+// wraps [user.ErrEmailTaken].
+func applyError(e eventstore.Event, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "users_email_key" {
+		return fmt.Errorf("user views: apply %s: %w", e.Type, user.ErrEmailTaken)
 	}
-	_, err = tx.Exec(ctx, sql, args...)
-	return err
+	return fmt.Errorf("user views: apply %s %s: %w", e.Type, e.ID, err)
 }
 
 // userViewStatement returns the statement that applies e to the views, with
