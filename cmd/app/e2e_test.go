@@ -143,23 +143,8 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 	mx := smtptest.NewServer(t)
 	clock := testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 
-	sender, err := smtp.New(mx.URL(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	handlers, err := mail.Handlers(sender, mail.Config{
-		From: "accounts@accounts.test", Domain: "accounts.test", Now: clock.Now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const maxAttempts = 3
-	relay, err := outbox.NewRelay(db.Outbox(), handlers, outbox.RelayConfig{MaxAttempts: maxAttempts},
-		outbox.WithClock(clock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = relay.Close() })
+	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{MaxAttempts: maxAttempts})
 	added := &e2eRecordingOutbox{Store: db.Outbox()}
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(clock.Now),
@@ -532,4 +517,26 @@ func (o *e2eRecordingOutbox) only(t *testing.T) uuid.UUID {
 		t.Fatalf("%d outbox messages added, want 1: %v", len(ids), ids)
 	}
 	return ids[0]
+}
+
+// e2eMailRelay returns a relay of store, on clock, that sends the mail
+// topics through mx, closed when t ends.
+func e2eMailRelay(t *testing.T, store outbox.Store, mx *smtptest.Server, clock *testclock.Clock, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *outbox.Relay {
+	t.Helper()
+	sender, err := smtp.New(mx.URL(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlers, err := mail.Handlers(sender, mail.Config{
+		From: "accounts@accounts.test", Domain: "accounts.test", Now: clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay, err := outbox.NewRelay(store, handlers, cfg, append([]outbox.RelayOption{outbox.WithClock(clock.Now)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	return relay
 }

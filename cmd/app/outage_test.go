@@ -12,7 +12,6 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
-	"github.com/eventsourced/accounts/internal/smtp"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
@@ -34,22 +33,8 @@ func TestSMTPOutageOfTenMinutesLosesNoMail(t *testing.T) {
 	clock := testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	reader := sdkmetric.NewManualReader()
 
-	sender, err := smtp.New(mx.URL(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	handlers, err := mail.Handlers(sender, mail.Config{
-		From: "accounts@accounts.test", Domain: "accounts.test", Now: clock.Now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay, err := outbox.NewRelay(db.Outbox(), handlers, outbox.RelayConfig{},
-		outbox.WithClock(clock.Now), outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = relay.Close() })
+	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{},
+		outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
