@@ -1,0 +1,102 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// Topic is the one topic of a [Log]: the event log of the backend.
+const Topic = "events"
+
+// Log is a backend's event log as an asynchronous projection follows it,
+// through a watermill-sql subscriber.
+//
+// The subscriber delivers the events of the log in the order of
+// [eventstore.Store.ReadAll], each once per consumer group, and never passes
+// over an event whose transaction could still commit. It reads a batch in
+// one database transaction, hands each event to the router in that
+// transaction's context, and commits the group's offset, the position of
+// the last event acknowledged, in the same transaction: the writes a handler
+// makes through [Log.Apply] commit exactly when the offset that covers its
+// event does. Two subscribers of one group take turns on the group's
+// offset, so an event is never applied by both.
+type Log interface {
+	// Subscriber returns a subscriber of [Topic] for the consumer group
+	// that delivers only events of the given types (all, when types is
+	// empty).
+	Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error)
+	// Apply runs fn in the subscriber's transaction that ctx, a delivered
+	// message's context, carries, inside a savepoint: fn's writes commit
+	// with the offset, and a failed fn leaves no write behind, even though
+	// the subscriber goes on with the same transaction (it does not roll
+	// back on a Nack, but sends the message again). The unit of work's
+	// time is now.
+	Apply(ctx context.Context, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error
+}
+
+// Metadata keys of the messages a [Log] delivers; the message's UUID is
+// the event's ID and its payload the event's data.
+const (
+	MetadataStream     = "stream"
+	MetadataVersion    = "version"
+	MetadataType       = "type"
+	MetadataRecordedAt = "recorded_at"
+	MetadataMetadata   = "metadata"
+	MetadataCommit     = "position_commit"
+	MetadataSeq        = "position_seq"
+)
+
+// EventMessage returns e as the message a [Log] delivers.
+func EventMessage(e eventstore.Event) (*message.Message, error) {
+	md, err := json.Marshal(e.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("projections: event %s metadata: %w", e.ID, err)
+	}
+	m := message.NewMessage(e.ID.String(), e.Data)
+	m.Metadata.Set(MetadataStream, e.Stream)
+	m.Metadata.Set(MetadataVersion, strconv.FormatInt(e.Version, 10))
+	m.Metadata.Set(MetadataType, e.Type)
+	m.Metadata.Set(MetadataRecordedAt, e.RecordedAt.UTC().Format(time.RFC3339Nano))
+	m.Metadata.Set(MetadataMetadata, string(md))
+	m.Metadata.Set(MetadataCommit, strconv.FormatUint(e.Position.Commit, 10))
+	m.Metadata.Set(MetadataSeq, strconv.FormatInt(e.Position.Seq, 10))
+	return m, nil
+}
+
+// EventFromMessage returns the event a message of a [Log] carries.
+func EventFromMessage(m *message.Message) (eventstore.Event, error) {
+	var e eventstore.Event
+	var err error
+	if e.ID, err = uuid.Parse(m.UUID); err != nil {
+		return e, fmt.Errorf("projections: message %q: event id: %w", m.UUID, err)
+	}
+	e.Stream, e.Type, e.Data = m.Metadata.Get(MetadataStream), m.Metadata.Get(MetadataType), m.Payload
+	if e.Version, err = strconv.ParseInt(m.Metadata.Get(MetadataVersion), 10, 64); err != nil {
+		return e, fmt.Errorf("projections: event %s: version: %w", e.ID, err)
+	}
+	if e.RecordedAt, err = time.Parse(time.RFC3339Nano, m.Metadata.Get(MetadataRecordedAt)); err != nil {
+		return e, fmt.Errorf("projections: event %s: recorded_at: %w", e.ID, err)
+	}
+	if md := m.Metadata.Get(MetadataMetadata); md != "" {
+		if err := json.Unmarshal([]byte(md), &e.Metadata); err != nil {
+			return e, fmt.Errorf("projections: event %s: metadata: %w", e.ID, err)
+		}
+	}
+	if e.Position.Commit, err = strconv.ParseUint(m.Metadata.Get(MetadataCommit), 10, 64); err != nil {
+		return e, fmt.Errorf("projections: event %s: position: %w", e.ID, err)
+	}
+	if e.Position.Seq, err = strconv.ParseInt(m.Metadata.Get(MetadataSeq), 10, 64); err != nil {
+		return e, fmt.Errorf("projections: event %s: position: %w", e.ID, err)
+	}
+	return e, nil
+}
