@@ -35,13 +35,16 @@ type Log interface {
 	// that delivers only events of the given types (all, when types is
 	// empty).
 	Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error)
-	// Apply runs fn in the subscriber's transaction that ctx, a delivered
-	// message's context, carries, inside a savepoint: fn's writes commit
-	// with the offset, and a failed fn leaves no write behind, even though
-	// the subscriber goes on with the same transaction (it does not roll
-	// back on a Nack, but sends the message again). The unit of work's
-	// time is now.
-	Apply(ctx context.Context, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error
+	// Apply runs fn for the delivered msg in the subscriber's transaction
+	// that msg's context carries, inside a savepoint, and moves the group's
+	// offset to msg's event in that savepoint too: fn's writes commit
+	// exactly when an offset that covers the event does, and a failed fn
+	// leaves no write behind, even though the subscriber goes on with the
+	// same transaction (it does not roll back on a Nack, but sends the
+	// message again). Moving the offset here, and never backwards, keeps
+	// that true when the subscriber gives up waiting for an acknowledgement
+	// and commits the batch without it. The unit of work's time is now.
+	Apply(msg *message.Message, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error
 }
 
 // Metadata keys of the messages a [Log] delivers; the message's UUID is
@@ -54,6 +57,8 @@ const (
 	MetadataMetadata   = "metadata"
 	MetadataCommit     = "position_commit"
 	MetadataSeq        = "position_seq"
+	// MetadataGroup is the consumer group the message was read for.
+	MetadataGroup = "consumer_group"
 )
 
 // EventMessage returns e as the message a [Log] delivers.

@@ -1,0 +1,259 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v3/pkg/sql"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// LogConfig tunes the subscribers of an [EventLog].
+type LogConfig struct {
+	// PollInterval is the wait between reads of the log once nothing new
+	// was found; zero means a second.
+	PollInterval time.Duration
+	// ResendInterval is the wait before an event whose handler failed is
+	// handed over again; zero means a second.
+	ResendInterval time.Duration
+	// Batch is how many events one read takes, and one transaction
+	// applies; zero means 100.
+	Batch int
+}
+
+// EventLog is the [projections.Log] of this backend: watermill-sql
+// subscribers over the events table, through database/sql on pgx's stdlib.
+//
+// Its schema adapter reads events in the order of [EventStore.ReadAll]
+// (transaction id, then position) and only below the oldest transaction in
+// flight (pg_snapshot_xmin), so it never passes over an event that could
+// still commit behind it; it inserts nothing. Its offsets adapter keeps
+// each group's position in projection_offsets, whose row a read locks (FOR
+// UPDATE) until its batch commits, so two subscribers of one group take
+// turns and never apply an event twice.
+type EventLog struct {
+	db  *sql.DB
+	cfg LogConfig
+}
+
+var _ projections.Log = (*EventLog)(nil)
+
+// Log returns the event log as asynchronous projections follow it.
+func (db *DB) Log(cfg LogConfig) *EventLog {
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.ResendInterval == 0 {
+		cfg.ResendInterval = time.Second
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 100
+	}
+	return &EventLog{db: stdlib.OpenDBFromPool(db.pool), cfg: cfg}
+}
+
+// Close closes the log's database/sql handle; the pool stays open.
+func (l *EventLog) Close() error { return l.db.Close() }
+
+// Subscriber returns a subscriber of the log for group, of events of types
+// (all, when empty), as [projections.Log] describes.
+func (l *EventLog) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
+	s, err := wsql.NewSubscriber(l.db, wsql.SubscriberConfig{
+		ConsumerGroup:  group,
+		PollInterval:   l.cfg.PollInterval,
+		ResendInterval: l.cfg.ResendInterval,
+		SchemaAdapter:  logSchema{group: group, types: types, batch: l.cfg.Batch},
+		OffsetsAdapter: logOffsets{},
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: log subscriber %s: %w", group, err)
+	}
+	return s, nil
+}
+
+// savepoint is the name of the savepoint around one attempt of a handler.
+const savepoint = "projection_apply"
+
+// Apply runs fn in a savepoint of the subscriber's transaction, and moves
+// the group's offset to msg's event there, as [projections.Log] describes.
+// PostgreSQL fails the whole transaction after one failed statement;
+// rolling back to the savepoint mends that too.
+func (l *EventLog) Apply(msg *message.Message, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error {
+	ctx := msg.Context()
+	stx, ok := wsql.TxFromContext(ctx)
+	if !ok {
+		return errors.New("postgres: apply: the message's context carries no subscriber transaction")
+	}
+	e, err := projections.EventFromMessage(msg)
+	if err != nil {
+		return err
+	}
+	if _, err := stx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
+		return fmt.Errorf("postgres: apply: %w", unavailable(ctx, err))
+	}
+	err = fn(ctx, &sqlTx{Tx: stx, now: now.UTC().Truncate(time.Microsecond)})
+	if err == nil {
+		q := advanceOffset(msg.Metadata.Get(projections.MetadataGroup), strconv.FormatUint(e.Position.Commit, 10), e.Position.Seq)
+		if _, err = stx.ExecContext(ctx, q.Query, q.Args...); err != nil {
+			err = fmt.Errorf("postgres: apply: offset: %w", unavailable(ctx, err))
+		}
+	}
+	if err != nil {
+		if _, rerr := stx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+savepoint); rerr != nil {
+			return errors.Join(err, fmt.Errorf("postgres: apply: roll back: %w", rerr))
+		}
+		return err
+	}
+	if _, err := stx.ExecContext(ctx, "RELEASE SAVEPOINT "+savepoint); err != nil {
+		return fmt.Errorf("postgres: apply: %w", unavailable(ctx, err))
+	}
+	return nil
+}
+
+// advanceOffset moves group's offset to the event at (txid, position),
+// never backwards.
+func advanceOffset(group, txid string, position int64) wsql.Query {
+	return wsql.Query{
+		Query: `UPDATE projection_offsets SET last_transaction_id = $2::text::xid8, last_position = $3
+WHERE consumer_group = $1 AND (last_transaction_id, last_position) < ($2::text::xid8, $3)`,
+		Args: []any{group, txid, position},
+	}
+}
+
+// sqlTx is the [uow.Tx] of an asynchronous projection's writes: the
+// subscriber's database/sql transaction.
+type sqlTx struct {
+	*sql.Tx
+	now time.Time
+}
+
+func (t *sqlTx) Now() time.Time { return t.now }
+
+// SQLTx returns the database/sql transaction of a [uow.Tx] that
+// [EventLog.Apply] hands over, or an error wrapping [uow.ErrForeignTx].
+func SQLTx(t uow.Tx) (*sql.Tx, error) {
+	st, ok := t.(*sqlTx)
+	if !ok || st == nil {
+		return nil, uow.Foreign(backend, t)
+	}
+	return st.Tx, nil
+}
+
+// logSchema is the watermill-sql schema adapter of the events table, for
+// one consumer group.
+type logSchema struct {
+	group string
+	types []string
+	batch int
+}
+
+var errReadOnlyLog = errors.New("postgres: the event log is written by the event store, not through watermill-sql")
+
+func (logSchema) InsertQuery(string, message.Messages) (wsql.Query, error) {
+	return wsql.Query{}, errReadOnlyLog
+}
+
+// SelectQuery reads the events after the group's offset, locking the
+// offset's row until the batch commits.
+func (s logSchema) SelectQuery(_ string, group string, _ wsql.OffsetsAdapter) wsql.Query {
+	q := `
+WITH last AS (
+	SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 FOR UPDATE
+)
+SELECT e.position, e.transaction_id::text, e.id::text, e.stream, e.version, e.type, e.data::text, e.metadata::text, e.recorded_at
+FROM events AS e, last
+WHERE (e.transaction_id, e.position) > (last.last_transaction_id, last.last_position)
+AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())`
+	args := []any{group}
+	if len(s.types) > 0 {
+		q += ` AND e.type = ANY($2)`
+		args = append(args, s.types)
+	}
+	q += `
+ORDER BY e.transaction_id, e.position
+LIMIT ` + strconv.Itoa(s.batch)
+	return wsql.Query{Query: q, Args: args}
+}
+
+// UnmarshalMessage reads one event of [logSchema.SelectQuery].
+func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
+	var e eventstore.Event
+	var txid, id, data, metadata string
+	if err := row.Scan(&e.Position.Seq, &txid, &id, &e.Stream, &e.Version, &e.Type, &data, &metadata, &e.RecordedAt); err != nil {
+		return wsql.Row{}, fmt.Errorf("postgres: log: %w", err)
+	}
+	var err error
+	if e.Position.Commit, err = strconv.ParseUint(txid, 10, 64); err != nil {
+		return wsql.Row{}, fmt.Errorf("postgres: log: transaction id %q: %w", txid, err)
+	}
+	if err := e.ID.UnmarshalText([]byte(id)); err != nil {
+		return wsql.Row{}, fmt.Errorf("postgres: log: id %q: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(metadata), &e.Metadata); err != nil {
+		return wsql.Row{}, fmt.Errorf("postgres: log: event %s metadata: %w", e.ID, err)
+	}
+	e.Data, e.RecordedAt = []byte(data), e.RecordedAt.UTC()
+	msg, err := projections.EventMessage(e)
+	if err != nil {
+		return wsql.Row{}, err
+	}
+	msg.Metadata.Set(projections.MetadataGroup, s.group)
+	return wsql.Row{
+		Offset:    e.Position.Seq,
+		UUID:      []byte(msg.UUID),
+		Payload:   msg.Payload,
+		Msg:       msg,
+		ExtraData: map[string]any{"transaction_id": txid},
+	}, nil
+}
+
+// SchemaInitializingQueries returns none: the events table is the event
+// store's, made by the migrations.
+func (logSchema) SchemaInitializingQueries(string) []wsql.Query { return nil }
+
+func (logSchema) SubscribeIsolationLevel() sql.IsolationLevel { return sql.LevelReadCommitted }
+
+// logOffsets is the watermill-sql offsets adapter of projection_offsets.
+type logOffsets struct{}
+
+// AckMessageQuery moves the group's offset to the batch's last
+// acknowledged event, never backwards: [EventLog.Apply] may have moved it
+// further.
+func (logOffsets) AckMessageQuery(_ string, row wsql.Row, group string) wsql.Query {
+	return advanceOffset(group, row.ExtraData["transaction_id"].(string), row.Offset)
+}
+
+func (logOffsets) ConsumedMessageQuery(string, wsql.Row, string, []byte) wsql.Query {
+	return wsql.Query{}
+}
+
+func (logOffsets) NextOffsetQuery(_ string, group string) wsql.Query {
+	return wsql.Query{
+		Query: `SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 FOR UPDATE`,
+		Args:  []any{group},
+	}
+}
+
+// SchemaInitializingQueries returns none: the migrations make
+// projection_offsets.
+func (logOffsets) SchemaInitializingQueries(string) []wsql.Query { return nil }
+
+// BeforeSubscribingQueries adds the group's row at the start of the log,
+// so that its first read has a row to lock.
+func (logOffsets) BeforeSubscribingQueries(_ string, group string) []wsql.Query {
+	return []wsql.Query{{
+		Query: `INSERT INTO projection_offsets (consumer_group, last_transaction_id, last_position) VALUES ($1, '0', 0) ON CONFLICT DO NOTHING`,
+		Args:  []any{group},
+	}}
+}
