@@ -138,3 +138,92 @@ func TestEventLogDeliversInLogOrderOnce(t *testing.T) {
 		t.Errorf("recorded %d events %v, want %d in log order", len(got), got, len(want))
 	}
 }
+
+// recording is an asynchronous projection that records the events of the
+// given types in a test table, and fails on the events fail says.
+type recording struct {
+	sink  applied
+	types []string
+	fail  func(eventstore.Event) bool
+}
+
+func (recording) Name() string                        { return "recording" }
+func (recording) Version() int                        { return 1 }
+func (p recording) Types() []string                   { return p.types }
+func (recording) Reset(context.Context, uow.Tx) error { return nil }
+func (p recording) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
+	for _, e := range events {
+		if err := p.sink.Record(ctx, tx, e); err != nil {
+			return err
+		}
+		if p.fail != nil && p.fail(e) {
+			return fmt.Errorf("cannot apply %s", e.ID)
+		}
+	}
+	return nil
+}
+
+// appendEvents appends n events of typ to stream in one unit of work and
+// returns their IDs.
+func appendEvents(t *testing.T, db *postgres.DB, stream, typ string, n int) []uuid.UUID {
+	t.Helper()
+	var ids []uuid.UUID
+	err := db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		events := make([]eventstore.Event, n)
+		for i := range events {
+			e, err := eventstore.NewEvent(typ, map[string]int{"i": i}, eventstore.Metadata{})
+			if err != nil {
+				return err
+			}
+			events[i] = e
+			ids = append(ids, e.ID)
+		}
+		_, err := db.Events().Append(ctx, tx, stream, eventstore.Any, events...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// A projection that cannot apply an event is tried again, then marked
+// failed at that event, and stops: the events after it are not applied,
+// and its writes for the failed event are rolled back each time.
+func TestRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	sink := newApplied(t, db)
+	first := appendEvents(t, db, "s-1", "test.good", 3)
+	bad := appendEvents(t, db, "s-1", "test.bad", 1)
+	appendEvents(t, db, "s-1", "test.good", 2)
+	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, ResendInterval: time.Millisecond})
+	defer log.Close()
+	p := recording{sink: sink, fail: func(e eventstore.Event) bool { return e.Type == "test.bad" }}
+	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the runner did not stop when its only projection failed")
+	}
+	st := r.Status()
+	if len(st) != 1 || st[0].State != projections.StateFailed || st[0].Err == nil || st[0].Applied != 3 {
+		t.Fatalf("status %+v, want failed after 3 applied", st)
+	}
+	got, err := sink.Recorded(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The good events before it commit with their batch, or are rolled
+	// back with it when the handler stops first; neither the bad event's
+	// writes nor anything after it is ever kept.
+	if len(got) > 0 && !slices.Equal(got, first) {
+		t.Errorf("recorded %v, want at most the 3 before the bad event %v", got, bad)
+	}
+}

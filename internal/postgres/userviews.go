@@ -19,7 +19,7 @@ import (
 // PostgreSQL. Each event also clears what it makes stale (expired codes and
 // sessions of the same address or user), so the tables stay small and a
 // rebuild from the events produces exactly the same rows.
-type UserViews struct{}
+type UserViews struct{ user.ViewsProjection }
 
 var _ user.Views = UserViews{}
 

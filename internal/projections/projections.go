@@ -7,18 +7,34 @@ package projections
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// Projection is a read model kept from events.
+// Projection is a read model kept from events: inline, in the unit of work
+// of the command whose events it follows, or asynchronously, by a
+// [Runner] that follows the event log.
 type Projection interface {
+	// Name names the read model.
+	Name() string
+	// Version numbers the read model's shape. An asynchronous projection's
+	// consumer group is its name and version ([Group]), so a new version
+	// follows the log from its start, beside the old one.
+	Version() int
+	// Types lists the event types the projection applies, or none for
+	// every type; a [Runner] hands it no other.
+	Types() []string
 	// Reset empties the projection as part of tx, before a rebuild.
 	Reset(ctx context.Context, tx uow.Tx) error
 	// Apply updates the projection with events, in log order, as part of tx.
 	Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error
 }
+
+// Group returns the consumer group of an asynchronous projection: its name
+// and version, such as "activity.v2".
+func Group(p Projection) string { return p.Name() + ".v" + strconv.Itoa(p.Version()) }
 
 // pageSize is how many events a rebuild reads at a time.
 const pageSize = 1000

@@ -22,7 +22,7 @@ import (
 // the same address or user), so the tables stay small and a rebuild from
 // the events produces exactly the same rows. The zero value is ready to
 // use: it works in the transaction of the unit of work it is given.
-type UserViews struct{}
+type UserViews struct{ user.ViewsProjection }
 
 var _ user.Views = UserViews{}
 
