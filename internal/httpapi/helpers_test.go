@@ -72,7 +72,7 @@ func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 		Events: db.Events(),
 		Outbox: db.Outbox(),
 		Views:  postgres.UserViews{},
-	}, db.Ping, o)
+	}, db.Ping, o, db.Activity())
 	e.db = db
 	return e
 }
@@ -81,7 +81,7 @@ func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 // clock, and answers /readyz with ready unless o says otherwise. The env's
 // db is left nil: the helpers that read tables are for PostgreSQL, and
 // [servePostgres] sets it.
-func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(context.Context) error, o options) *env {
+func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(context.Context) error, o options, activity httpapi.ActivityReader) *env {
 	t.Helper()
 	e := &env{clock: clock}
 	svc, err := user.NewService(d, user.Policy{}, baseURL)
@@ -93,6 +93,7 @@ func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(
 	}
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
 		Users:     svc,
+		Activity:  activity,
 		Ready:     ready,
 		Log:       slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		RateLimit: o.rateLimit,

@@ -19,6 +19,9 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	v1("POST", "/v1/me/email-change", handleRequestEmailChange(d.Users, d.Log))
 	v1("POST", "/v1/email-changes", handleConfirmEmailChange(d.Users, d.Log))
 	v1("DELETE", "/v1/sessions/current", handleSignOut(d.Users, d.Log))
+	if d.Activity != nil {
+		v1("GET", "/v1/me/activity", handleActivity(d.Users, d.Activity, d.Log))
+	}
 
 	op := func(path string, h http.Handler) {
 		mux.Handle("GET "+path, h)

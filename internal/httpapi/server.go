@@ -28,6 +28,8 @@ type Users interface {
 // Deps are what [NewServer] serves.
 type Deps struct {
 	Users Users
+	// Activity serves GET /v1/me/activity; nil leaves the route out.
+	Activity ActivityReader
 	// Ready reports whether the service can serve: the database answers.
 	Ready func(ctx context.Context) error
 	// Metrics serves /metrics in the Prometheus text format.

@@ -59,7 +59,7 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 		Events: db.Events(),
 		Outbox: db.Outbox(),
 		Views:  sqlite.UserViews{},
-	}, db.Ping, options{})
+	}, db.Ping, options{}, nil)
 
 	release := sqlitetest.HoldWriteLock(t, path)
 	wantUnavailable(t, "POST /v1/sign-in-links while another process writes", e.post(t, "/v1/sign-in-links", "", emailBody("ada@example.com")))

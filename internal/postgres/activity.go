@@ -1,0 +1,124 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// Activity is the asynchronous projection "activity" of this backend, and
+// the reads of it: what happened to each account, newest first. Its writes
+// run in the transactions of an [EventLog] subscriber ([SQLTx]).
+type Activity struct {
+	pool poolQuerier
+}
+
+// poolQuerier is what the activity reads of the main pool.
+type poolQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+var _ projections.Projection = Activity{}
+
+// Activity returns the activity projection over db.
+func (db *DB) Activity() Activity { return Activity{pool: db.pool} }
+
+// Name names the projection.
+func (Activity) Name() string { return "activity" }
+
+// Version is the projection's shape: its rows are in activity_v1.
+func (Activity) Version() int { return 1 }
+
+// Types are the events an account's activity is made of.
+func (Activity) Types() []string { return user.ActivityTypes() }
+
+// Reset empties the projection in t.
+func (Activity) Reset(ctx context.Context, t uow.Tx) error {
+	stx, err := SQLTx(t)
+	if err != nil {
+		return fmt.Errorf("activity: reset: %w", err)
+	}
+	if _, err := stx.ExecContext(ctx, `DELETE FROM activity_v1`); err != nil {
+		return fmt.Errorf("activity: reset: %w", err)
+	}
+	return nil
+}
+
+// Apply records the activity of events in t, a subscriber's transaction.
+func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
+	stx, err := SQLTx(t)
+	if err != nil {
+		return fmt.Errorf("activity: apply: %w", err)
+	}
+	for _, e := range events {
+		id, a, ok, err := user.ActivityOf(e)
+		if err != nil {
+			return fmt.Errorf("activity: apply %s: %w", e.ID, err)
+		}
+		if !ok {
+			continue
+		}
+		_, err = stx.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position_commit, position_seq, type, at, detail)
+VALUES ($1, $2, $3, $4, $5, $6)`, id.String(), int64(e.Position.Commit), e.Position.Seq, a.Type, a.At, a.Detail)
+		if err != nil {
+			return fmt.Errorf("activity: apply %s: %w", e.ID, err)
+		}
+	}
+	return nil
+}
+
+// Page returns up to limit items of the account's activity older than
+// before (the newest when before is nil), newest first, and whether more
+// are older still.
+func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]user.Activity, bool, error) {
+	q, args := `SELECT type, at, detail, position_commit, position_seq FROM activity_v1 WHERE user_id = $1`, []any{id}
+	if before != nil {
+		q += ` AND (position_commit, position_seq) < ($3, $4)`
+		args = append(args, limit+1, int64(before.Commit), before.Seq)
+	} else {
+		args = append(args, limit+1)
+	}
+	q += ` ORDER BY position_commit DESC, position_seq DESC LIMIT $2`
+	rows, err := a.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("activity: page: %w", unavailable(ctx, err))
+	}
+	items, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (user.Activity, error) {
+		var it user.Activity
+		var commit int64
+		err := row.Scan(&it.Type, &it.At, &it.Detail, &commit, &it.Position.Seq)
+		it.Position.Commit, it.At = uint64(commit), it.At.UTC()
+		return it, err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("activity: page: %w", unavailable(ctx, err))
+	}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	return items, more, nil
+}
+
+// Behind counts the events of the projection's types in the log that it has
+// not applied yet.
+func (a Activity) Behind(ctx context.Context) (int64, error) {
+	var n int64
+	err := a.pool.QueryRow(ctx, `
+SELECT count(*) FROM events AS e
+LEFT JOIN projection_offsets AS o ON o.consumer_group = $1
+WHERE e.type = ANY($2)
+AND (o.consumer_group IS NULL OR (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position))`, projections.Group(a), user.ActivityTypes()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("activity: behind: %w", unavailable(ctx, err))
+	}
+	return n, nil
+}

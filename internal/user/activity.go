@@ -1,0 +1,100 @@
+package user
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+)
+
+// The kinds of an account's activity, as [Activity.Type] names them.
+const (
+	ActivityRegistered           = "registered"
+	ActivitySignedIn             = "signed_in"
+	ActivitySignedOut            = "signed_out"
+	ActivityEmailChangeRequested = "email_change_requested"
+	ActivityEmailChanged         = "email_changed"
+)
+
+// Activity is one thing that happened to an account, as the account's
+// owner sees it.
+type Activity struct {
+	Type string
+	At   time.Time
+	// Detail says more where there is more to say: the address an email
+	// change asked for or made. It is never a code or a token.
+	Detail string
+	// Position is the event's place in the log; pages of activity are cut
+	// by it ([ActivityCursor]).
+	Position eventstore.Position
+}
+
+// ActivityTypes are the event types an account's activity is made of.
+func ActivityTypes() []string {
+	return []string{TypeRegistered, TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged}
+}
+
+// ActivityOf returns the account and the activity that e records, and false
+// for an event that records none.
+func ActivityOf(e eventstore.Event) (uuid.UUID, Activity, bool, error) {
+	a := Activity{At: e.RecordedAt, Position: e.Position}
+	var id uuid.UUID
+	var err error
+	switch e.Type {
+	case TypeRegistered:
+		var d Registered
+		d, err = eventstore.Decode[Registered](e)
+		id, a.Type = d.UserID, ActivityRegistered
+	case TypeSessionStarted:
+		var d SessionStarted
+		d, err = eventstore.Decode[SessionStarted](e)
+		id, a.Type = d.UserID, ActivitySignedIn
+	case TypeSessionEnded:
+		var d SessionEnded
+		d, err = eventstore.Decode[SessionEnded](e)
+		id, a.Type = d.UserID, ActivitySignedOut
+	case TypeEmailChangeRequested:
+		var d EmailChangeRequested
+		d, err = eventstore.Decode[EmailChangeRequested](e)
+		id, a.Type, a.Detail = d.UserID, ActivityEmailChangeRequested, d.NewEmail
+	case TypeEmailChanged:
+		var d EmailChanged
+		d, err = eventstore.Decode[EmailChanged](e)
+		id, a.Type, a.Detail = d.UserID, ActivityEmailChanged, d.NewEmail
+	default:
+		return uuid.Nil, Activity{}, false, nil
+	}
+	if err != nil {
+		return uuid.Nil, Activity{}, false, err
+	}
+	return id, a, true, nil
+}
+
+// ErrBadCursor is returned for a cursor that no page of activity gave.
+var ErrBadCursor = errors.New("user: bad activity cursor")
+
+// ActivityCursor returns the cursor of the page that comes after an item
+// at p, newest first: everything older than p.
+func ActivityCursor(p eventstore.Position) string {
+	return strconv.FormatUint(p.Commit, 10) + "." + strconv.FormatInt(p.Seq, 10)
+}
+
+// ParseActivityCursor returns the position a cursor of [ActivityCursor]
+// names, or an error wrapping [ErrBadCursor].
+func ParseActivityCursor(s string) (eventstore.Position, error) {
+	c, q, ok := strings.Cut(s, ".")
+	if !ok {
+		return eventstore.Position{}, fmt.Errorf("%w: %q", ErrBadCursor, s)
+	}
+	commit, err1 := strconv.ParseUint(c, 10, 63)
+	seq, err2 := strconv.ParseInt(q, 10, 64)
+	if err1 != nil || err2 != nil || seq < 0 || c != strconv.FormatUint(commit, 10) || q != strconv.FormatInt(seq, 10) {
+		return eventstore.Position{}, fmt.Errorf("%w: %q", ErrBadCursor, s)
+	}
+	return eventstore.Position{Commit: commit, Seq: seq}, nil
+}
