@@ -1,0 +1,90 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/logtest"
+	"github.com/eventsourced/accounts/internal/sqlite"
+	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// logConfig makes the suite's subscribers poll and deliver again at once.
+var logConfig = sqlite.LogConfig{
+	PollInterval:   5 * time.Millisecond,
+	ResendInterval: 5 * time.Millisecond,
+	RetryInterval:  5 * time.Millisecond,
+}
+
+func TestLog(t *testing.T) {
+	t.Parallel()
+	// SQLite has one writer at a time: no transaction can be in flight
+	// behind a committed one.
+	logtest.Run(t, logtest.Features{SerialWriters: true}, func(t *testing.T) logtest.Harness {
+		db := sqlitetest.New(t)
+		runner := db.Runner(nil)
+		if _, err := sqlite.WriteDB(db).ExecContext(t.Context(),
+			`CREATE TABLE logtest_sink (seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL) STRICT`); err != nil {
+			t.Fatal(err)
+		}
+		return logtest.Harness{
+			Runner: runner,
+			Store:  db.Events(),
+			Sink:   logSink{runner: runner},
+			Log:    db.Log(logConfig),
+			OtherProcess: func(t *testing.T) (projections.Log, func()) {
+				return sqlite.OtherProcessLog(t, db, logConfig)
+			},
+		}
+	})
+}
+
+// logSink is the suite's sink in the table logtest_sink.
+type logSink struct{ runner uow.Runner }
+
+// execer and querier are what the sink uses of this backend's [uow.Tx].
+type (
+	execer interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	}
+	querier interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	}
+)
+
+func (s logSink) Record(ctx context.Context, tx uow.Tx, e eventstore.Event) error {
+	x, ok := tx.(execer)
+	if !ok {
+		return fmt.Errorf("sink: %T is not a transaction of this backend", tx)
+	}
+	_, err := x.ExecContext(ctx, `INSERT INTO logtest_sink (event_id) VALUES (?)`, e.ID.String())
+	return err
+}
+
+func (s logSink) Recorded(ctx context.Context) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	err := s.runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+		rows, err := tx.(querier).QueryContext(ctx, `SELECT event_id FROM logtest_sink ORDER BY seq`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id uuid.UUID
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
+	return ids, err
+}
