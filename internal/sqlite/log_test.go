@@ -88,3 +88,35 @@ func (s logSink) Recorded(ctx context.Context) ([]uuid.UUID, error) {
 	})
 	return ids, err
 }
+
+// Apply runs nothing outside a subscriber's delivery: without its
+// transaction there is nothing to commit fn's writes with.
+func TestLogApplyNeedsASubscribersContext(t *testing.T) {
+	t.Parallel()
+	db := sqlitetest.New(t)
+	called := false
+	err := db.Log(logConfig).Apply(t.Context(), time.Now(), func(context.Context, uow.Tx) error {
+		called = true
+		return nil
+	})
+	if err == nil || called {
+		t.Fatalf("Apply outside a delivery: error %v, fn called %v; want an error and fn not called", err, called)
+	}
+}
+
+// The log has one topic, and a subscriber needs a group.
+func TestLogSubscriberRefusals(t *testing.T) {
+	t.Parallel()
+	log := sqlitetest.New(t).Log(logConfig)
+	if _, err := log.Subscriber("", nil, nil); err == nil {
+		t.Error("Subscriber with an empty group: no error")
+	}
+	sub, err := log.Subscriber("g.v1", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := sub.Subscribe(t.Context(), "other"); err == nil {
+		t.Errorf("Subscribe(%q): no error, want one: the log's topic is %q", "other", projections.Topic)
+	}
+}
