@@ -11,7 +11,10 @@
 // positions commit order, with no horizon of transactions in flight as on
 // PostgreSQL. Read-only units of work ([Runner.Read]) and reads that need no
 // unit of work (the outbox's [outbox.Inspector] and [DB.Ping]) use a pool of
-// read-only connections, which WAL mode lets run beside the writer.
+// read-only connections, which WAL mode lets run beside the writer. The
+// subscribers of the event log ([DB.Log]) write on a connection of their
+// own, in IMMEDIATE transactions, and take turns with the writer through
+// SQLite's lock.
 //
 // Times are stored as INTEGER microseconds since 1970-01-01 UTC, UUIDs as
 // TEXT in canonical form and JSON as TEXT that json_valid accepts; see the
@@ -84,6 +87,8 @@ const maxReaders = 4
 type DB struct {
 	write *sql.DB
 	read  *sql.DB
+	// logs is the pool of the subscribers of [DB.Log].
+	logs *sql.DB
 	// writeDSN opens connections like the write pool's, for [DB.Migrate].
 	writeDSN string
 	// relaxed makes the relay's bookkeeping commit with synchronous=NORMAL.
@@ -143,7 +148,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	}
 	read.SetMaxOpenConns(maxReaders)
 	read.SetMaxIdleConns(maxReaders)
-	db := &DB{write: write, read: read, writeDSN: writeDSN, relaxed: true, wake: wakeup.New()}
+	// The log's pool connects when a subscriber first needs it.
+	logs, err := openLogPool(writeDSN)
+	if err != nil {
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	db := &DB{write: write, read: read, logs: logs, writeDSN: writeDSN, relaxed: true, wake: wakeup.New()}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))
@@ -185,10 +197,10 @@ func ping(ctx context.Context, db *sql.DB) error {
 	return db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n)
 }
 
-// Close closes both pools. Units of work still running make it wait; the
+// Close closes the pools. Units of work still running make it wait; the
 // last connection to close checkpoints the write-ahead log into the file.
 func (db *DB) Close() error {
-	return errors.Join(db.read.Close(), db.write.Close())
+	return errors.Join(db.logs.Close(), db.read.Close(), db.write.Close())
 }
 
 // Ping reports whether the database file can be read. It does not wait for

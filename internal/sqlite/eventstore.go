@@ -247,19 +247,28 @@ func queryEvents(ctx context.Context, st *tx, q string, args ...any) ([]eventsto
 	defer rows.Close()
 	var events []eventstore.Event
 	for rows.Next() {
-		var e eventstore.Event
-		var data, md string
-		var recorded int64
-		if err := rows.Scan(&e.ID, &e.Stream, &e.Version, &e.Type, &data, &md, &recorded, &e.Position.Seq); err != nil {
+		e, err := scanEvent(rows)
+		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal([]byte(md), &e.Metadata); err != nil {
-			return nil, fmt.Errorf("decode metadata of %s: %w", e.ID, err)
-		}
-		e.Data, e.RecordedAt = []byte(data), fromMicros(recorded)
 		events = append(events, e)
 	}
 	return events, rows.Err()
+}
+
+// scanEvent reads one row of [eventColumns].
+func scanEvent(row interface{ Scan(dest ...any) error }) (eventstore.Event, error) {
+	var e eventstore.Event
+	var data, md string
+	var recorded int64
+	if err := row.Scan(&e.ID, &e.Stream, &e.Version, &e.Type, &data, &md, &recorded, &e.Position.Seq); err != nil {
+		return eventstore.Event{}, err
+	}
+	if err := json.Unmarshal([]byte(md), &e.Metadata); err != nil {
+		return eventstore.Event{}, fmt.Errorf("decode metadata of %s: %w", e.ID, err)
+	}
+	e.Data, e.RecordedAt = []byte(data), fromMicros(recorded)
+	return e, nil
 }
 
 // atomically runs fn so that it writes all or nothing: inside a savepoint

@@ -1,0 +1,298 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v3/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// LogConfig configures the subscribers of a [Log]. Its zero value is the
+// default of every field.
+type LogConfig struct {
+	// PollInterval is how long a subscriber that found no event waits
+	// before it reads the log again; default 1s.
+	PollInterval time.Duration
+	// ResendInterval is how long a subscriber waits before it delivers a
+	// message that its handler failed again; default 1s.
+	ResendInterval time.Duration
+	// RetryInterval is how long a subscriber waits after an error of the
+	// database, such as a lock held past the busy timeout; default 1s.
+	RetryInterval time.Duration
+	// AckDeadline bounds how long a subscriber waits for its handler to
+	// settle one message; default 5s. A subscriber holds SQLite's write
+	// lock for its whole batch, so every unit of work waits while a
+	// handler runs: the default lies below the busy timeout, after which
+	// they would fail. A message not settled in time is delivered again in
+	// the next batch, and the events before it commit.
+	AckDeadline time.Duration
+	// BatchSize is how many events a subscriber reads, and applies, in one
+	// transaction; default 100.
+	BatchSize int
+}
+
+func (c *LogConfig) setDefaults() {
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.ResendInterval == 0 {
+		c.ResendInterval = time.Second
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = time.Second
+	}
+	if c.AckDeadline == 0 {
+		c.AckDeadline = 5 * time.Second
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 100
+	}
+}
+
+// Validate reports a field that is negative once the defaults are set.
+func (c LogConfig) Validate() error {
+	switch {
+	case c.PollInterval < 0, c.ResendInterval < 0, c.RetryInterval < 0, c.AckDeadline < 0:
+		return fmt.Errorf("sqlite: log config: intervals must not be negative: %+v", c)
+	case c.BatchSize < 0:
+		return fmt.Errorf("sqlite: log config: batch size must not be negative, got %d", c.BatchSize)
+	}
+	return nil
+}
+
+// Log is the [projections.Log] of this backend: the events table as
+// watermill-sql's subscriber follows it, with each consumer group's
+// offset in the table projection_offsets.
+//
+// A subscriber reads a batch of events after its group's offset, in
+// position order, which on SQLite is commit order, and applies them in one
+// transaction that begins with BEGIN IMMEDIATE: it holds the write lock
+// from its read of the offset to its commit, so no other transaction can
+// commit in between and make its write of the offset fail, and two
+// subscribers of one group, in this process or another, take turns. While
+// a batch is applied every other writer of the file waits, units of work
+// in SQLite's busy handler; [LogConfig.AckDeadline] bounds that wait.
+//
+// Subscribers run on a pool of their own, with one connection, so the
+// subscribers of one process queue for it in Go.
+type Log struct {
+	db   *DB
+	pool *sql.DB
+	cfg  LogConfig
+}
+
+var _ projections.Log = (*Log)(nil)
+
+// Log returns the event log of db as asynchronous projections follow it.
+// Its subscribers use a pool that [DB.Close] closes: close their routers
+// first.
+func (db *DB) Log(cfg LogConfig) *Log { return newLog(db, db.logs, cfg) }
+
+// newLog returns the Log of db whose subscribers run on pool, a pool on
+// db's file with the write pool's settings.
+func newLog(db *DB, pool *sql.DB, cfg LogConfig) *Log {
+	cfg.setDefaults()
+	return &Log{db: db, pool: pool, cfg: cfg}
+}
+
+// openLogPool opens the pool of the subscribers of [DB.Log] with the
+// write pool's settings, dsn: its transactions begin IMMEDIATE.
+func openLogPool(dsn string) (*sql.DB, error) {
+	pool, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	limitLogPool(pool)
+	return pool, nil
+}
+
+// limitLogPool gives pool the one connection of a Log's pool.
+func limitLogPool(pool *sql.DB) {
+	pool.SetMaxOpenConns(1)
+	pool.SetMaxIdleConns(1)
+	pool.SetConnMaxLifetime(0)
+	pool.SetConnMaxIdleTime(0)
+}
+
+// Subscriber returns a subscriber of [projections.Topic] for group, as
+// [projections.Log] describes. group must not be empty. Subscribing puts
+// the group's row, at offset 0, into projection_offsets unless it is there.
+func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
+	if group == "" {
+		return nil, errors.New("sqlite: log subscriber: empty consumer group")
+	}
+	if err := l.cfg.Validate(); err != nil {
+		return nil, err
+	}
+	schema := logSchema{batchSize: l.cfg.BatchSize}
+	if len(types) > 0 {
+		list, err := json.Marshal(types)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: log subscriber %s: %w", group, err)
+		}
+		schema.types = string(list)
+	}
+	ackDeadline := l.cfg.AckDeadline
+	sub, err := wsql.NewSubscriber(l.pool, wsql.SubscriberConfig{
+		ConsumerGroup:  group,
+		AckDeadline:    &ackDeadline,
+		PollInterval:   l.cfg.PollInterval,
+		ResendInterval: l.cfg.ResendInterval,
+		RetryInterval:  l.cfg.RetryInterval,
+		SchemaAdapter:  schema,
+		OffsetsAdapter: logOffsets{},
+	}, logger)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: log subscriber %s: %w", group, err)
+	}
+	return logSubscriber{sub}, nil
+}
+
+// Apply runs fn in the transaction of the subscriber that delivered the
+// message whose context ctx is, inside a savepoint, as [projections.Log]
+// describes. fn's Tx is a [uow.Tx] of this backend, so this package's
+// stores write through it, with now, in UTC and to the microsecond, as its
+// time. An error of fn rolls back to the savepoint and is returned; a ctx
+// that carries no subscriber's transaction is an error and runs nothing.
+//
+// The transaction holds the write lock of the file, so fn must not write
+// through another transaction of the same DB, such as a unit of work of
+// [Runner.Do]: with the context it is given, that returns an error instead
+// of waiting. The transaction runs no after-commit hooks: messages that fn
+// adds to the outbox are delivered, but do not wake this process's relays.
+func (l *Log) Apply(ctx context.Context, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error {
+	stx, ok := wsql.TxFromContext(ctx)
+	if !ok {
+		return errors.New("sqlite: apply: the context carries no transaction of a log subscriber")
+	}
+	if _, err := stx.ExecContext(ctx, `SAVEPOINT apply`); err != nil {
+		return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
+	}
+	t := &tx{Tx: stx, db: l.db, now: now.UTC().Truncate(time.Microsecond)}
+	if err := fn(context.WithValue(ctx, unitOfWorkKey{}, l.db), t); err != nil {
+		_, rbErr := stx.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO apply`)
+		_, relErr := stx.ExecContext(context.WithoutCancel(ctx), `RELEASE apply`)
+		if rbErr != nil || relErr != nil {
+			return errors.Join(err, fmt.Errorf("sqlite: apply: undo: %w", errors.Join(rbErr, relErr)))
+		}
+		return err
+	}
+	if _, err := stx.ExecContext(ctx, `RELEASE apply`); err != nil {
+		return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
+	}
+	return nil
+}
+
+// logSubscriber is a watermill-sql subscriber that subscribes only to
+// [projections.Topic].
+type logSubscriber struct{ *wsql.Subscriber }
+
+func (s logSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	if topic != projections.Topic {
+		return nil, fmt.Errorf("sqlite: log subscriber: topic %q, want %q", topic, projections.Topic)
+	}
+	return s.Subscriber.Subscribe(ctx, topic)
+}
+
+// logSchema is the [wsql.SchemaAdapter] of a [Log]: it reads the events
+// table, which the event store writes.
+type logSchema struct {
+	// types is a JSON array of the event types to deliver; empty: all.
+	types     string
+	batchSize int
+}
+
+var _ wsql.SchemaAdapter = logSchema{}
+
+// errPublish is returned by [logSchema.InsertQuery].
+var errPublish = errors.New("sqlite: the event log is written by the event store, not published to")
+
+func (logSchema) InsertQuery(string, message.Messages) (wsql.Query, error) {
+	return wsql.Query{}, errPublish
+}
+
+// SelectQuery reads up to a batch of the group's events after its offset,
+// in position order.
+func (s logSchema) SelectQuery(topic, group string, offsets wsql.OffsetsAdapter) wsql.Query {
+	next := offsets.NextOffsetQuery(topic, group)
+	q := `SELECT ` + eventColumns + ` FROM events WHERE position > (` + next.Query + `)`
+	args := slices.Clone(next.Args)
+	if s.types != "" {
+		q += ` AND type IN (SELECT value FROM json_each(?))`
+		args = append(args, s.types)
+	}
+	q += ` ORDER BY position LIMIT ` + strconv.Itoa(s.batchSize)
+	return wsql.Query{Query: q, Args: args}
+}
+
+// UnmarshalMessage turns a row of SelectQuery into the event's message;
+// the row's offset is the event's position.
+func (logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
+	e, err := scanEvent(row)
+	if err != nil {
+		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
+	}
+	msg, err := projections.EventMessage(e)
+	if err != nil {
+		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
+	}
+	return wsql.Row{Offset: e.Position.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
+}
+
+// SchemaInitializingQueries returns none: the migrations make the tables.
+func (logSchema) SchemaInitializingQueries(string) []wsql.Query { return nil }
+
+// SubscribeIsolationLevel is the default: the driver takes no other, and
+// a SQLite transaction is serializable anyway. What matters is that the
+// pool's transactions begin IMMEDIATE.
+func (logSchema) SubscribeIsolationLevel() sql.IsolationLevel { return sql.LevelDefault }
+
+// logOffsets is the [wsql.OffsetsAdapter] of a [Log], on the table
+// projection_offsets.
+type logOffsets struct{}
+
+var _ wsql.OffsetsAdapter = logOffsets{}
+
+func (logOffsets) NextOffsetQuery(_, group string) wsql.Query {
+	return wsql.Query{
+		Query: `SELECT last_position FROM projection_offsets WHERE consumer_group = ?`,
+		Args:  []any{group},
+	}
+}
+
+func (logOffsets) AckMessageQuery(_ string, row wsql.Row, group string) wsql.Query {
+	return wsql.Query{
+		Query: `INSERT INTO projection_offsets (consumer_group, last_position) VALUES (?, ?)
+ON CONFLICT (consumer_group) DO UPDATE SET last_position = excluded.last_position`,
+		Args: []any{group, row.Offset},
+	}
+}
+
+// ConsumedMessageQuery returns none: the write lock that the transaction
+// holds keeps other subscribers of the group out already.
+func (logOffsets) ConsumedMessageQuery(string, wsql.Row, string, []byte) wsql.Query {
+	return wsql.Query{}
+}
+
+// BeforeSubscribingQueries puts the group's row at offset 0 unless it is
+// there, so that SelectQuery finds an offset.
+func (logOffsets) BeforeSubscribingQueries(_, group string) []wsql.Query {
+	return []wsql.Query{{
+		Query: `INSERT INTO projection_offsets (consumer_group, last_position) VALUES (?, 0) ON CONFLICT DO NOTHING`,
+		Args:  []any{group},
+	}}
+}
+
+// SchemaInitializingQueries returns none: the migrations make the tables.
+func (logOffsets) SchemaInitializingQueries(string) []wsql.Query { return nil }
