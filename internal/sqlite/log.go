@@ -135,7 +135,7 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 	if err := l.cfg.Validate(); err != nil {
 		return nil, err
 	}
-	schema := logSchema{batchSize: l.cfg.BatchSize}
+	schema := logSchema{group: group, batchSize: l.cfg.BatchSize}
 	if len(types) > 0 {
 		list, err := json.Marshal(types)
 		if err != nil {
@@ -171,16 +171,28 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 // [Runner.Do]: with the context it is given, that returns an error instead
 // of waiting. The transaction runs no after-commit hooks: messages that fn
 // adds to the outbox are delivered, but do not wake this process's relays.
-func (l *Log) Apply(ctx context.Context, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error {
+func (l *Log) Apply(msg *message.Message, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error {
+	ctx := msg.Context()
 	stx, ok := wsql.TxFromContext(ctx)
 	if !ok {
 		return errors.New("sqlite: apply: the context carries no transaction of a log subscriber")
+	}
+	e, err := projections.EventFromMessage(msg)
+	if err != nil {
+		return err
 	}
 	if _, err := stx.ExecContext(ctx, `SAVEPOINT apply`); err != nil {
 		return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
 	}
 	t := &tx{Tx: stx, db: l.db, now: now.UTC().Truncate(time.Microsecond)}
-	if err := fn(context.WithValue(ctx, unitOfWorkKey{}, l.db), t); err != nil {
+	err = fn(context.WithValue(ctx, unitOfWorkKey{}, l.db), t)
+	if err == nil {
+		q := advanceOffset(msg.Metadata.Get(projections.MetadataGroup), e.Position.Seq)
+		if _, err = stx.ExecContext(ctx, q.Query, q.Args...); err != nil {
+			err = fmt.Errorf("sqlite: apply: offset: %w", unavailable(ctx, err))
+		}
+	}
+	if err != nil {
 		_, rbErr := stx.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO apply`)
 		_, relErr := stx.ExecContext(context.WithoutCancel(ctx), `RELEASE apply`)
 		if rbErr != nil || relErr != nil {
@@ -192,6 +204,15 @@ func (l *Log) Apply(ctx context.Context, now time.Time, fn func(ctx context.Cont
 		return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
 	}
 	return nil
+}
+
+// advanceOffset moves group's offset to position, never backwards.
+func advanceOffset(group string, position int64) wsql.Query {
+	return wsql.Query{
+		Query: `INSERT INTO projection_offsets (consumer_group, last_position) VALUES (?, ?)
+ON CONFLICT (consumer_group) DO UPDATE SET last_position = max(last_position, excluded.last_position)`,
+		Args: []any{group, position},
+	}
 }
 
 // logSubscriber is a watermill-sql subscriber that subscribes only to
@@ -208,6 +229,8 @@ func (s logSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *mes
 // logSchema is the [wsql.SchemaAdapter] of a [Log]: it reads the events
 // table, which the event store writes.
 type logSchema struct {
+	// group is the consumer group whose messages it makes.
+	group string
 	// types is a JSON array of the event types to deliver; empty: all.
 	types     string
 	batchSize int
@@ -238,7 +261,7 @@ func (s logSchema) SelectQuery(topic, group string, offsets wsql.OffsetsAdapter)
 
 // UnmarshalMessage turns a row of SelectQuery into the event's message;
 // the row's offset is the event's position.
-func (logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
+func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	e, err := scanEvent(row)
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
@@ -247,6 +270,7 @@ func (logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
 	}
+	msg.Metadata.Set(projections.MetadataGroup, s.group)
 	return wsql.Row{Offset: e.Position.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
 }
 
@@ -271,12 +295,11 @@ func (logOffsets) NextOffsetQuery(_, group string) wsql.Query {
 	}
 }
 
+// AckMessageQuery moves the group's offset to the batch's last
+// acknowledged event, never backwards: [Log.Apply] may have moved it
+// further.
 func (logOffsets) AckMessageQuery(_ string, row wsql.Row, group string) wsql.Query {
-	return wsql.Query{
-		Query: `INSERT INTO projection_offsets (consumer_group, last_position) VALUES (?, ?)
-ON CONFLICT (consumer_group) DO UPDATE SET last_position = excluded.last_position`,
-		Args: []any{group, row.Offset},
-	}
+	return advanceOffset(group, row.Offset)
 }
 
 // ConsumedMessageQuery returns none: the write lock that the transaction

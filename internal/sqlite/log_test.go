@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
@@ -95,7 +96,9 @@ func TestLogApplyNeedsASubscribersContext(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	called := false
-	err := db.Log(logConfig).Apply(t.Context(), time.Now(), func(context.Context, uow.Tx) error {
+	msg := message.NewMessage(uuid.NewString(), []byte("{}"))
+	msg.SetContext(t.Context())
+	err := db.Log(logConfig).Apply(msg, time.Now(), func(context.Context, uow.Tx) error {
 		called = true
 		return nil
 	})

@@ -99,7 +99,20 @@ func NewCut(t testing.TB) (db *postgres.DB, cut func()) {
 // makes the database go away with Down and come back with Up.
 func NewBehindProxy(t testing.TB) (*postgres.DB, *testproxy.Proxy) {
 	t.Helper()
-	u, err := url.Parse(NewURL(t))
+	db, p := OpenBehindProxy(t, NewURL(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return db, p
+}
+
+// OpenBehindProxy opens the database at rawURL, a URL of [NewURL], through
+// a proxy of its own, closed when t ends, as another process would open it.
+func OpenBehindProxy(t testing.TB, rawURL string) (*postgres.DB, *testproxy.Proxy) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -112,8 +125,5 @@ func NewBehindProxy(t testing.TB) (*postgres.DB, *testproxy.Proxy) {
 		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(db.Close)
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
 	return db, p
 }

@@ -335,7 +335,7 @@ func consume(t *testing.T, h Harness, log projections.Log, group string, types [
 		if err != nil {
 			return err
 		}
-		return log.Apply(msg.Context(), now, func(ctx context.Context, tx uow.Tx) error {
+		return log.Apply(msg, now, func(ctx context.Context, tx uow.Tx) error {
 			if !tx.Now().Equal(now) {
 				return fmt.Errorf("logtest: Apply's tx.Now() = %v, want %v", tx.Now(), now)
 			}
