@@ -8,17 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/sqlite"
+	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
+	"github.com/eventsourced/accounts/internal/testclock"
+	"github.com/eventsourced/accounts/internal/user"
 )
 
 // runActivity keeps the activity projection of e's database until t ends,
 // and returns a function that waits until it has applied every event.
 func runActivity(t *testing.T, e *env) (caughtUp func()) {
 	t.Helper()
-	log := e.db.Log(postgres.LogConfig{PollInterval: 5 * time.Millisecond})
-	t.Cleanup(func() { _ = log.Close() })
-	r, err := projections.NewRunner(log, []projections.Projection{e.db.Activity()})
+	r, err := projections.NewRunner(e.log, []projections.Projection{e.activity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func runActivity(t *testing.T, e *env) (caughtUp func()) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			n, err := e.db.Activity().Behind(t.Context())
+			n, err := e.activity.Behind(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,6 +51,22 @@ func runActivity(t *testing.T, e *env) (caughtUp func()) {
 	}
 }
 
+// serveSQLite serves the API over a user.Service on a fresh SQLite file,
+// with its activity projection.
+func serveSQLite(t *testing.T) *env {
+	t.Helper()
+	db := sqlitetest.New(t)
+	clock := testclock.New(start)
+	e := serveService(t, clock, user.Deps{
+		Runner: db.Runner(clock.Now),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
+		Views:  sqlite.UserViews{},
+	}, db.Ping, options{}, db.Activity())
+	e.log, e.activity = db.Log(sqlite.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity()
+	return e
+}
+
 type activityPage struct {
 	Items []struct {
 		Type   string    `json:"type"`
@@ -60,7 +77,7 @@ type activityPage struct {
 	Behind int64   `json:"behind"`
 }
 
-func (e *env) activity(t *testing.T, token, query string) activityPage {
+func (e *env) activityPage(t *testing.T, token, query string) activityPage {
 	t.Helper()
 	r := e.get(t, "/v1/me/activity"+query, token)
 	wantStatus(t, "GET /v1/me/activity"+query, r, http.StatusOK)
@@ -77,7 +94,11 @@ func (e *env) activity(t *testing.T, token, query string) activityPage {
 // account's activity shows; bad parameters are 400 and change nothing.
 func TestActivity(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testActivity(t, setup(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testActivity(t, serveSQLite(t)) })
+}
+
+func testActivity(t *testing.T, e *env) {
 	caughtUp := runActivity(t, e)
 	ada := e.signIn(t, "ada@example.com")
 	e.clock.Advance(time.Minute)
@@ -101,7 +122,7 @@ func TestActivity(t *testing.T) {
 	var got []struct{ typ, detail string }
 	query := "?limit=2"
 	for pages := 0; ; pages++ {
-		p := e.activity(t, ada.Token, query)
+		p := e.activityPage(t, ada.Token, query)
 		if p.Behind != 0 {
 			t.Errorf("behind = %d once caught up", p.Behind)
 		}
@@ -124,7 +145,7 @@ func TestActivity(t *testing.T) {
 			t.Errorf("activity[%d] = %v, want %v (all: %v)", i, got[i], want[i], got)
 		}
 	}
-	if p := e.activity(t, grace.Token, ""); len(p.Items) != 2 || p.Items[0].Type != "signed_in" || p.Items[1].Type != "registered" {
+	if p := e.activityPage(t, grace.Token, ""); len(p.Items) != 2 || p.Items[0].Type != "signed_in" || p.Items[1].Type != "registered" {
 		t.Errorf("grace's activity %+v, want her sign-in and registration only", p.Items)
 	}
 

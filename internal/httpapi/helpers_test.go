@@ -17,8 +17,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -45,6 +47,17 @@ type env struct {
 	db     *postgres.DB
 	// clock is the service's and the server's.
 	clock *testclock.Clock
+	// outbox is where the service adds its mails.
+	outbox outbox.Store
+	// log and activity are the event log and the activity projection.
+	log      projections.Log
+	activity activityProjection
+}
+
+// activityProjection is what the tests need of a backend's activity.
+type activityProjection interface {
+	projections.Projection
+	httpapi.ActivityReader
 }
 
 type options struct {
@@ -73,7 +86,7 @@ func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 		Outbox: db.Outbox(),
 		Views:  postgres.UserViews{},
 	}, db.Ping, o, db.Activity())
-	e.db = db
+	e.db, e.log, e.activity = db, db.Log(postgres.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity()
 	return e
 }
 
@@ -83,7 +96,7 @@ func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 // [servePostgres] sets it.
 func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(context.Context) error, o options, activity httpapi.ActivityReader) *env {
 	t.Helper()
-	e := &env{clock: clock}
+	e := &env{clock: clock, outbox: d.Outbox}
 	svc, err := user.NewService(d, user.Policy{}, baseURL)
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +346,7 @@ func (e *env) unchanged(t *testing.T, what string, before snapshot) {
 // first, and removes them from the outbox as a relay would.
 func (e *env) mails(t *testing.T) []mailtest.Sent {
 	t.Helper()
-	return mailtest.Take(t, e.db.Outbox(), e.clock.Now().Add(100*365*24*time.Hour))
+	return mailtest.Take(t, e.outbox, e.clock.Now().Add(100*365*24*time.Hour))
 }
 
 // oneMail returns the code of the one mail sent since the last call and

@@ -45,6 +45,9 @@ type DB struct {
 	wake *wakeup.Fanout
 	// notifier sends NOTIFY on channel for the relays of other processes.
 	notifier *notifier
+	// logs is the main pool as database/sql, for the subscribers of the
+	// event log ([DB.Log]).
+	logs *sql.DB
 }
 
 // Option changes how [Open] and [OpenConfig] open a database.
@@ -113,7 +116,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, 
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect relay pool: %w", unavailable(ctx, err))
 	}
-	db := &DB{pool: pool, relay: relay, log: o.log, wake: wakeup.New()}
+	db := &DB{pool: pool, relay: relay, log: o.log, wake: wakeup.New(), logs: stdlib.OpenDBFromPool(pool)}
 	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))
@@ -129,6 +132,7 @@ func (db *DB) Close() {
 	if db.notifier != nil {
 		db.notifier.close()
 	}
+	_ = db.logs.Close()
 	db.relay.Close()
 	db.pool.Close()
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v3/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
@@ -22,18 +21,25 @@ import (
 // LogConfig tunes the subscribers of an [EventLog].
 type LogConfig struct {
 	// PollInterval is the wait between reads of the log once nothing new
-	// was found; zero means a second.
+	// was found; default 1s.
 	PollInterval time.Duration
 	// ResendInterval is the wait before an event whose handler failed is
-	// handed over again; zero means a second.
+	// handed over again; default 1s.
 	ResendInterval time.Duration
-	// Batch is how many events one read takes, and one transaction
-	// applies; zero means 100.
-	Batch int
+	// RetryInterval is the wait after an error of the database; default 1s.
+	RetryInterval time.Duration
+	// AckDeadline bounds how long a subscriber waits for its handler to
+	// settle one event; default 30s. An event not settled in time is
+	// delivered again with the next batch; the events before it commit.
+	AckDeadline time.Duration
+	// BatchSize is how many events one read takes, and one transaction
+	// applies; default 100.
+	BatchSize int
 }
 
 // EventLog is the [projections.Log] of this backend: watermill-sql
-// subscribers over the events table, through database/sql on pgx's stdlib.
+// subscribers over the events table, through database/sql on pgx's stdlib
+// over the DB's main pool.
 //
 // Its schema adapter reads events in the order of [EventStore.ReadAll]
 // (transaction id, then position) and only below the oldest transaction in
@@ -49,7 +55,8 @@ type EventLog struct {
 
 var _ projections.Log = (*EventLog)(nil)
 
-// Log returns the event log as asynchronous projections follow it.
+// Log returns the event log as asynchronous projections follow it. Its
+// subscribers use the DB's connections, and stop with [DB.Close].
 func (db *DB) Log(cfg LogConfig) *EventLog {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = time.Second
@@ -57,23 +64,29 @@ func (db *DB) Log(cfg LogConfig) *EventLog {
 	if cfg.ResendInterval == 0 {
 		cfg.ResendInterval = time.Second
 	}
-	if cfg.Batch == 0 {
-		cfg.Batch = 100
+	if cfg.RetryInterval == 0 {
+		cfg.RetryInterval = time.Second
 	}
-	return &EventLog{db: stdlib.OpenDBFromPool(db.pool), cfg: cfg}
+	if cfg.AckDeadline == 0 {
+		cfg.AckDeadline = 30 * time.Second
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 100
+	}
+	return &EventLog{db: db.logs, cfg: cfg}
 }
-
-// Close closes the log's database/sql handle; the pool stays open.
-func (l *EventLog) Close() error { return l.db.Close() }
 
 // Subscriber returns a subscriber of the log for group, of events of types
 // (all, when empty), as [projections.Log] describes.
 func (l *EventLog) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
+	ackDeadline := l.cfg.AckDeadline
 	s, err := wsql.NewSubscriber(l.db, wsql.SubscriberConfig{
 		ConsumerGroup:  group,
+		AckDeadline:    &ackDeadline,
 		PollInterval:   l.cfg.PollInterval,
 		ResendInterval: l.cfg.ResendInterval,
-		SchemaAdapter:  logSchema{group: group, types: types, batch: l.cfg.Batch},
+		RetryInterval:  l.cfg.RetryInterval,
+		SchemaAdapter:  logSchema{group: group, types: types, batch: l.cfg.BatchSize},
 		OffsetsAdapter: logOffsets{},
 	}, logger)
 	if err != nil {

@@ -112,7 +112,6 @@ func TestRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 	bad := appendEvents(t, db, "s-1", "test.bad", 1)
 	appendEvents(t, db, "s-1", "test.good", 2)
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, ResendInterval: time.Millisecond})
-	defer log.Close()
 	p := recording{sink: sink, fail: func(e eventstore.Event) bool { return e.Type == "test.bad" }}
 	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3))
 	if err != nil {

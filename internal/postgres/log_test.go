@@ -12,7 +12,7 @@ import (
 )
 
 // logConfig is the suite's: polls and resends every few milliseconds.
-var logConfig = postgres.LogConfig{PollInterval: 5 * time.Millisecond, ResendInterval: time.Millisecond, Batch: 10}
+var logConfig = postgres.LogConfig{PollInterval: 5 * time.Millisecond, ResendInterval: time.Millisecond, BatchSize: 10}
 
 func TestLog(t *testing.T) {
 	logtest.Run(t, logtest.Features{}, func(t *testing.T) logtest.Harness {
@@ -28,7 +28,6 @@ func TestLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := db.Log(logConfig)
-		t.Cleanup(func() { _ = log.Close() })
 		return logtest.Harness{
 			Runner: db.Runner(nil),
 			Store:  db.Events(),
@@ -37,7 +36,6 @@ func TestLog(t *testing.T) {
 			OtherProcess: func(t *testing.T) (projections.Log, func()) {
 				other, proxy := pgtest.OpenBehindProxy(t, url)
 				l := other.Log(logConfig)
-				t.Cleanup(func() { _ = l.Close() })
 				return l, proxy.Down
 			},
 		}

@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// Activity is the asynchronous projection "activity" of this backend, and
+// the reads of it: what happened to each account, newest first. Its writes
+// run in the transactions of the log's subscriber; its reads on the read
+// pool.
+type Activity struct {
+	db *DB
+}
+
+var _ projections.Projection = Activity{}
+
+// Activity returns the activity projection over db.
+func (db *DB) Activity() Activity { return Activity{db: db} }
+
+// Name names the projection.
+func (Activity) Name() string { return "activity" }
+
+// Version is the projection's shape: its rows are in activity_v1.
+func (Activity) Version() int { return 1 }
+
+// Types are the events an account's activity is made of.
+func (Activity) Types() []string { return user.ActivityTypes() }
+
+// Reset empties the projection in t.
+func (Activity) Reset(ctx context.Context, t uow.Tx) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("activity: reset: %w", err)
+	}
+	if _, err := st.ExecContext(ctx, `DELETE FROM activity_v1`); err != nil {
+		return fmt.Errorf("activity: reset: %w", err)
+	}
+	return nil
+}
+
+// Apply records the activity of events in t.
+func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("activity: apply: %w", err)
+	}
+	for _, e := range events {
+		id, a, ok, err := user.ActivityOf(e)
+		if err != nil {
+			return fmt.Errorf("activity: apply %s: %w", e.ID, err)
+		}
+		if !ok {
+			continue
+		}
+		if _, err := st.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position, type, at, detail) VALUES (?, ?, ?, ?, ?)`,
+			id.String(), e.Position.Seq, a.Type, micros(a.At), a.Detail); err != nil {
+			return fmt.Errorf("activity: apply %s: %w", e.ID, err)
+		}
+	}
+	return nil
+}
+
+// Page returns up to limit items of the account's activity older than
+// before (the newest when before is nil), newest first, and whether more
+// are older still.
+func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]user.Activity, bool, error) {
+	q, args := `SELECT type, at, detail, position FROM activity_v1 WHERE user_id = ?`, []any{id.String()}
+	if before != nil {
+		q, args = q+` AND position < ?`, append(args, before.Seq)
+	}
+	rows, err := a.db.read.QueryContext(ctx, q+` ORDER BY position DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, false, fmt.Errorf("activity: page: %w", unavailable(ctx, err))
+	}
+	defer rows.Close()
+	var items []user.Activity
+	for rows.Next() {
+		var it user.Activity
+		var at int64
+		if err := rows.Scan(&it.Type, &at, &it.Detail, &it.Position.Seq); err != nil {
+			return nil, false, fmt.Errorf("activity: page: %w", err)
+		}
+		it.At = fromMicros(at)
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("activity: page: %w", unavailable(ctx, err))
+	}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	return items, more, nil
+}
+
+// Behind counts the events of the projection's types in the log that it has
+// not applied yet.
+func (a Activity) Behind(ctx context.Context) (int64, error) {
+	types, err := json.Marshal(user.ActivityTypes())
+	if err != nil {
+		return 0, fmt.Errorf("activity: behind: %w", err)
+	}
+	var n int64
+	err = a.db.read.QueryRowContext(ctx, `
+SELECT count(*) FROM events
+WHERE type IN (SELECT value FROM json_each(?))
+AND position > coalesce((SELECT last_position FROM projection_offsets WHERE consumer_group = ?), 0)`,
+		string(types), projections.Group(a)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("activity: behind: %w", unavailable(ctx, err))
+	}
+	return n, nil
+}
