@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
@@ -31,8 +32,18 @@ type backend interface {
 	Events() eventstore.Store
 	Outbox() outboxStore
 	Views() views
+	// Log is the event log that asynchronous projections follow.
+	Log() projections.Log
+	// Activity is the activity projection and its reads.
+	Activity() activity
 	Ping(ctx context.Context) error
 	Close()
+}
+
+// activity is an account activity projection with its reads.
+type activity interface {
+	projections.Projection
+	httpapi.ActivityReader
 }
 
 // outboxStore is an outbox store with what operators use: inspection and
@@ -63,6 +74,8 @@ func (b postgresBackend) Runner(now func() time.Time) uow.Runner { return b.db.R
 func (b postgresBackend) Events() eventstore.Store               { return b.db.Events() }
 func (b postgresBackend) Outbox() outboxStore                    { return b.db.Outbox() }
 func (b postgresBackend) Views() views                           { return postgres.UserViews{} }
+func (b postgresBackend) Log() projections.Log                   { return b.db.Log(postgres.LogConfig{}) }
+func (b postgresBackend) Activity() activity                     { return b.db.Activity() }
 func (b postgresBackend) Ping(ctx context.Context) error         { return b.db.Ping(ctx) }
 func (b postgresBackend) Close()                                 { b.db.Close() }
 
@@ -72,6 +85,8 @@ func (b sqliteBackend) Runner(now func() time.Time) uow.Runner { return b.db.Run
 func (b sqliteBackend) Events() eventstore.Store               { return b.db.Events() }
 func (b sqliteBackend) Outbox() outboxStore                    { return b.db.Outbox() }
 func (b sqliteBackend) Views() views                           { return sqlite.UserViews{} }
+func (b sqliteBackend) Log() projections.Log                   { return b.db.Log(sqlite.LogConfig{}) }
+func (b sqliteBackend) Activity() activity                     { return b.db.Activity() }
 func (b sqliteBackend) Ping(ctx context.Context) error         { return b.db.Ping(ctx) }
 func (b sqliteBackend) Close()                                 { _ = b.db.Close() }
 

@@ -23,8 +23,9 @@ import (
 	"github.com/eventsourced/accounts/internal/user"
 )
 
-// serve runs the HTTP API and the relay until ctx is done; API=false or
-// RELAY=false leaves one of them to other instances.
+// serve runs the HTTP API, the relay and the asynchronous projections until
+// ctx is done; API=false, RELAY=false or PROJECTIONS=false leaves a part to
+// other instances.
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -35,8 +36,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	if !e.cfg.API && !e.cfg.Relay {
-		return errors.New("API=false and RELAY=false leave nothing to run")
+	if !e.cfg.API && !e.cfg.Relay && !e.cfg.Projections {
+		return errors.New("API=false, RELAY=false and PROJECTIONS=false leave nothing to run")
 	}
 	db, err := e.openDB(ctx)
 	if err != nil {
@@ -57,6 +58,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		}
 		defer relay.Close()
 	}
+	var runner *projections.Runner
+	if e.cfg.Projections {
+		if runner, err = projections.NewRunner(db.Log(), []projections.Projection{db.Activity()},
+			projections.WithRunnerLogger(e.log)); err != nil {
+			return err
+		}
+	}
 	var srv *http.Server
 	var ln net.Listener
 	if e.cfg.API {
@@ -71,7 +79,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
+	if runner != nil {
+		wg.Go(func() {
+			e.log.Info("projections running", "projections", "activity")
+			if err := runner.Run(ctx); err != nil {
+				errs <- fmt.Errorf("projections: %w", err)
+			}
+			e.log.Info("projections stopped")
+		})
+	}
 	if relay != nil {
 		wg.Go(func() {
 			e.log.Info("relay running", "batch", e.cfg.Outbox.Batch, "interval", e.cfg.Outbox.Interval)
@@ -126,6 +143,7 @@ func (e env) apiServer(db backend, metrics http.Handler) (*http.Server, error) {
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
 			Users:     users,
+			Activity:  db.Activity(),
 			Ready:     db.Ping,
 			Metrics:   metrics,
 			Log:       e.log,

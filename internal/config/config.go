@@ -31,6 +31,8 @@ type Config struct {
 	API bool `env:"API" envDefault:"true" desc:"Serve the HTTP API in this process; false runs only the relay."`
 	// Relay runs the outbox relay in this process.
 	Relay bool `env:"RELAY" envDefault:"true" desc:"Run the outbox relay in this process; false leaves delivery to other instances."`
+	// Projections keeps the asynchronous projections in this process.
+	Projections bool `env:"PROJECTIONS" envDefault:"true" desc:"Keep the asynchronous projections (account activity) in this process; false leaves them to other instances."`
 	// HTTPAddr is where the API listens.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080" desc:"Listen address of the HTTP API."`
 	// BaseURL is where the links in mails point.
