@@ -144,7 +144,10 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 		schema.types = string(list)
 	}
 	ackDeadline := l.cfg.AckDeadline
+	wakeCtx, stop := context.WithCancel(context.Background())
+	wake := l.db.logWake.Subscribe(wakeCtx)
 	sub, err := wsql.NewSubscriber(l.pool, wsql.SubscriberConfig{
+		BackoffManager: projections.WakeBackoff(wake.C(), l.cfg.PollInterval, l.cfg.RetryInterval, wakeCtx.Done()),
 		ConsumerGroup:  group,
 		AckDeadline:    &ackDeadline,
 		PollInterval:   l.cfg.PollInterval,
@@ -154,9 +157,10 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 		OffsetsAdapter: logOffsets{},
 	}, logger)
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("sqlite: log subscriber %s: %w", group, err)
 	}
-	return logSubscriber{sub}, nil
+	return projections.StopWakeups(logSubscriber{sub}, stop), nil
 }
 
 // Apply runs fn in the transaction of the subscriber that delivered the
