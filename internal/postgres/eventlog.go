@@ -142,6 +142,30 @@ func (l *EventLog) Apply(msg *message.Message, now time.Time, fn func(ctx contex
 	return nil
 }
 
+// Behind counts the events group has still to apply, as
+// [projections.Log] describes: those after its offset, all of them for a
+// group that has not subscribed yet.
+func (l *EventLog) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
+	q := `
+SELECT count(*), min(e.recorded_at) FROM events AS e
+LEFT JOIN projection_offsets AS o ON o.consumer_group = $1
+WHERE (o.consumer_group IS NULL OR (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position))`
+	args := []any{group}
+	if len(types) > 0 {
+		q += ` AND e.type = ANY($2)`
+		args = append(args, types)
+	}
+	var n int64
+	var oldest sql.NullTime
+	if err := l.db.QueryRowContext(ctx, q, args...).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("postgres: behind %s: %w", group, unavailable(ctx, err))
+	}
+	if !oldest.Valid {
+		return n, time.Time{}, nil
+	}
+	return n, oldest.Time.UTC(), nil
+}
+
 // advanceOffset moves group's offset to the event at (txid, position),
 // never backwards.
 func advanceOffset(group, txid string, position int64) wsql.Query {

@@ -210,6 +210,32 @@ func (l *Log) Apply(msg *message.Message, now time.Time, fn func(ctx context.Con
 	return nil
 }
 
+// Behind counts the events group has still to apply, as
+// [projections.Log] describes, on the read pool.
+func (l *Log) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
+	q := `
+SELECT count(*), min(recorded_at) FROM events
+WHERE position > coalesce((SELECT last_position FROM projection_offsets WHERE consumer_group = ?), 0)`
+	args := []any{group}
+	if len(types) > 0 {
+		list, err := json.Marshal(types)
+		if err != nil {
+			return 0, time.Time{}, fmt.Errorf("sqlite: behind %s: %w", group, err)
+		}
+		q += ` AND type IN (SELECT value FROM json_each(?))`
+		args = append(args, string(list))
+	}
+	var n int64
+	var oldest sql.NullInt64
+	if err := l.db.read.QueryRowContext(ctx, q, args...).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("sqlite: behind %s: %w", group, unavailable(ctx, err))
+	}
+	if !oldest.Valid {
+		return n, time.Time{}, nil
+	}
+	return n, fromMicros(oldest.Int64), nil
+}
+
 // advanceOffset moves group's offset to position, never backwards.
 func advanceOffset(group string, position int64) wsql.Query {
 	return wsql.Query{

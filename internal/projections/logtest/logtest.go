@@ -111,6 +111,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "InFlightIsNeverSkipped", concurrent: true, run: testInFlightIsNeverSkipped},
 		{name: "NackLeavesNoWrite", run: testNackLeavesNoWrite},
 		{name: "WakesOnCommit", run: testWakesOnCommit},
+		{name: "Behind", run: testBehind},
 		{name: "ExactlyOnceAcrossACrash", run: testExactlyOnceAcrossACrash},
 		{name: "CompetingConsumers", run: testCompetingConsumers},
 		{name: "GroupsAreIndependent", run: testGroupsAreIndependent},
@@ -674,5 +675,36 @@ func testWakesOnCommit(t *testing.T, h Harness) {
 	waitRecorded(t, h, 1, c)
 	if got := recorded(t, h); !slices.Equal(got, []uuid.UUID{e.ID}) {
 		t.Fatalf("the sink holds %v, want only %s", got, e.ID)
+	}
+}
+
+// Behind: a group that has not subscribed yet has every event of its types
+// to apply; one that has applied them all has none, and no oldest time.
+func testBehind(t *testing.T, h Harness) {
+	behind := func(types []string) (int64, time.Time) {
+		t.Helper()
+		n, oldest, err := h.Log.Behind(t.Context(), group, types)
+		if err != nil {
+			t.Fatalf("Behind(%q, %v): %v", group, types, err)
+		}
+		return n, oldest
+	}
+	if n, oldest := behind(nil); n != 0 || !oldest.IsZero() {
+		t.Fatalf("Behind of an empty log = %d, %v; want 0 and no time", n, oldest)
+	}
+	mustAppend(t, h, "behind-1", newEvent(t, "logtest.a"), newEvent(t, "logtest.b"))
+	mustAppend(t, h, "behind-2", newEvent(t, "logtest.a"))
+	stored := logOrder(t, h, 3)
+	if n, oldest := behind(nil); n != 3 || oldest.IsZero() {
+		t.Fatalf("Behind before subscribing = %d, %v; want 3 and the first's time", n, oldest)
+	}
+	if n, _ := behind([]string{"logtest.b"}); n != 1 {
+		t.Fatalf("Behind of type logtest.b = %d, want 1", n)
+	}
+	c := consume(t, h, h.Log, group, nil, nil)
+	waitRecorded(t, h, len(stored), c)
+	c.stop(t)
+	if n, oldest := behind(nil); n != 0 || !oldest.IsZero() {
+		t.Fatalf("Behind once all is applied = %d, %v; want 0 and no time", n, oldest)
 	}
 }
