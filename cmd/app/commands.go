@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -278,11 +279,19 @@ func projectionsCommand(ctx context.Context, args []string, getenv func(string) 
 }
 
 // projectionsStatus prints, for each asynchronous projection, how many
-// events and seconds it is behind the head of the log.
+// events and seconds it is behind the head of the log, and whether it has
+// failed; it returns an error when one has.
 func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error {
 	now := time.Now()
+	var failed []string
+	log := db.Log()
 	for _, p := range []projections.Projection{db.Activity()} {
-		n, oldest, err := db.Log().Behind(ctx, projections.Group(p), p.Types())
+		g := projections.Group(p)
+		n, oldest, err := log.Behind(ctx, g, p.Types())
+		if err != nil {
+			return err
+		}
+		f, isFailed, err := log.Failure(ctx, g)
 		if err != nil {
 			return err
 		}
@@ -290,7 +299,15 @@ func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error 
 		if !oldest.IsZero() {
 			secs = max(now.Sub(oldest).Seconds(), 0)
 		}
-		fmt.Fprintf(stdout, "%s\tversion %d\tbehind %d events, %.1fs\n", p.Name(), p.Version(), n, secs)
+		state := "running"
+		if isFailed {
+			state = fmt.Sprintf("failed at %s since %s: %s", projections.FormatPosition(f.Position), f.At.Format(time.RFC3339), f.Error)
+			failed = append(failed, g)
+		}
+		fmt.Fprintf(stdout, "%s\tversion %d\tbehind %d events, %.1fs\t%s\n", p.Name(), p.Version(), n, secs, state)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("projections: %s failed", strings.Join(failed, ", "))
 	}
 	return nil
 }

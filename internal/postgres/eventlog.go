@@ -166,11 +166,44 @@ WHERE (o.consumer_group IS NULL OR (e.transaction_id, e.position) > (o.last_tran
 	return n, oldest.Time.UTC(), nil
 }
 
+// Fail records that group stopped, as [projections.Log] describes.
+func (l *EventLog) Fail(ctx context.Context, group string, f projections.Failure) error {
+	_, err := l.db.ExecContext(ctx, `
+INSERT INTO projection_offsets (consumer_group, last_transaction_id, last_position, failed_at, failed_position, failed_error)
+VALUES ($1, '0', 0, $2, $3, $4)
+ON CONFLICT (consumer_group) DO UPDATE SET failed_at = $2, failed_position = $3, failed_error = $4`,
+		group, f.At, projections.FormatPosition(f.Position), f.Error)
+	if err != nil {
+		return fmt.Errorf("postgres: fail %s: %w", group, unavailable(ctx, err))
+	}
+	return nil
+}
+
+// Failure returns the failure recorded for group.
+func (l *EventLog) Failure(ctx context.Context, group string) (projections.Failure, bool, error) {
+	var at sql.NullTime
+	var pos, why sql.NullString
+	err := l.db.QueryRowContext(ctx, `SELECT failed_at, failed_position, failed_error FROM projection_offsets WHERE consumer_group = $1`, group).
+		Scan(&at, &pos, &why)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !at.Valid) {
+		return projections.Failure{}, false, nil
+	}
+	if err != nil {
+		return projections.Failure{}, false, fmt.Errorf("postgres: failure of %s: %w", group, unavailable(ctx, err))
+	}
+	p, err := projections.ParsePosition(pos.String)
+	if err != nil {
+		return projections.Failure{}, false, err
+	}
+	return projections.Failure{At: at.Time.UTC(), Position: p, Error: why.String}, true, nil
+}
+
 // advanceOffset moves group's offset to the event at (txid, position),
 // never backwards.
 func advanceOffset(group, txid string, position int64) wsql.Query {
 	return wsql.Query{
-		Query: `UPDATE projection_offsets SET last_transaction_id = $2::text::xid8, last_position = $3
+		Query: `UPDATE projection_offsets SET last_transaction_id = $2::text::xid8, last_position = $3,
+	failed_at = NULL, failed_position = NULL, failed_error = NULL
 WHERE consumer_group = $1 AND (last_transaction_id, last_position) < ($2::text::xid8, $3)`,
 		Args: []any{group, txid, position},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,10 @@ func TestRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 				gauges[m.Name] = g.DataPoints[0].Value
 			}
 		}
+	}
+	f, failed, err := log.Failure(t.Context(), projections.Group(p))
+	if err != nil || !failed || f.Position != st[0].Position || !strings.Contains(f.Error, "cannot apply") {
+		t.Errorf("recorded failure %+v, %t, %v; want the bad event's position and error", f, failed, err)
 	}
 	if gauges["projections.state"] != 1 || gauges["projections.behind.events"] < 3 {
 		t.Errorf("gauges %v, want the projection failed with at least the bad event and the two after it behind", gauges)

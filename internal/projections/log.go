@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -49,6 +50,39 @@ type Log interface {
 	// group has still to apply, and returns when the oldest of them was
 	// recorded: zero when none is left.
 	Behind(ctx context.Context, group string, types []string) (int64, time.Time, error)
+	// Fail records, outside any subscriber's transaction, that group has
+	// stopped at f.Position; the group's next applied event clears it.
+	Fail(ctx context.Context, group string, f Failure) error
+	// Failure returns the failure recorded for group, and false when it
+	// has none.
+	Failure(ctx context.Context, group string) (Failure, bool, error)
+}
+
+// Failure is why a projection stopped.
+type Failure struct {
+	// At is when it stopped.
+	At time.Time
+	// Position is the event it could not apply.
+	Position eventstore.Position
+	// Error is what applying it said.
+	Error string
+}
+
+// FormatPosition returns p as the text a backend keeps of a failure's
+// position; [ParsePosition] reads it back.
+func FormatPosition(p eventstore.Position) string {
+	return strconv.FormatUint(p.Commit, 10) + "." + strconv.FormatInt(p.Seq, 10)
+}
+
+// ParsePosition reads a position of [FormatPosition].
+func ParsePosition(s string) (eventstore.Position, error) {
+	c, q, ok := strings.Cut(s, ".")
+	commit, err1 := strconv.ParseUint(c, 10, 64)
+	seq, err2 := strconv.ParseInt(q, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return eventstore.Position{}, fmt.Errorf("projections: position %q", s)
+	}
+	return eventstore.Position{Commit: commit, Seq: seq}, nil
 }
 
 // Metadata keys of the messages a [Log] delivers; the message's UUID is

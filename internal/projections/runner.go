@@ -69,6 +69,9 @@ type Runner struct {
 	metrics   *runnerMetrics
 	unobserve func()
 
+	// recording counts the failures being recorded; Run waits for them.
+	recording sync.WaitGroup
+
 	mu     sync.Mutex
 	status map[string]*Status
 }
@@ -170,9 +173,11 @@ func (r *Runner) Run(ctx context.Context) error {
 			return err
 		}
 		h := &handler{r: r, p: p, group: Group(p)}
-		h.stop = router.AddConsumerHandler(h.group, Topic, sub, h.handle).Stop
+		h.handler = router.AddConsumerHandler(h.group, Topic, sub, h.handle)
 	}
-	if err := router.Run(ctx); err != nil {
+	err = router.Run(ctx)
+	r.recording.Wait()
+	if err != nil {
 		return fmt.Errorf("projections: router: %w", err)
 	}
 	return nil
@@ -183,7 +188,8 @@ type handler struct {
 	r     *Runner
 	p     Projection
 	group string
-	stop  func()
+	// handler is the router's handler of the projection.
+	handler *message.Handler
 	// tries counts the failed attempts at the event being retried.
 	tries  int
 	failed bool
@@ -219,9 +225,22 @@ func (h *handler) handle(msg *message.Message) error {
 	}
 	h.failed = true
 	h.r.update(h.group, func(s *Status) { s.State, s.Position, s.Err = StateFailed, e.Position, err })
+
 	h.r.logger.Error("projections: projection failed and stopped: it cannot apply an event, and skips none",
 		"projection", h.group, "event", msg.UUID, "position", e.Position, "tries", h.tries, "error", err)
-	go h.stop()
+	// The failure is recorded once the handler has stopped and its batch's
+	// transaction has ended: that transaction holds the group's offset
+	// (and on SQLite the write lock) while this handler runs.
+	f := Failure{At: h.r.now().UTC(), Position: e.Position, Error: err.Error()}
+	h.r.recording.Add(1)
+	go func() {
+		defer h.r.recording.Done()
+		h.handler.Stop()
+		<-h.handler.Stopped()
+		if ferr := h.r.log.Fail(context.Background(), h.group, f); ferr != nil {
+			h.r.logger.Error("projections: record the failure", "projection", h.group, "error", ferr)
+		}
+	}()
 	return err
 }
 

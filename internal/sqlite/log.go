@@ -236,11 +236,45 @@ WHERE position > coalesce((SELECT last_position FROM projection_offsets WHERE co
 	return n, fromMicros(oldest.Int64), nil
 }
 
+// Fail records that group stopped, as [projections.Log] describes, on a
+// connection of the log's pool of its own.
+func (l *Log) Fail(ctx context.Context, group string, f projections.Failure) error {
+	_, err := l.pool.ExecContext(ctx, `
+INSERT INTO projection_offsets (consumer_group, last_position, failed_at, failed_position, failed_error)
+VALUES (?1, 0, ?2, ?3, ?4)
+ON CONFLICT (consumer_group) DO UPDATE SET failed_at = ?2, failed_position = ?3, failed_error = ?4`,
+		group, micros(f.At), projections.FormatPosition(f.Position), f.Error)
+	if err != nil {
+		return fmt.Errorf("sqlite: fail %s: %w", group, unavailable(ctx, err))
+	}
+	return nil
+}
+
+// Failure returns the failure recorded for group, on the read pool.
+func (l *Log) Failure(ctx context.Context, group string) (projections.Failure, bool, error) {
+	var at sql.NullInt64
+	var pos, why sql.NullString
+	err := l.db.read.QueryRowContext(ctx, `SELECT failed_at, failed_position, failed_error FROM projection_offsets WHERE consumer_group = ?`, group).
+		Scan(&at, &pos, &why)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !at.Valid) {
+		return projections.Failure{}, false, nil
+	}
+	if err != nil {
+		return projections.Failure{}, false, fmt.Errorf("sqlite: failure of %s: %w", group, unavailable(ctx, err))
+	}
+	p, err := projections.ParsePosition(pos.String)
+	if err != nil {
+		return projections.Failure{}, false, err
+	}
+	return projections.Failure{At: fromMicros(at.Int64), Position: p, Error: why.String}, true, nil
+}
+
 // advanceOffset moves group's offset to position, never backwards.
 func advanceOffset(group string, position int64) wsql.Query {
 	return wsql.Query{
 		Query: `INSERT INTO projection_offsets (consumer_group, last_position) VALUES (?, ?)
-ON CONFLICT (consumer_group) DO UPDATE SET last_position = max(last_position, excluded.last_position)`,
+ON CONFLICT (consumer_group) DO UPDATE SET last_position = max(last_position, excluded.last_position),
+	failed_at = NULL, failed_position = NULL, failed_error = NULL`,
 		Args: []any{group, position},
 	}
 }
