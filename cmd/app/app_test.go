@@ -76,6 +76,10 @@ func TestMigrateThenServeUntilCancelled(t *testing.T) {
 	if err != nil || out != "rebuilt the user views from 0 events\n" {
 		t.Fatalf("projections rebuild on an empty log: %q, %v", out, err)
 	}
+	out, err = runApp(t, t.Context(), env, "projections", "status")
+	if err != nil || out != "activity\tversion 1\tbehind 0 events, 0.0s\n" {
+		t.Fatalf("projections status on an empty log: %q, %v", out, err)
+	}
 	out, err = runApp(t, t.Context(), env, "outbox", "drain")
 	if err != nil || out != "claimed 0, delivered 0, retried 0, buried 0\n" {
 		t.Fatalf("outbox drain on an empty outbox: %q, %v", out, err)

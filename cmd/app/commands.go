@@ -61,9 +61,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	var runner *projections.Runner
 	if e.cfg.Projections {
 		if runner, err = projections.NewRunner(db.Log(), []projections.Projection{db.Activity()},
-			projections.WithRunnerLogger(e.log)); err != nil {
+			projections.WithRunnerLogger(e.log), projections.WithRunnerMeter(meter)); err != nil {
 			return err
 		}
+		defer runner.Close()
 	}
 	var srv *http.Server
 	var ln net.Listener
@@ -250,10 +251,11 @@ func outboxCommand(ctx context.Context, args []string, getenv func(string) strin
 	}
 }
 
-// projectionsCommand rebuilds the inline projections from the event log.
+// projectionsCommand rebuilds the inline projections from the event log,
+// or tells how far behind the log the asynchronous ones are.
 func projectionsCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) != 1 || args[0] != "rebuild" {
-		return errors.New("projections: want the subcommand rebuild")
+	if len(args) != 1 || (args[0] != "rebuild" && args[0] != "status") {
+		return errors.New("projections: want the subcommand rebuild or status")
 	}
 	e, err := load(getenv, stderr)
 	if err != nil {
@@ -264,11 +266,32 @@ func projectionsCommand(ctx context.Context, args []string, getenv func(string) 
 		return err
 	}
 	defer db.Close()
+	if args[0] == "status" {
+		return projectionsStatus(ctx, db, stdout)
+	}
 	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), db.Views())
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "rebuilt the user views from %d events\n", n)
+	return nil
+}
+
+// projectionsStatus prints, for each asynchronous projection, how many
+// events and seconds it is behind the head of the log.
+func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error {
+	now := time.Now()
+	for _, p := range []projections.Projection{db.Activity()} {
+		n, oldest, err := db.Log().Behind(ctx, projections.Group(p), p.Types())
+		if err != nil {
+			return err
+		}
+		secs := 0.0
+		if !oldest.IsZero() {
+			secs = max(now.Sub(oldest).Seconds(), 0)
+		}
+		fmt.Fprintf(stdout, "%s\tversion %d\tbehind %d events, %.1fs\n", p.Name(), p.Version(), n, secs)
+	}
 	return nil
 }
 

@@ -10,6 +10,7 @@
 //	app outbox buried      list buried messages with their reasons
 //	app outbox requeue     give buried messages (IDs, or --all) another chance
 //	app projections rebuild  rebuild the inline projections from the events
+//	app projections status   how far behind the log each asynchronous projection is
 //	app bench drain        measure how fast the relay empties a full outbox
 //	app bench latency      measure the time from commit to handler
 //	app bench signin       measure sign-in link requests through the API
@@ -45,6 +46,8 @@ commands:
   outbox requeue    give buried messages (IDs, or --all) another chance
   projections rebuild
                     rebuild the inline projections from the events
+  projections status
+                    how far behind the log each asynchronous projection is
   bench drain       measure how fast the relay empties a full outbox
   bench latency     measure the time from commit to handler
   bench signin      measure sign-in link requests through the API

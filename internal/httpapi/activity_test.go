@@ -3,15 +3,21 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/testclock"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -153,4 +159,90 @@ func testActivity(t *testing.T, e *env) {
 		wantProblem(t, "GET /v1/me/activity"+bad, e.get(t, "/v1/me/activity"+bad, ada.Token), http.StatusBadRequest, "/problems/bad-request")
 	}
 	wantUnauthenticated(t, "GET /v1/me/activity without a token", e.get(t, "/v1/me/activity", ""))
+}
+
+// An account's activity, after random commands of several people, is what
+// a replay of the whole log makes of it, item for item, on both backends.
+func TestActivityEqualsAReplayOfTheLog(t *testing.T) {
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testActivityReplay(t, setup(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testActivityReplay(t, serveSQLite(t)) })
+}
+
+func testActivityReplay(t *testing.T, e *env) {
+	caughtUp := runActivity(t, e)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	people := []string{"ada@example.com", "grace@example.com", "alan@example.com", "edsger@example.com"}
+	tokens := map[string]string{}
+	ids := map[string]string{}
+	for i := range 40 {
+		// Ten minutes on average between commands keeps every address and
+		// account well within its limit of links.
+		e.clock.Advance(time.Duration(300+rng.IntN(600)) * time.Second)
+		who := people[rng.IntN(len(people))]
+		token, signedIn := tokens[who]
+		switch op := rng.IntN(4); {
+		case op <= 1 || !signedIn:
+			s := e.signIn(t, who)
+			tokens[who], ids[who] = s.Token, s.User.ID.String()
+		case op == 2:
+			wantStatus(t, "sign out", e.send(t, request{method: "DELETE", path: "/v1/sessions/current", token: token}), http.StatusNoContent)
+			delete(tokens, who)
+		default:
+			to := fmt.Sprintf("new-%d@example.com", i)
+			wantStatus(t, "email change", e.post(t, "/v1/me/email-change", token, newEmailBody(to)), http.StatusAccepted)
+			e.mails(t) // The confirmation, never used.
+		}
+	}
+	caughtUp()
+
+	// The replay: every event of the log, in its order, through ActivityOf.
+	want := map[string][]string{}
+	err := e.runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		var after eventstore.Position
+		for {
+			page, err := e.events.ReadAll(ctx, tx, after, 500)
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			for _, ev := range page {
+				id, a, ok, err := user.ActivityOf(ev)
+				if err != nil {
+					return err
+				}
+				if ok {
+					want[id.String()] = append([]string{a.Type + " " + a.Detail + " " + a.At.UTC().Format(time.RFC3339Nano)}, want[id.String()]...)
+				}
+			}
+			after = page[len(page)-1].Position
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for who, id := range ids {
+		token, ok := tokens[who]
+		if !ok {
+			token = e.signIn(t, who).Token
+			caughtUp()
+			want[id] = append([]string{"signed_in  " + e.clock.Now().UTC().Format(time.RFC3339Nano)}, want[id]...)
+		}
+		var got []string
+		query := "?limit=7"
+		for {
+			p := e.activityPage(t, token, query)
+			for _, it := range p.Items {
+				got = append(got, it.Type+" "+it.Detail+" "+it.At.UTC().Format(time.RFC3339Nano))
+			}
+			if p.Next == nil {
+				break
+			}
+			query = "?limit=7&before=" + url.QueryEscape(*p.Next)
+		}
+		if !slices.Equal(got, want[id]) {
+			t.Errorf("%s's activity:\n%s\nwant the replay's:\n%s", who, strings.Join(got, "\n"), strings.Join(want[id], "\n"))
+		}
+	}
 }

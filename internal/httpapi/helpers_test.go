@@ -16,12 +16,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/testclock"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
 	"github.com/eventsourced/accounts/internal/user/mail/mailtest"
@@ -47,8 +49,11 @@ type env struct {
 	db     *postgres.DB
 	// clock is the service's and the server's.
 	clock *testclock.Clock
-	// outbox is where the service adds its mails.
+	// outbox is where the service adds its mails; runner and events are
+	// its units of work and event store.
 	outbox outbox.Store
+	runner uow.Runner
+	events eventstore.Store
 	// log and activity are the event log and the activity projection.
 	log      projections.Log
 	activity activityProjection
@@ -96,7 +101,7 @@ func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 // [servePostgres] sets it.
 func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(context.Context) error, o options, activity httpapi.ActivityReader) *env {
 	t.Helper()
-	e := &env{clock: clock, outbox: d.Outbox}
+	e := &env{clock: clock, outbox: d.Outbox, runner: d.Runner, events: d.Events}
 	svc, err := user.NewService(d, user.Policy{}, baseURL)
 	if err != nil {
 		t.Fatal(err)

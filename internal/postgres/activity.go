@@ -18,6 +18,7 @@ import (
 // run in the transactions of an [EventLog] subscriber ([SQLTx]).
 type Activity struct {
 	pool poolQuerier
+	log  *EventLog
 }
 
 // poolQuerier is what the activity reads of the main pool.
@@ -29,7 +30,7 @@ type poolQuerier interface {
 var _ projections.Projection = Activity{}
 
 // Activity returns the activity projection over db.
-func (db *DB) Activity() Activity { return Activity{pool: db.pool} }
+func (db *DB) Activity() Activity { return Activity{pool: db.pool, log: db.Log(LogConfig{})} }
 
 // Name names the projection.
 func (Activity) Name() string { return "activity" }
@@ -111,14 +112,6 @@ func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Pos
 // Behind counts the events of the projection's types in the log that it has
 // not applied yet.
 func (a Activity) Behind(ctx context.Context) (int64, error) {
-	var n int64
-	err := a.pool.QueryRow(ctx, `
-SELECT count(*) FROM events AS e
-LEFT JOIN projection_offsets AS o ON o.consumer_group = $1
-WHERE e.type = ANY($2)
-AND (o.consumer_group IS NULL OR (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position))`, projections.Group(a), user.ActivityTypes()).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("activity: behind: %w", unavailable(ctx, err))
-	}
-	return n, nil
+	n, _, err := a.log.Behind(ctx, projections.Group(a), a.Types())
+	return n, err
 }

@@ -46,8 +46,10 @@ type DB struct {
 	// notifier sends NOTIFY on channel for the relays of other processes.
 	notifier *notifier
 	// logs is the main pool as database/sql, for the subscribers of the
-	// event log ([DB.Log]).
-	logs *sql.DB
+	// event log ([DB.Log]), and logWake wakes them when a unit of work of
+	// this process appended events.
+	logs    *sql.DB
+	logWake *wakeup.Fanout
 }
 
 // Option changes how [Open] and [OpenConfig] open a database.
@@ -116,7 +118,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, 
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect relay pool: %w", unavailable(ctx, err))
 	}
-	db := &DB{pool: pool, relay: relay, log: o.log, wake: wakeup.New(), logs: stdlib.OpenDBFromPool(pool)}
+	db := &DB{pool: pool, relay: relay, log: o.log, wake: wakeup.New(), logs: stdlib.OpenDBFromPool(pool), logWake: wakeup.New()}
 	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))

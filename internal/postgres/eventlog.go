@@ -16,6 +16,7 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/wakeup"
 )
 
 // LogConfig tunes the subscribers of an [EventLog].
@@ -41,6 +42,8 @@ type LogConfig struct {
 // subscribers over the events table, through database/sql on pgx's stdlib
 // over the DB's main pool.
 //
+// A subscriber reads the log again as soon as a unit of work of this
+// process that appended events commits, and otherwise every PollInterval.
 // Its schema adapter reads events in the order of [EventStore.ReadAll]
 // (transaction id, then position) and only below the oldest transaction in
 // flight (pg_snapshot_xmin), so it never passes over an event that could
@@ -49,8 +52,9 @@ type LogConfig struct {
 // UPDATE) until its batch commits, so two subscribers of one group take
 // turns and never apply an event twice.
 type EventLog struct {
-	db  *sql.DB
-	cfg LogConfig
+	db   *sql.DB
+	wake *wakeup.Fanout
+	cfg  LogConfig
 }
 
 var _ projections.Log = (*EventLog)(nil)
@@ -73,14 +77,17 @@ func (db *DB) Log(cfg LogConfig) *EventLog {
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = 100
 	}
-	return &EventLog{db: db.logs, cfg: cfg}
+	return &EventLog{db: db.logs, wake: db.logWake, cfg: cfg}
 }
 
 // Subscriber returns a subscriber of the log for group, of events of types
 // (all, when empty), as [projections.Log] describes.
 func (l *EventLog) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
 	ackDeadline := l.cfg.AckDeadline
+	wakeCtx, stop := context.WithCancel(context.Background())
+	wake := l.wake.Subscribe(wakeCtx)
 	s, err := wsql.NewSubscriber(l.db, wsql.SubscriberConfig{
+		BackoffManager: projections.WakeBackoff(wake.C(), l.cfg.PollInterval, l.cfg.RetryInterval, wakeCtx.Done()),
 		ConsumerGroup:  group,
 		AckDeadline:    &ackDeadline,
 		PollInterval:   l.cfg.PollInterval,
@@ -90,9 +97,10 @@ func (l *EventLog) Subscriber(group string, types []string, logger watermill.Log
 		OffsetsAdapter: logOffsets{},
 	}, logger)
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("postgres: log subscriber %s: %w", group, err)
 	}
-	return s, nil
+	return projections.StopWakeups(s, stop), nil
 }
 
 // savepoint is the name of the savepoint around one attempt of a handler.
@@ -132,6 +140,30 @@ func (l *EventLog) Apply(msg *message.Message, now time.Time, fn func(ctx contex
 		return fmt.Errorf("postgres: apply: %w", unavailable(ctx, err))
 	}
 	return nil
+}
+
+// Behind counts the events group has still to apply, as
+// [projections.Log] describes: those after its offset, all of them for a
+// group that has not subscribed yet.
+func (l *EventLog) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
+	q := `
+SELECT count(*), min(e.recorded_at) FROM events AS e
+LEFT JOIN projection_offsets AS o ON o.consumer_group = $1
+WHERE (o.consumer_group IS NULL OR (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position))`
+	args := []any{group}
+	if len(types) > 0 {
+		q += ` AND e.type = ANY($2)`
+		args = append(args, types)
+	}
+	var n int64
+	var oldest sql.NullTime
+	if err := l.db.QueryRowContext(ctx, q, args...).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("postgres: behind %s: %w", group, unavailable(ctx, err))
+	}
+	if !oldest.Valid {
+		return n, time.Time{}, nil
+	}
+	return n, oldest.Time.UTC(), nil
 }
 
 // advanceOffset moves group's offset to the event at (txid, position),

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -113,7 +115,9 @@ func TestRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 	appendEvents(t, db, "s-1", "test.good", 2)
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, ResendInterval: time.Millisecond})
 	p := recording{sink: sink, fail: func(e eventstore.Event) bool { return e.Type == "test.bad" }}
-	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3))
+	reader := sdkmetric.NewManualReader()
+	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3),
+		projections.WithRunnerMeter(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +132,21 @@ func TestRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 	st := r.Status()
 	if len(st) != 1 || st[0].State != projections.StateFailed || st[0].Err == nil || st[0].Applied != 3 {
 		t.Fatalf("status %+v, want failed after 3 applied", st)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	gauges := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && len(g.DataPoints) == 1 {
+				gauges[m.Name] = g.DataPoints[0].Value
+			}
+		}
+	}
+	if gauges["projections.state"] != 1 || gauges["projections.behind.events"] < 3 {
+		t.Errorf("gauges %v, want the projection failed with at least the bad event and the two after it behind", gauges)
 	}
 	got, err := sink.Recorded(t.Context())
 	if err != nil {

@@ -53,7 +53,11 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 
 	now := t.Now()
 	if len(events) == 1 {
-		return s.appendOne(ctx, ptx, stream, expected, now, ids, events[0])
+		appended, err := s.appendOne(ctx, ptx, stream, expected, now, ids, events[0])
+		if err == nil {
+			wakeLogOnCommit(t)
+		}
+		return appended, err
 	}
 	types := make([]string, len(events))
 	data := make([]string, len(events))
@@ -106,6 +110,7 @@ RETURNING id, version`
 		e.Stream, e.Version, e.RecordedAt, e.Position = stream, first+int64(i), now, eventstore.Position{}
 		appended[i] = e
 	}
+	wakeLogOnCommit(t)
 	return appended, nil
 }
 
@@ -390,4 +395,12 @@ func scanTail(row pgx.CollectableRow) (tailRow, error) {
 	e.RecordedAt = recorded.UTC()
 	r.event = &e
 	return r, nil
+}
+
+// wakeLogOnCommit makes the commit of t, a unit of work that appended
+// events, wake the subscribers of the event log in this process.
+func wakeLogOnCommit(t uow.Tx) {
+	if pt, err := asTx(t); err == nil {
+		pt.wakeLog()
+	}
 }

@@ -33,6 +33,7 @@ func TestLog(t *testing.T) {
 			Store:  db.Events(),
 			Sink:   newApplied(t, db),
 			Log:    log,
+			Hourly: db.Log(postgres.LogConfig{PollInterval: time.Hour, ResendInterval: time.Millisecond}),
 			OtherProcess: func(t *testing.T) (projections.Log, func()) {
 				other, proxy := pgtest.OpenBehindProxy(t, url)
 				l := other.Log(logConfig)

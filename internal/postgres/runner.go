@@ -33,8 +33,9 @@ type tx struct {
 	// afterCommit runs, in order, once the transaction has committed, and
 	// never when it rolls back.
 	afterCommit []func()
-	// wakes is set once afterCommit wakes the relays of db.
-	wakes bool
+	// wakes is set once afterCommit wakes the relays of db, wakesLog once
+	// it wakes the subscribers of its log.
+	wakes, wakesLog bool
 }
 
 func (t *tx) Now() time.Time { return t.now }
@@ -72,6 +73,17 @@ func (t *tx) wakeRelays() {
 		t.db.wake.Wake()
 		t.db.notifier.notify()
 	})
+}
+
+// wakeLog makes the commit of t wake the subscribers of its DB's event log
+// in this process, once however often it is called; those of other
+// processes find the events at their next poll.
+func (t *tx) wakeLog() {
+	if t.wakesLog {
+		return
+	}
+	t.wakesLog = true
+	t.onCommit(t.db.logWake.Wake)
 }
 
 // Do runs fn in a transaction, as [uow.Runner] describes. Its BEGIN costs

@@ -45,6 +45,10 @@ type Log interface {
 	// that true when the subscriber gives up waiting for an acknowledgement
 	// and commits the batch without it. The unit of work's time is now.
 	Apply(msg *message.Message, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error
+	// Behind counts the events of the given types (all, when empty) that
+	// group has still to apply, and returns when the oldest of them was
+	// recorded: zero when none is left.
+	Behind(ctx context.Context, group string, types []string) (int64, time.Time, error)
 }
 
 // Metadata keys of the messages a [Log] delivers; the message's UUID is

@@ -12,6 +12,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -63,6 +65,10 @@ type Runner struct {
 	logger   *slog.Logger
 	maxTries int
 
+	meter     metric.MeterProvider
+	metrics   *runnerMetrics
+	unobserve func()
+
 	mu     sync.Mutex
 	status map[string]*Status
 }
@@ -80,6 +86,11 @@ func WithRunnerLogger(l *slog.Logger) RunnerOption {
 	return func(r *Runner) { r.logger = l }
 }
 
+// WithRunnerMeter makes the runner record its metrics with mp.
+func WithRunnerMeter(mp metric.MeterProvider) RunnerOption {
+	return func(r *Runner) { r.meter = mp }
+}
+
 // WithMaxTries sets how often one event is tried before its projection is
 // marked failed; the default is [DefaultMaxTries].
 func WithMaxTries(n int) RunnerOption {
@@ -94,6 +105,7 @@ func NewRunner(log Log, projs []Projection, opts ...RunnerOption) (*Runner, erro
 		now:      time.Now,
 		logger:   slog.New(slog.DiscardHandler),
 		maxTries: DefaultMaxTries,
+		meter:    noop.NewMeterProvider(),
 		status:   make(map[string]*Status, len(projs)),
 	}
 	for _, o := range opts {
@@ -109,7 +121,18 @@ func NewRunner(log Log, projs []Projection, opts ...RunnerOption) (*Runner, erro
 		}
 		r.status[g] = &Status{Group: g, State: StateRunning}
 	}
+	m, unobserve, err := newRunnerMetrics(r.meter, r)
+	if err != nil {
+		return nil, err
+	}
+	r.metrics, r.unobserve = m, unobserve
 	return r, nil
+}
+
+// Close stops reporting the runner's metrics.
+func (r *Runner) Close() error {
+	r.unobserve()
+	return nil
 }
 
 // Status returns the status of every projection, by group.
@@ -172,9 +195,16 @@ func (h *handler) handle(msg *message.Message) error {
 	}
 	e, err := EventFromMessage(msg)
 	if err == nil {
+		start := time.Now()
 		err = h.r.log.Apply(msg, h.r.now(), func(ctx context.Context, tx uow.Tx) error {
 			return h.p.Apply(ctx, tx, e)
 		})
+		if err == nil {
+			ctx := context.WithoutCancel(msg.Context())
+			opt := h.r.metrics.groups[h.group]
+			h.r.metrics.applied.Add(ctx, 1, opt)
+			h.r.metrics.duration.Record(ctx, time.Since(start).Seconds(), opt)
+		}
 	}
 	if err == nil {
 		h.tries = 0

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -105,18 +104,6 @@ func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Pos
 // Behind counts the events of the projection's types in the log that it has
 // not applied yet.
 func (a Activity) Behind(ctx context.Context) (int64, error) {
-	types, err := json.Marshal(user.ActivityTypes())
-	if err != nil {
-		return 0, fmt.Errorf("activity: behind: %w", err)
-	}
-	var n int64
-	err = a.db.read.QueryRowContext(ctx, `
-SELECT count(*) FROM events
-WHERE type IN (SELECT value FROM json_each(?))
-AND position > coalesce((SELECT last_position FROM projection_offsets WHERE consumer_group = ?), 0)`,
-		string(types), projections.Group(a)).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("activity: behind: %w", unavailable(ctx, err))
-	}
-	return n, nil
+	n, _, err := a.db.Log(LogConfig{}).Behind(ctx, projections.Group(a), a.Types())
+	return n, err
 }

@@ -93,8 +93,9 @@ type DB struct {
 	writeDSN string
 	// relaxed makes the relay's bookkeeping commit with synchronous=NORMAL.
 	relaxed bool
-	// wake tells this DB's relays that a unit of work added messages.
-	wake *wakeup.Fanout
+	// wake tells this DB's relays that a unit of work added messages, and
+	// logWake its log's subscribers that one appended events.
+	wake, logWake *wakeup.Fanout
 }
 
 // Open opens the database file at path, creating the file (not its folder)
@@ -155,7 +156,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		read.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	db := &DB{write: write, read: read, logs: logs, writeDSN: writeDSN, relaxed: true, wake: wakeup.New()}
+	db := &DB{write: write, read: read, logs: logs, writeDSN: writeDSN, relaxed: true, wake: wakeup.New(), logWake: wakeup.New()}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))

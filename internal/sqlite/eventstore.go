@@ -113,6 +113,7 @@ FROM events WHERE id IN (SELECT value FROM json_each(?2))`
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
+	st.wakeLog()
 	return appended, nil
 }
 

@@ -144,7 +144,10 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 		schema.types = string(list)
 	}
 	ackDeadline := l.cfg.AckDeadline
+	wakeCtx, stop := context.WithCancel(context.Background())
+	wake := l.db.logWake.Subscribe(wakeCtx)
 	sub, err := wsql.NewSubscriber(l.pool, wsql.SubscriberConfig{
+		BackoffManager: projections.WakeBackoff(wake.C(), l.cfg.PollInterval, l.cfg.RetryInterval, wakeCtx.Done()),
 		ConsumerGroup:  group,
 		AckDeadline:    &ackDeadline,
 		PollInterval:   l.cfg.PollInterval,
@@ -154,9 +157,10 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 		OffsetsAdapter: logOffsets{},
 	}, logger)
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("sqlite: log subscriber %s: %w", group, err)
 	}
-	return logSubscriber{sub}, nil
+	return projections.StopWakeups(logSubscriber{sub}, stop), nil
 }
 
 // Apply runs fn in the transaction of the subscriber that delivered the
@@ -204,6 +208,32 @@ func (l *Log) Apply(msg *message.Message, now time.Time, fn func(ctx context.Con
 		return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
 	}
 	return nil
+}
+
+// Behind counts the events group has still to apply, as
+// [projections.Log] describes, on the read pool.
+func (l *Log) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
+	q := `
+SELECT count(*), min(recorded_at) FROM events
+WHERE position > coalesce((SELECT last_position FROM projection_offsets WHERE consumer_group = ?), 0)`
+	args := []any{group}
+	if len(types) > 0 {
+		list, err := json.Marshal(types)
+		if err != nil {
+			return 0, time.Time{}, fmt.Errorf("sqlite: behind %s: %w", group, err)
+		}
+		q += ` AND type IN (SELECT value FROM json_each(?))`
+		args = append(args, string(list))
+	}
+	var n int64
+	var oldest sql.NullInt64
+	if err := l.db.read.QueryRowContext(ctx, q, args...).Scan(&n, &oldest); err != nil {
+		return 0, time.Time{}, fmt.Errorf("sqlite: behind %s: %w", group, unavailable(ctx, err))
+	}
+	if !oldest.Valid {
+		return n, time.Time{}, nil
+	}
+	return n, fromMicros(oldest.Int64), nil
 }
 
 // advanceOffset moves group's offset to position, never backwards.

@@ -41,6 +41,7 @@ func TestLog(t *testing.T) {
 			Store:  db.Events(),
 			Sink:   logSink{runner: runner},
 			Log:    db.Log(logConfig),
+			Hourly: db.Log(sqlite.LogConfig{PollInterval: time.Hour, ResendInterval: time.Millisecond}),
 			OtherProcess: func(t *testing.T) (projections.Log, func()) {
 				return sqlite.OtherProcessLog(t, db, logConfig)
 			},

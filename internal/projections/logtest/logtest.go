@@ -63,6 +63,9 @@ type Harness struct {
 	// Subscriber as watermill-sql's subscriber does, with the trace
 	// "Querying message" once per read of the log.
 	Log projections.Log
+	// Hourly is a Log of the same database whose subscribers read the log
+	// once an hour unless a commit of this process wakes them.
+	Hourly projections.Log
 	// OtherProcess returns another Log of the same database, configured
 	// as Log is, on connections of its own, as another process would open
 	// them; they are closed when t ends. Once crash is called, every
@@ -107,6 +110,8 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "Types", run: testTypes},
 		{name: "InFlightIsNeverSkipped", concurrent: true, run: testInFlightIsNeverSkipped},
 		{name: "NackLeavesNoWrite", run: testNackLeavesNoWrite},
+		{name: "WakesOnCommit", run: testWakesOnCommit},
+		{name: "Behind", run: testBehind},
 		{name: "ExactlyOnceAcrossACrash", run: testExactlyOnceAcrossACrash},
 		{name: "CompetingConsumers", run: testCompetingConsumers},
 		{name: "GroupsAreIndependent", run: testGroupsAreIndependent},
@@ -388,6 +393,13 @@ func (c *consumer) waitPolls(t *testing.T, n int) {
 	c.log.mu.Lock()
 	target := c.log.polls + n
 	c.log.mu.Unlock()
+	c.waitPolled(t, target)
+}
+
+// waitPolled waits until the subscriber has begun n reads of the log since
+// it started.
+func (c *consumer) waitPolled(t *testing.T, target int) {
+	t.Helper()
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	for {
@@ -400,8 +412,8 @@ func (c *consumer) waitPolls(t *testing.T, n int) {
 		select {
 		case <-c.log.polled:
 		case <-deadline.C:
-			t.Fatalf("the subscriber read the log %d times within %s, want %d (does it log watermill-sql's trace %q through the logger given to Subscriber?)",
-				polls-target+n, within, n, pollTrace)
+			t.Fatalf("the subscriber had read the log %d times after %s, want %d (does it log watermill-sql's trace %q through the logger given to Subscriber?)",
+				polls, within, target, pollTrace)
 		}
 	}
 }
@@ -648,4 +660,51 @@ func ids(events []eventstore.Event) []uuid.UUID {
 		out[i] = e.ID
 	}
 	return out
+}
+
+// WakesOnCommit: a subscriber that reads the log once an hour still applies
+// an event at once, because the commit that appended it wakes it.
+func testWakesOnCommit(t *testing.T, h Harness) {
+	if h.Hourly == nil {
+		t.Fatal("Harness.Hourly is nil")
+	}
+	c := consume(t, h, h.Hourly, group, nil, nil)
+	// Its first read, at start, found nothing: it waits now.
+	c.waitPolled(t, 1)
+	e := mustAppend(t, h, "wake-1", newEvent(t, "logtest.a"))[0]
+	waitRecorded(t, h, 1, c)
+	if got := recorded(t, h); !slices.Equal(got, []uuid.UUID{e.ID}) {
+		t.Fatalf("the sink holds %v, want only %s", got, e.ID)
+	}
+}
+
+// Behind: a group that has not subscribed yet has every event of its types
+// to apply; one that has applied them all has none, and no oldest time.
+func testBehind(t *testing.T, h Harness) {
+	behind := func(types []string) (int64, time.Time) {
+		t.Helper()
+		n, oldest, err := h.Log.Behind(t.Context(), group, types)
+		if err != nil {
+			t.Fatalf("Behind(%q, %v): %v", group, types, err)
+		}
+		return n, oldest
+	}
+	if n, oldest := behind(nil); n != 0 || !oldest.IsZero() {
+		t.Fatalf("Behind of an empty log = %d, %v; want 0 and no time", n, oldest)
+	}
+	mustAppend(t, h, "behind-1", newEvent(t, "logtest.a"), newEvent(t, "logtest.b"))
+	mustAppend(t, h, "behind-2", newEvent(t, "logtest.a"))
+	stored := logOrder(t, h, 3)
+	if n, oldest := behind(nil); n != 3 || oldest.IsZero() {
+		t.Fatalf("Behind before subscribing = %d, %v; want 3 and the first's time", n, oldest)
+	}
+	if n, _ := behind([]string{"logtest.b"}); n != 1 {
+		t.Fatalf("Behind of type logtest.b = %d, want 1", n)
+	}
+	c := consume(t, h, h.Log, group, nil, nil)
+	waitRecorded(t, h, len(stored), c)
+	c.stop(t)
+	if n, oldest := behind(nil); n != 0 || !oldest.IsZero() {
+		t.Fatalf("Behind once all is applied = %d, %v; want 0 and no time", n, oldest)
+	}
 }

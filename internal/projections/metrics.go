@@ -1,0 +1,105 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// meterName is the instrumentation scope of the runner's metrics.
+const meterName = "github.com/eventsourced/accounts/internal/projections"
+
+// behindTimeout bounds the store call behind the lag gauges.
+const behindTimeout = 2 * time.Second
+
+// runnerMetrics are a [Runner]'s instruments, by projection (its group):
+// events applied and the time each took, how many events and how many
+// seconds the projection is behind the log, and its state (0 running,
+// 1 failed). Alert on projections.state above 0 and on
+// projections.behind.seconds growing.
+type runnerMetrics struct {
+	applied  metric.Int64Counter
+	duration metric.Float64Histogram
+	groups   map[string]metric.MeasurementOption
+}
+
+func newRunnerMetrics(mp metric.MeterProvider, r *Runner) (*runnerMetrics, func(), error) {
+	meter := mp.Meter(meterName)
+	m := &runnerMetrics{groups: make(map[string]metric.MeasurementOption, len(r.projs))}
+	var err error
+	if m.applied, err = meter.Int64Counter("projections.applied",
+		metric.WithDescription("Events applied by each projection."), metric.WithUnit("{event}")); err != nil {
+		return nil, nil, fmt.Errorf("projections: metrics: %w", err)
+	}
+	if m.duration, err = meter.Float64Histogram("projections.apply.duration",
+		metric.WithDescription("Time one event took to apply, by projection."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1)); err != nil {
+		return nil, nil, fmt.Errorf("projections: metrics: %w", err)
+	}
+	events, err := meter.Int64ObservableGauge("projections.behind.events",
+		metric.WithDescription("Events of its types the projection has still to apply."), metric.WithUnit("{event}"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("projections: metrics: %w", err)
+	}
+	seconds, err := meter.Float64ObservableGauge("projections.behind.seconds",
+		metric.WithDescription("Age of the oldest event the projection has still to apply; 0 when caught up."), metric.WithUnit("s"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("projections: metrics: %w", err)
+	}
+	state, err := meter.Int64ObservableGauge("projections.state",
+		metric.WithDescription("State of each projection: 0 running, 1 failed."))
+	if err != nil {
+		return nil, nil, fmt.Errorf("projections: metrics: %w", err)
+	}
+	ctx := context.Background()
+	for _, p := range r.projs {
+		g := Group(p)
+		m.groups[g] = metric.WithAttributeSet(attribute.NewSet(attribute.String("projection", g)))
+		m.applied.Add(ctx, 0, m.groups[g])
+	}
+	type lag struct {
+		events int64
+		oldest time.Time
+	}
+	var mu sync.Mutex
+	last := make(map[string]lag, len(r.projs))
+	reg, err := meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		now := r.now()
+		failed := map[string]bool{}
+		for _, s := range r.Status() {
+			failed[s.Group] = s.State == StateFailed
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range r.projs {
+			g := Group(p)
+			bctx, cancel := context.WithTimeout(ctx, behindTimeout)
+			n, oldest, err := r.log.Behind(bctx, g, p.Types())
+			cancel()
+			if err == nil {
+				last[g] = lag{n, oldest}
+			}
+			l := last[g]
+			o.ObserveInt64(events, l.events, m.groups[g])
+			age := 0.0
+			if !l.oldest.IsZero() {
+				age = max(now.Sub(l.oldest).Seconds(), 0)
+			}
+			o.ObserveFloat64(seconds, age, m.groups[g])
+			st := int64(0)
+			if failed[g] {
+				st = 1
+			}
+			o.ObserveInt64(state, st, m.groups[g])
+		}
+		return nil
+	}, events, seconds, state)
+	if err != nil {
+		return nil, nil, fmt.Errorf("projections: metrics: %w", err)
+	}
+	return m, func() { _ = reg.Unregister() }, nil
+}
