@@ -499,7 +499,11 @@ func runProjection(ctx context.Context, e env, log projections.Log, p projection
 	}
 	ctx, stop = context.WithCancel(ctx)
 	errc := make(chan error, 1)
-	go func() { errc <- runner.Run(ctx) }()
+	go func() {
+		err := runner.Run(ctx)
+		_ = runner.Close()
+		errc <- err
+	}()
 	return stop, errc, nil
 }
 
