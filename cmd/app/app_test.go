@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -130,6 +131,28 @@ func TestBenchmarksEndWithTheirSummaryLine(t *testing.T) {
 			regexp.MustCompile(`\nlatency: rate=100/s n=30 p50=\d+\.\dms p90=\d+\.\dms p99=\d+\.\dms max=\d+\.\dms\n$`)},
 		{[]string{"bench", "signin", "--duration", "300ms", "--concurrency", "2"},
 			regexp.MustCompile(`\nsignin: [1-9]\d* requests in \d+\.\d\ds, \d+ req/s, p50=\d+\.\dms p99=\d+\.\dms\n$`)},
+	} {
+		out, err := runApp(t, t.Context(), env, tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if !tc.want.MatchString(out) {
+			t.Errorf("%v printed %q, want a last line matching %s", tc.args, out, tc.want)
+		}
+	}
+}
+
+func TestProjectionBenchmarksEndWithTheirSummaryLine(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}
+	for _, tc := range []struct {
+		args []string
+		want *regexp.Regexp
+	}{
+		{[]string{"bench", "projection", "--events", "700"},
+			regexp.MustCompile(`\nprojection: 700 events in \d+\.\d\ds, \d+ events/s\n$`)},
+		{[]string{"bench", "projection", "--lag", "--rate", "100", "--duration", "300ms", "--poll", "10ms"},
+			regexp.MustCompile(`\nprojection lag: rate=100/s n=30 p50=\d+\.\dms p90=\d+\.\dms p99=\d+\.\dms max=\d+\.\dms\n$`)},
 	} {
 		out, err := runApp(t, t.Context(), env, tc.args...)
 		if err != nil {

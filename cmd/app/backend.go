@@ -44,6 +44,9 @@ type backend interface {
 type activity interface {
 	projections.Projection
 	httpapi.ActivityReader
+	// Behind counts the events of the projection's types that its
+	// committed offset has not reached.
+	Behind(ctx context.Context) (int64, error)
 }
 
 // outboxStore is an outbox store with what operators use: inspection and

@@ -19,10 +19,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
 )
 
 // benchTopic is the topic of the benchmarks' messages; its handler does
@@ -35,14 +41,17 @@ const benchTopic = "bench.noop"
 // benchmark prints one summary line last.
 func bench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("bench: want a benchmark: drain, latency or signin")
+		return errors.New("bench: want a benchmark: drain, latency, signin or projection")
 	}
 	name, args := args[0], args[1:]
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	messages := fs.Int("messages", 50000, "drain: messages to deliver")
-	rate := fs.Int("rate", 200, "latency: messages committed per second, one per transaction")
-	duration := fs.Duration("duration", 10*time.Second, "latency, signin: how long to send")
+	rate := fs.Int("rate", 200, "latency, projection --lag: messages or events committed per second, one per transaction")
+	duration := fs.Duration("duration", 10*time.Second, "latency, signin, projection --lag: how long to send")
+	events := fs.Int("events", 50000, "projection: events to catch up on")
+	lag := fs.Bool("lag", false, "projection: time from commit to projection at --rate for --duration, instead of the catch-up")
+	poll := fs.Duration("poll", 0, "projection: the log's poll interval (0: the backend's default)")
 	concurrency := fs.Int("concurrency", 16, "signin: requests in flight at once")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
@@ -81,8 +90,19 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		timed = func() func() { return profileCPU(*cpuprofile, e.log) }
 	}
 	cfg := e.cfg.Outbox
-	fmt.Fprintf(stdout, "config: batch=%d interval=%s lease=%s timeout=%s max_attempts=%d\n",
-		cfg.Batch, cfg.Interval, cfg.Lease, cfg.Timeout, cfg.MaxAttempts)
+	if name == "projection" {
+		if *poll < 0 {
+			return errors.New("bench projection: --poll must not be negative")
+		}
+		p := "backend default"
+		if *poll > 0 {
+			p = poll.String()
+		}
+		fmt.Fprintf(stdout, "config: poll=%s\n", p)
+	} else {
+		fmt.Fprintf(stdout, "config: batch=%d interval=%s lease=%s timeout=%s max_attempts=%d\n",
+			cfg.Batch, cfg.Interval, cfg.Lease, cfg.Timeout, cfg.MaxAttempts)
+	}
 	switch name {
 	case "drain":
 		if *messages < 1 {
@@ -99,8 +119,20 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 			return errors.New("bench signin: --concurrency and --duration must be positive")
 		}
 		return benchSignIn(ctx, e, db, *concurrency, *duration, timed, stdout)
+	case "projection":
+		log := benchLog(db, *poll)
+		if *lag {
+			if *rate < 1 || *duration <= 0 {
+				return errors.New("bench projection --lag: --rate and --duration must be positive")
+			}
+			return benchProjectionLag(ctx, e, db, log, *rate, *duration, timed, stdout)
+		}
+		if *events < 1 {
+			return errors.New("bench projection: --events must be at least 1")
+		}
+		return benchProjection(ctx, e, db, log, *events, timed, stdout)
 	default:
-		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency or signin", name)
+		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin or projection", name)
 	}
 }
 
@@ -348,6 +380,311 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 	slices.Sort(lat)
 	fmt.Fprintf(stdout, "signin: %d requests in %.2fs, %.0f req/s, p50=%s p99=%s\n",
 		len(lat), elapsed.Seconds(), float64(len(lat))/elapsed.Seconds(), percentile(lat, 0.50), percentile(lat, 0.99))
+	return nil
+}
+
+// benchUsers is how many accounts the projection benchmark's events are
+// spread over, so that the activity table grows as it does in use: many
+// accounts, each with a history.
+const benchUsers = 300
+
+// benchLog returns db's event log with the given poll interval, or the
+// backend's default when it is 0.
+func benchLog(db backend, poll time.Duration) projections.Log {
+	switch b := db.(type) {
+	case postgresBackend:
+		return b.db.Log(postgres.LogConfig{PollInterval: poll})
+	case sqliteBackend:
+		return b.db.Log(sqlite.LogConfig{PollInterval: poll})
+	}
+	return db.Log()
+}
+
+// activityEvent returns the k-th event of account id's history as the
+// activity projection reads it: its registration, then sign-ins,
+// sign-outs, and changes of address asked for and confirmed, in turn; i
+// makes its secrets distinct.
+func activityEvent(id uuid.UUID, k, i int, now time.Time) (eventstore.Event, error) {
+	hash := fmt.Sprintf("%064x", i)
+	email := fmt.Sprintf("bench-%d@example.com", i)
+	var typ string
+	var data any
+	switch {
+	case k == 0:
+		typ, data = user.TypeRegistered, user.Registered{UserID: id, Email: email}
+	case k%4 == 1:
+		typ, data = user.TypeSessionStarted, user.SessionStarted{UserID: id, TokenHash: hash, ExpiresAt: now.Add(30 * 24 * time.Hour)}
+	case k%4 == 2:
+		typ, data = user.TypeSessionEnded, user.SessionEnded{UserID: id, TokenHash: hash}
+	case k%4 == 3:
+		typ, data = user.TypeEmailChangeRequested, user.EmailChangeRequested{UserID: id, NewEmail: email, CodeHash: hash, ExpiresAt: now.Add(time.Hour)}
+	default:
+		typ, data = user.TypeEmailChanged, user.EmailChanged{UserID: id, OldEmail: "old-" + email, NewEmail: email, CodeHash: hash}
+	}
+	return eventstore.NewEvent(typ, data, eventstore.Metadata{})
+}
+
+// watchedProjection is a projection that notes when each event it applies
+// was applied. It keeps the name, version and types of the projection it
+// wraps, so it follows the log as that projection's consumer group.
+//
+// An event is noted once its Apply returns, inside the subscriber's
+// transaction; the transaction commits with the rest of its batch.
+type watchedProjection struct {
+	projections.Projection
+	want  int
+	first chan struct{} // closed at the first event applied
+	all   chan struct{} // closed once want distinct events are applied
+
+	mu      sync.Mutex
+	applied map[uuid.UUID]time.Time
+}
+
+func watch(p projections.Projection, want int) *watchedProjection {
+	return &watchedProjection{
+		Projection: p,
+		want:       want,
+		first:      make(chan struct{}),
+		all:        make(chan struct{}),
+		applied:    make(map[uuid.UUID]time.Time, want),
+	}
+}
+
+// Apply applies events through the wrapped projection and notes the time
+// of each that is new to it: an event applied again, after an attempt that
+// did not commit, keeps its first time and is counted once.
+func (w *watchedProjection) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
+	if err := w.Projection.Apply(ctx, tx, events...); err != nil {
+		return err
+	}
+	at := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	before := len(w.applied)
+	for _, e := range events {
+		if _, ok := w.applied[e.ID]; !ok {
+			w.applied[e.ID] = at
+		}
+	}
+	if before == 0 && len(w.applied) > 0 {
+		close(w.first)
+	}
+	if before < w.want && len(w.applied) >= w.want {
+		close(w.all)
+	}
+	return nil
+}
+
+// count returns how many distinct events were applied.
+func (w *watchedProjection) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.applied)
+}
+
+// appliedAt returns when the event id was first applied.
+func (w *watchedProjection) appliedAt(id uuid.UUID) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at, ok := w.applied[id]
+	return at, ok
+}
+
+// runProjection runs a runner of p alone over log until stop is called,
+// and reports Run's error on ran.
+func runProjection(ctx context.Context, e env, log projections.Log, p projections.Projection) (stop context.CancelFunc, ran <-chan error, err error) {
+	runner, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithRunnerLogger(e.log))
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop = context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		err := runner.Run(ctx)
+		_ = runner.Close()
+		errc <- err
+	}()
+	return stop, errc, nil
+}
+
+// benchProjection appends n events of the activity's types, spread over
+// benchUsers accounts, in units of work of 1000, then times a runner of the
+// activity projection alone until it has applied all of them and its
+// offset, committed, leaves none behind.
+func benchProjection(ctx context.Context, e env, db backend, log projections.Log, n int, timed func() func(), stdout io.Writer) error {
+	store, runner := db.Events(), db.Runner(nil)
+	users := make([]uuid.UUID, benchUsers)
+	for u := range users {
+		users[u] = uuid.New()
+	}
+	const perTx = 1000
+	for start := 0; start < n; start += perTx {
+		err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+			streams := make(map[uuid.UUID][]eventstore.Event, len(users))
+			for i := start; i < min(start+perTx, n); i++ {
+				id := users[i%len(users)]
+				ev, err := activityEvent(id, i/len(users), i, tx.Now())
+				if err != nil {
+					return err
+				}
+				streams[id] = append(streams[id], ev)
+			}
+			for id, evs := range streams {
+				if _, err := store.Append(ctx, tx, "user-"+id.String(), eventstore.Any, evs...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("bench projection: fill: %w", err)
+		}
+	}
+	activity := db.Activity()
+	w := watch(activity, n)
+	stopProfile := timed()
+	defer stopProfile()
+	began := time.Now()
+	stop, ran, err := runProjection(ctx, e, log, w)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	select {
+	case <-w.all:
+	case err := <-ran:
+		return fmt.Errorf("bench projection: runner stopped after %d of %d events: %v", w.count(), n, err)
+	case <-ctx.Done():
+		return fmt.Errorf("bench projection: %d of %d events applied: %w", w.count(), n, ctx.Err())
+	}
+	// The last batch commits after its last event is applied: the figure
+	// counts up to that commit.
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		behind, err := activity.Behind(ctx)
+		if err != nil {
+			return fmt.Errorf("bench projection: %w", err)
+		}
+		if behind == 0 {
+			break
+		}
+		select {
+		case <-tick.C:
+		case err := <-ran:
+			return fmt.Errorf("bench projection: runner stopped %d events behind: %v", behind, err)
+		case <-ctx.Done():
+			return fmt.Errorf("bench projection: %d events behind: %w", behind, ctx.Err())
+		}
+	}
+	elapsed := time.Since(began)
+	stopProfile()
+	stop()
+	if err := <-ran; err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "projection: %d events in %.2fs, %.0f events/s\n", n, elapsed.Seconds(), float64(n)/elapsed.Seconds())
+	return nil
+}
+
+// benchProjectionLag runs the activity projection while it commits rate
+// units of work a second for d, each appending one sign-in, on a schedule
+// that does not wait for the projection, and measures for each event the
+// time from the moment its transaction asked to commit to the moment the
+// projection applied it.
+func benchProjectionLag(ctx context.Context, e env, db backend, log projections.Log, rate int, d time.Duration, timed func() func(), stdout io.Writer) error {
+	store, runner := db.Events(), db.Runner(nil)
+	n := max(int(d.Seconds()*float64(rate)), 1)
+	users := make([]uuid.UUID, benchUsers)
+	for u := range users {
+		users[u] = uuid.New()
+	}
+	sent := make([]time.Time, n)
+	ids := make([]uuid.UUID, n)
+	w := watch(db.Activity(), n+1)
+	stop, ran, err := runProjection(ctx, e, log, w)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	send := func(seq int) error {
+		for {
+			err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+				id := users[(seq+len(users))%len(users)]
+				ev, err := activityEvent(id, 1, seq, tx.Now())
+				if err != nil {
+					return err
+				}
+				if _, err := store.Append(ctx, tx, "user-"+id.String(), eventstore.Any, ev); err != nil {
+					return err
+				}
+				if seq >= 0 {
+					ids[seq], sent[seq] = ev.ID, time.Now()
+				}
+				return nil
+			})
+			// Two sign-ins of one account may race under Any; the
+			// loser appends again on the stream's new state.
+			if !errors.Is(err, eventstore.ErrConcurrency) {
+				return err
+			}
+		}
+	}
+	// One event first, so the runner follows the log before timing starts.
+	if err := send(-1); err != nil {
+		return err
+	}
+	select {
+	case <-w.first:
+	case err := <-ran:
+		return fmt.Errorf("bench projection: warm-up: runner stopped: %v", err)
+	case <-ctx.Done():
+		return fmt.Errorf("bench projection: warm-up: %w", ctx.Err())
+	}
+
+	var senders sync.WaitGroup
+	errs := make(chan error, n)
+	period := time.Second / time.Duration(rate)
+	stopProfile := timed()
+	defer stopProfile()
+	began := time.Now()
+	for i := range n {
+		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
+		senders.Go(func() {
+			if err := send(i); err != nil {
+				errs <- err
+			}
+		})
+	}
+	senders.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("bench projection: send: %w", err)
+	}
+	select {
+	case <-w.all:
+	case err := <-ran:
+		return fmt.Errorf("bench projection: runner stopped after %d of %d events: %v", w.count()-1, n, err)
+	case <-ctx.Done():
+		return fmt.Errorf("bench projection: %d of %d events applied: %w", w.count()-1, n, ctx.Err())
+	}
+	stopProfile()
+	stop()
+	if err := <-ran; err != nil {
+		return err
+	}
+	lat := make([]time.Duration, n)
+	for i := range n {
+		at, ok := w.appliedAt(ids[i])
+		if !ok {
+			return fmt.Errorf("bench projection: event %s was not applied", ids[i])
+		}
+		lat[i] = at.Sub(sent[i])
+	}
+	slices.Sort(lat)
+	fmt.Fprintf(stdout, "projection lag: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s\n",
+		rate, n, percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), ms(lat[n-1]))
 	return nil
 }
 

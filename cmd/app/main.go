@@ -14,6 +14,7 @@
 //	app bench drain        measure how fast the relay empties a full outbox
 //	app bench latency      measure the time from commit to handler
 //	app bench signin       measure sign-in link requests through the API
+//	app bench projection   measure how fast the activity projection catches up, or (--lag) how far it trails commits
 package main
 
 import (
@@ -50,6 +51,8 @@ commands:
   bench drain       measure how fast the relay empties a full outbox
   bench latency     measure the time from commit to handler
   bench signin      measure sign-in link requests through the API
+  bench projection  measure the activity projection's catch-up, or (--lag)
+                    the time from commit to projection
 
 Configuration comes from the environment; see 'app config'.
 `
