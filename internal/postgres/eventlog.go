@@ -243,15 +243,18 @@ func (logSchema) InsertQuery(string, message.Messages) (wsql.Query, error) {
 }
 
 // SelectQuery reads the events after the group's offset, locking the
-// offset's row until the batch commits.
+// offset's row until the batch commits. The offset is compared as two
+// scalar subqueries, which the planner treats as parameters, so that the
+// scan of events_log starts at the offset; joined as a row, it read the log
+// from its start and filtered, which cost more the longer the log.
 func (s logSchema) SelectQuery(_ string, group string, _ wsql.OffsetsAdapter) wsql.Query {
 	q := `
 WITH last AS (
 	SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 FOR UPDATE
 )
 SELECT e.position, e.transaction_id::text, e.id::text, e.stream, e.version, e.type, e.data::text, e.metadata::text, e.recorded_at
-FROM events AS e, last
-WHERE (e.transaction_id, e.position) > (last.last_transaction_id, last.last_position)
+FROM events AS e
+WHERE (e.transaction_id, e.position) > ((SELECT last_transaction_id FROM last), (SELECT last_position FROM last))
 AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())`
 	args := []any{group}
 	if len(s.types) > 0 {

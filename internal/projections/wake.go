@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -47,6 +48,9 @@ type wakeBackoff struct {
 
 func (b *wakeBackoff) HandleError(logger watermill.LoggerAdapter, noMsg bool, err error) time.Duration {
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return 0 // The subscriber is stopping.
+		}
 		logger.Error("Error querying for message", err, watermill.LogFields{"wait_time": b.retry})
 		return b.retry
 	}
