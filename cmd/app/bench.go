@@ -263,23 +263,9 @@ func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate 
 		return fmt.Errorf("bench latency: warm-up: %w", ctx.Err())
 	}
 
-	var senders sync.WaitGroup
-	errs := make(chan error, n)
-	period := time.Second / time.Duration(rate)
 	stopProfile := timed()
 	defer stopProfile()
-	began := time.Now()
-	for i := range n {
-		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
-		senders.Go(func() {
-			if err := send(i); err != nil {
-				errs <- err
-			}
-		})
-	}
-	senders.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := paced(n, rate, send); err != nil {
 		return fmt.Errorf("bench latency: send: %w", err)
 	}
 	select {
@@ -643,23 +629,9 @@ func benchProjectionLag(ctx context.Context, e env, db backend, log projections.
 		return fmt.Errorf("bench projection: warm-up: %w", ctx.Err())
 	}
 
-	var senders sync.WaitGroup
-	errs := make(chan error, n)
-	period := time.Second / time.Duration(rate)
 	stopProfile := timed()
 	defer stopProfile()
-	began := time.Now()
-	for i := range n {
-		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
-		senders.Go(func() {
-			if err := send(i); err != nil {
-				errs <- err
-			}
-		})
-	}
-	senders.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := paced(n, rate, send); err != nil {
 		return fmt.Errorf("bench projection: send: %w", err)
 	}
 	select {
@@ -741,4 +713,25 @@ func holdXminHorizon(ctx context.Context, db backend) (func(), error) {
 		return nil, fmt.Errorf("bench: hold xmin: %w", err)
 	}
 	return func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }, nil
+}
+
+// paced calls send(i) for i from 0 to n-1, rate times a second on a
+// schedule that does not wait for earlier calls to return, and returns the
+// first error once all have returned.
+func paced(n, rate int, send func(i int) error) error {
+	var senders sync.WaitGroup
+	errs := make(chan error, n)
+	period := time.Second / time.Duration(rate)
+	began := time.Now()
+	for i := range n {
+		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
+		senders.Go(func() {
+			if err := send(i); err != nil {
+				errs <- err
+			}
+		})
+	}
+	senders.Wait()
+	close(errs)
+	return <-errs
 }

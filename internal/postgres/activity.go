@@ -17,6 +17,7 @@ import (
 // the reads of it: what happened to each account, newest first. Its writes
 // run in the transactions of an [EventLog] subscriber ([SQLTx]).
 type Activity struct {
+	user.ActivityProjection
 	pool poolQuerier
 	log  *EventLog
 }
@@ -31,15 +32,6 @@ var _ projections.Projection = Activity{}
 
 // Activity returns the activity projection over db.
 func (db *DB) Activity() Activity { return Activity{pool: db.pool, log: db.Log(LogConfig{})} }
-
-// Name names the projection.
-func (Activity) Name() string { return "activity" }
-
-// Version is the projection's shape: its rows are in activity_v1.
-func (Activity) Version() int { return 1 }
-
-// Types are the events an account's activity is made of.
-func (Activity) Types() []string { return user.ActivityTypes() }
 
 // Reset empties the projection in t.
 func (Activity) Reset(ctx context.Context, t uow.Tx) error {

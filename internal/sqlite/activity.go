@@ -17,6 +17,7 @@ import (
 // run in the transactions of the log's subscriber; its reads on the read
 // pool.
 type Activity struct {
+	user.ActivityProjection
 	db *DB
 }
 
@@ -24,15 +25,6 @@ var _ projections.Projection = Activity{}
 
 // Activity returns the activity projection over db.
 func (db *DB) Activity() Activity { return Activity{db: db} }
-
-// Name names the projection.
-func (Activity) Name() string { return "activity" }
-
-// Version is the projection's shape: its rows are in activity_v1.
-func (Activity) Version() int { return 1 }
-
-// Types are the events an account's activity is made of.
-func (Activity) Types() []string { return user.ActivityTypes() }
 
 // Reset empties the projection in t.
 func (Activity) Reset(ctx context.Context, t uow.Tx) error {

@@ -34,6 +34,22 @@ type Activity struct {
 	Position eventstore.Position
 }
 
+// ActivityProjection describes the asynchronous projection of accounts'
+// activity: its name, version and the event types it applies. Each
+// backend's activity embeds it; a new version of the read model's shape
+// bumps Version, and is built beside the old one.
+type ActivityProjection struct{}
+
+// Name names the projection.
+func (ActivityProjection) Name() string { return "activity" }
+
+// Version is the projection's shape: version 1 keeps its rows in
+// activity_v1.
+func (ActivityProjection) Version() int { return 1 }
+
+// Types are the event types an account's activity is made of.
+func (ActivityProjection) Types() []string { return ActivityTypes() }
+
 // ActivityTypes are the event types an account's activity is made of.
 func ActivityTypes() []string {
 	return []string{TypeRegistered, TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged}
