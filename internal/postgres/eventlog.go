@@ -19,24 +19,9 @@ import (
 	"github.com/eventsourced/accounts/internal/wakeup"
 )
 
-// LogConfig tunes the subscribers of an [EventLog].
-type LogConfig struct {
-	// PollInterval is the wait between reads of the log once nothing new
-	// was found; default 1s.
-	PollInterval time.Duration
-	// ResendInterval is the wait before an event whose handler failed is
-	// handed over again; default 1s.
-	ResendInterval time.Duration
-	// RetryInterval is the wait after an error of the database; default 1s.
-	RetryInterval time.Duration
-	// AckDeadline bounds how long a subscriber waits for its handler to
-	// settle one event; default 30s. An event not settled in time is
-	// delivered again with the next batch; the events before it commit.
-	AckDeadline time.Duration
-	// BatchSize is how many events one read takes, and one transaction
-	// applies; default 100.
-	BatchSize int
-}
+// LogConfig tunes the subscribers of an [EventLog]; its AckDeadline is 30s
+// by default, watermill-sql's.
+type LogConfig = projections.LogConfig
 
 // EventLog is the [projections.Log] of this backend: watermill-sql
 // subscribers over the events table, through database/sql on pgx's stdlib
@@ -62,27 +47,15 @@ var _ projections.Log = (*EventLog)(nil)
 // Log returns the event log as asynchronous projections follow it. Its
 // subscribers use the DB's connections, and stop with [DB.Close].
 func (db *DB) Log(cfg LogConfig) *EventLog {
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = time.Second
-	}
-	if cfg.ResendInterval == 0 {
-		cfg.ResendInterval = time.Second
-	}
-	if cfg.RetryInterval == 0 {
-		cfg.RetryInterval = time.Second
-	}
-	if cfg.AckDeadline == 0 {
-		cfg.AckDeadline = 30 * time.Second
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = 100
-	}
-	return &EventLog{db: db.logs, wake: db.logWake, cfg: cfg}
+	return &EventLog{db: db.logs, wake: db.logWake, cfg: cfg.WithDefaults(30 * time.Second)}
 }
 
 // Subscriber returns a subscriber of the log for group, of events of types
 // (all, when empty), as [projections.Log] describes.
 func (l *EventLog) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
+	if err := l.cfg.Validate(); err != nil {
+		return nil, err
+	}
 	ackDeadline := l.cfg.AckDeadline
 	wakeCtx, stop := context.WithCancel(context.Background())
 	wake := l.wake.Subscribe(wakeCtx)

@@ -85,6 +85,60 @@ func ParsePosition(s string) (eventstore.Position, error) {
 	return eventstore.Position{Commit: commit, Seq: seq}, nil
 }
 
+// LogConfig tunes the subscribers of a [Log]. A zero field takes its
+// default: the backend's own for AckDeadline, the one given below for the
+// others.
+type LogConfig struct {
+	// PollInterval is how long a subscriber that found no event waits for
+	// a wake-up before it reads the log again; default 1s.
+	PollInterval time.Duration
+	// ResendInterval is how long a subscriber waits before it hands a
+	// failed event over again; default 1s.
+	ResendInterval time.Duration
+	// RetryInterval is how long a subscriber waits after an error of the
+	// database; default 1s.
+	RetryInterval time.Duration
+	// AckDeadline bounds how long a subscriber waits for its handler to
+	// settle one event. An event not settled in time is delivered again
+	// with the next batch, and the events before it commit.
+	AckDeadline time.Duration
+	// BatchSize is how many events a subscriber reads, and applies, in one
+	// transaction; default 100.
+	BatchSize int
+}
+
+// WithDefaults returns c with each zero field set to its default, and
+// AckDeadline to ackDeadline, the backend's.
+func (c LogConfig) WithDefaults(ackDeadline time.Duration) LogConfig {
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.ResendInterval == 0 {
+		c.ResendInterval = time.Second
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = time.Second
+	}
+	if c.AckDeadline == 0 {
+		c.AckDeadline = ackDeadline
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 100
+	}
+	return c
+}
+
+// Validate reports a field that is negative.
+func (c LogConfig) Validate() error {
+	switch {
+	case c.PollInterval < 0, c.ResendInterval < 0, c.RetryInterval < 0, c.AckDeadline < 0:
+		return fmt.Errorf("projections: log config: intervals must not be negative: %+v", c)
+	case c.BatchSize < 0:
+		return fmt.Errorf("projections: log config: batch size must not be negative, got %d", c.BatchSize)
+	}
+	return nil
+}
+
 // Metadata keys of the messages a [Log] delivers; the message's UUID is
 // the event's ID and its payload the event's data.
 const (

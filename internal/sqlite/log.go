@@ -18,58 +18,14 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// LogConfig configures the subscribers of a [Log]. Its zero value is the
-// default of every field.
-type LogConfig struct {
-	// PollInterval is how long a subscriber that found no event waits
-	// before it reads the log again; default 1s.
-	PollInterval time.Duration
-	// ResendInterval is how long a subscriber waits before it delivers a
-	// message that its handler failed again; default 1s.
-	ResendInterval time.Duration
-	// RetryInterval is how long a subscriber waits after an error of the
-	// database, such as a lock held past the busy timeout; default 1s.
-	RetryInterval time.Duration
-	// AckDeadline bounds how long a subscriber waits for its handler to
-	// settle one message; default 5s. A subscriber holds SQLite's write
-	// lock for its whole batch, so every unit of work waits while a
-	// handler runs: the default lies below the busy timeout, after which
-	// they would fail. A message not settled in time is delivered again in
-	// the next batch, and the events before it commit.
-	AckDeadline time.Duration
-	// BatchSize is how many events a subscriber reads, and applies, in one
-	// transaction; default 100.
-	BatchSize int
-}
+// LogConfig configures the subscribers of a [Log]. Its AckDeadline is 5s
+// by default: a subscriber holds SQLite's write lock for its whole batch, so
+// every unit of work waits while a handler runs, and the default lies below
+// the busy timeout, after which they would fail.
+type LogConfig = projections.LogConfig
 
-func (c *LogConfig) setDefaults() {
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
-	}
-	if c.ResendInterval == 0 {
-		c.ResendInterval = time.Second
-	}
-	if c.RetryInterval == 0 {
-		c.RetryInterval = time.Second
-	}
-	if c.AckDeadline == 0 {
-		c.AckDeadline = 5 * time.Second
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 100
-	}
-}
-
-// Validate reports a field that is negative once the defaults are set.
-func (c LogConfig) Validate() error {
-	switch {
-	case c.PollInterval < 0, c.ResendInterval < 0, c.RetryInterval < 0, c.AckDeadline < 0:
-		return fmt.Errorf("sqlite: log config: intervals must not be negative: %+v", c)
-	case c.BatchSize < 0:
-		return fmt.Errorf("sqlite: log config: batch size must not be negative, got %d", c.BatchSize)
-	}
-	return nil
-}
+// ackDeadline is the default [LogConfig.AckDeadline] of this backend.
+const ackDeadline = 5 * time.Second
 
 // Log is the [projections.Log] of this backend: the events table as
 // watermill-sql's subscriber follows it, with each consumer group's
@@ -102,7 +58,7 @@ func (db *DB) Log(cfg LogConfig) *Log { return newLog(db, db.logs, cfg) }
 // newLog returns the Log of db whose subscribers run on pool, a pool on
 // db's file with the write pool's settings.
 func newLog(db *DB, pool *sql.DB, cfg LogConfig) *Log {
-	cfg.setDefaults()
+	cfg = cfg.WithDefaults(ackDeadline)
 	return &Log{db: db, pool: pool, cfg: cfg}
 }
 
