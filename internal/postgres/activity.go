@@ -51,19 +51,13 @@ func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event)
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
 	}
-	for _, e := range events {
-		id, a, ok, err := user.ActivityOf(e)
-		if err != nil {
-			return fmt.Errorf("activity: apply %s: %w", e.ID, err)
-		}
-		if !ok {
-			continue
-		}
-		_, err = stx.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position_commit, position_seq, type, at, detail)
-VALUES ($1, $2, $3, $4, $5, $6)`, id.String(), int64(e.Position.Commit), e.Position.Seq, a.Type, a.At, a.Detail)
-		if err != nil {
-			return fmt.Errorf("activity: apply %s: %w", e.ID, err)
-		}
+	err = user.EachActivity(events, func(id uuid.UUID, a user.Activity) error {
+		_, err := stx.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position_commit, position_seq, type, at, detail)
+VALUES ($1, $2, $3, $4, $5, $6)`, id.String(), int64(a.Position.Commit), a.Position.Seq, a.Type, a.At, a.Detail)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("activity: apply: %w", err)
 	}
 	return nil
 }

@@ -44,18 +44,13 @@ func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event)
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
 	}
-	for _, e := range events {
-		id, a, ok, err := user.ActivityOf(e)
-		if err != nil {
-			return fmt.Errorf("activity: apply %s: %w", e.ID, err)
-		}
-		if !ok {
-			continue
-		}
-		if _, err := st.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position, type, at, detail) VALUES (?, ?, ?, ?, ?)`,
-			id.String(), e.Position.Seq, a.Type, micros(a.At), a.Detail); err != nil {
-			return fmt.Errorf("activity: apply %s: %w", e.ID, err)
-		}
+	err = user.EachActivity(events, func(id uuid.UUID, a user.Activity) error {
+		_, err := st.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position, type, at, detail) VALUES (?, ?, ?, ?, ?)`,
+			id.String(), a.Position.Seq, a.Type, micros(a.At), a.Detail)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("activity: apply: %w", err)
 	}
 	return nil
 }

@@ -91,6 +91,22 @@ func ActivityOf(e eventstore.Event) (uuid.UUID, Activity, bool, error) {
 	return id, a, true, nil
 }
 
+// EachActivity calls record with the account and the activity of each of
+// events that records one, in their order, and stops at its first error,
+// which it returns naming the event.
+func EachActivity(events []eventstore.Event, record func(id uuid.UUID, a Activity) error) error {
+	for _, e := range events {
+		id, a, ok, err := ActivityOf(e)
+		if err == nil && ok {
+			err = record(id, a)
+		}
+		if err != nil {
+			return fmt.Errorf("activity of event %s: %w", e.ID, err)
+		}
+	}
+	return nil
+}
+
 // ErrBadCursor is returned for a cursor that no page of activity gave.
 var ErrBadCursor = errors.New("user: bad activity cursor")
 
