@@ -10,7 +10,7 @@
 // exactly the order in which they wrote. That is what makes the event log's
 // positions commit order, with no horizon of transactions in flight as on
 // PostgreSQL. Read-only units of work ([Runner.Read]) and reads that need no
-// unit of work (the outbox's [outbox.Inspector] and [DB.Ping]) use a pool of
+// unit of work (the outbox's backlog and operators' reads, and [DB.Ping]) use a pool of
 // read-only connections, which WAL mode lets run beside the writer. The
 // subscribers of the event log ([DB.Log]) write on a connection of their
 // own, in IMMEDIATE transactions, and take turns with the writer through
@@ -228,7 +228,7 @@ func (db *DB) Events() *EventStore { return &EventStore{} }
 
 // Outbox returns the outbox store. [Outbox.Add] runs in the unit of work's
 // transaction; the relay's bookkeeping runs on the write connection, the
-// Inspector's reads on the read pool. Every Outbox of one DB shares its
+// backlog's and operators' reads on the read pool. Every Outbox of one DB shares its
 // wake-ups.
 func (db *DB) Outbox() *Outbox { return &Outbox{db: db} }
 
