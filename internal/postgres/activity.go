@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -51,11 +52,21 @@ func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event)
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
 	}
+	// One statement for all of them: an asynchronous projection is handed
+	// a batch at a time.
+	var ids, types, details []string
+	var commits, seqs []int64
+	var ats []time.Time
 	err = user.EachActivity(events, func(id uuid.UUID, a user.Activity) error {
-		_, err := stx.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position_commit, position_seq, type, at, detail)
-VALUES ($1, $2, $3, $4, $5, $6)`, id.String(), int64(a.Position.Commit), a.Position.Seq, a.Type, a.At, a.Detail)
-		return err
+		ids, types, details = append(ids, id.String()), append(types, a.Type), append(details, a.Detail)
+		commits, seqs, ats = append(commits, int64(a.Position.Commit)), append(seqs, a.Position.Seq), append(ats, a.At)
+		return nil
 	})
+	if err == nil && len(ids) > 0 {
+		_, err = stx.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position_commit, position_seq, type, at, detail)
+SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])`,
+			ids, commits, seqs, types, ats, details)
+	}
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
 	}

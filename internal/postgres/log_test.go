@@ -12,7 +12,7 @@ import (
 )
 
 // logConfig is the suite's: polls and resends every few milliseconds.
-var logConfig = postgres.LogConfig{PollInterval: 5 * time.Millisecond, ResendInterval: time.Millisecond, BatchSize: 10}
+var logConfig = postgres.LogConfig{PollInterval: 5 * time.Millisecond, ResendInterval: time.Millisecond, AckDeadline: 500 * time.Millisecond, BatchSize: 10}
 
 func TestLog(t *testing.T) {
 	logtest.Run(t, logtest.Features{}, func(t *testing.T) logtest.Harness {

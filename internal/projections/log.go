@@ -36,16 +36,18 @@ type Log interface {
 	// that delivers only events of the given types (all, when types is
 	// empty).
 	Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error)
-	// Apply runs fn for the delivered msg in the subscriber's transaction
-	// that msg's context carries, inside a savepoint, and moves the group's
-	// offset to msg's event in that savepoint too: fn's writes commit
-	// exactly when an offset that covers the event does, and a failed fn
-	// leaves no write behind, even though the subscriber goes on with the
-	// same transaction (it does not roll back on a Nack, but sends the
-	// message again). Moving the offset here, and never backwards, keeps
-	// that true when the subscriber gives up waiting for an acknowledgement
-	// and commits the batch without it. The unit of work's time is now.
-	Apply(msg *message.Message, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error
+	// Apply hands msg's event to apply, in the subscriber's transaction
+	// that msg's context carries: together with the events of its batch
+	// delivered before it, at the batch's last message, inside a savepoint,
+	// and moves the group's offset to the last of them in that savepoint
+	// too ([Batches]). apply's writes commit exactly when an offset that
+	// covers their events does, and a failed apply leaves no write behind,
+	// even though the subscriber goes on with the same transaction (it does
+	// not roll back on a Nack, but sends the message again); the error of
+	// an event that cannot be applied is an [*EventError]. Only Apply moves
+	// the offset: events acknowledged but held back when the subscriber
+	// commits early are delivered again. The unit of work's time is now.
+	Apply(msg *message.Message, now time.Time, apply func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error) error
 	// Behind counts the events of the given types (all, when empty) that
 	// group has still to apply, and returns when the oldest of them was
 	// recorded: zero when none is left.
@@ -86,8 +88,8 @@ func ParsePosition(s string) (eventstore.Position, error) {
 }
 
 // LogConfig tunes the subscribers of a [Log]. A zero field takes its
-// default: the backend's own for AckDeadline, the one given below for the
-// others.
+// default: the backend's own for AckDeadline and BatchSize, the one given
+// below for the others.
 type LogConfig struct {
 	// PollInterval is how long a subscriber that found no event waits for
 	// a wake-up before it reads the log again; default 1s.
@@ -103,13 +105,13 @@ type LogConfig struct {
 	// with the next batch, and the events before it commit.
 	AckDeadline time.Duration
 	// BatchSize is how many events a subscriber reads, and applies, in one
-	// transaction; default 100.
+	// transaction.
 	BatchSize int
 }
 
 // WithDefaults returns c with each zero field set to its default, and
-// AckDeadline to ackDeadline, the backend's.
-func (c LogConfig) WithDefaults(ackDeadline time.Duration) LogConfig {
+// AckDeadline and BatchSize to the backend's.
+func (c LogConfig) WithDefaults(ackDeadline time.Duration, batchSize int) LogConfig {
 	if c.PollInterval == 0 {
 		c.PollInterval = time.Second
 	}
@@ -123,7 +125,7 @@ func (c LogConfig) WithDefaults(ackDeadline time.Duration) LogConfig {
 		c.AckDeadline = ackDeadline
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = 100
+		c.BatchSize = batchSize
 	}
 	return c
 }

@@ -201,20 +201,28 @@ func (h *handler) handle(msg *message.Message) error {
 	}
 	e, err := EventFromMessage(msg)
 	if err == nil {
-		start := time.Now()
-		err = h.r.log.Apply(msg, h.r.now(), func(ctx context.Context, tx uow.Tx) error {
-			return h.p.Apply(ctx, tx, e)
-		})
-		if err == nil {
-			ctx := context.WithoutCancel(msg.Context())
+		err = h.r.log.Apply(msg, h.r.now(), func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error {
+			start := time.Now()
+			if err := h.p.Apply(ctx, tx, events...); err != nil {
+				return err
+			}
+			h.r.update(h.group, func(s *Status) {
+				s.Applied += int64(len(events))
+				s.Position = events[len(events)-1].Position
+			})
+			ctx = context.WithoutCancel(ctx)
 			opt := h.r.metrics.groups[h.group]
-			h.r.metrics.applied.Add(ctx, 1, opt)
-			h.r.metrics.duration.Record(ctx, time.Since(start).Seconds(), opt)
-		}
+			h.r.metrics.applied.Add(ctx, int64(len(events)), opt)
+			h.r.metrics.duration.Record(ctx, time.Since(start).Seconds()/float64(len(events)), opt)
+			return nil
+		})
+	}
+	var failedAt *EventError
+	if errors.As(err, &failedAt) {
+		e = failedAt.Event
 	}
 	if err == nil {
 		h.tries = 0
-		h.r.update(h.group, func(s *Status) { s.Applied++; s.Position = e.Position })
 		return nil
 	}
 	h.tries++

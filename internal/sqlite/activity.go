@@ -44,11 +44,16 @@ func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event)
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
 	}
+	// One statement for all of them: an asynchronous projection is handed
+	// a batch at a time.
+	var args []any
 	err = user.EachActivity(events, func(id uuid.UUID, a user.Activity) error {
-		_, err := st.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position, type, at, detail) VALUES (?, ?, ?, ?, ?)`,
-			id.String(), a.Position.Seq, a.Type, micros(a.At), a.Detail)
-		return err
+		args = append(args, id.String(), a.Position.Seq, a.Type, micros(a.At), a.Detail)
+		return nil
 	})
+	if err == nil && len(args) > 0 {
+		_, err = st.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5), args...)
+	}
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
 	}

@@ -258,11 +258,11 @@ func queryEvents(ctx context.Context, st *tx, q string, args ...any) ([]eventsto
 }
 
 // scanEvent reads one row of [eventColumns].
-func scanEvent(row interface{ Scan(dest ...any) error }) (eventstore.Event, error) {
+func scanEvent(row interface{ Scan(dest ...any) error }, extra ...any) (eventstore.Event, error) {
 	var e eventstore.Event
 	var data, md string
 	var recorded int64
-	if err := row.Scan(&e.ID, &e.Stream, &e.Version, &e.Type, &data, &md, &recorded, &e.Position.Seq); err != nil {
+	if err := row.Scan(append([]any{&e.ID, &e.Stream, &e.Version, &e.Type, &data, &md, &recorded, &e.Position.Seq}, extra...)...); err != nil {
 		return eventstore.Event{}, err
 	}
 	if err := json.Unmarshal([]byte(md), &e.Metadata); err != nil {

@@ -13,7 +13,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v3/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
 
+	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 )
@@ -24,8 +26,13 @@ import (
 // the busy timeout, after which they would fail.
 type LogConfig = projections.LogConfig
 
-// ackDeadline is the default [LogConfig.AckDeadline] of this backend.
-const ackDeadline = 5 * time.Second
+// The defaults of [LogConfig] on this backend: an ack deadline below the
+// busy timeout, and batches of 500 events (about 20 ms of the write lock;
+// 25,000 events/s against 19,000 with batches of 100).
+const (
+	ackDeadline = 5 * time.Second
+	batchSize   = 500
+)
 
 // Log is the [projections.Log] of this backend: the events table as
 // watermill-sql's subscriber follows it, with each consumer group's
@@ -43,9 +50,10 @@ const ackDeadline = 5 * time.Second
 // Subscribers run on a pool of their own, with one connection, so the
 // subscribers of one process queue for it in Go.
 type Log struct {
-	db   *DB
-	pool *sql.DB
-	cfg  LogConfig
+	db      *DB
+	pool    *sql.DB
+	cfg     LogConfig
+	batches *projections.Batches
 }
 
 var _ projections.Log = (*Log)(nil)
@@ -58,8 +66,8 @@ func (db *DB) Log(cfg LogConfig) *Log { return newLog(db, db.logs, cfg) }
 // newLog returns the Log of db whose subscribers run on pool, a pool on
 // db's file with the write pool's settings.
 func newLog(db *DB, pool *sql.DB, cfg LogConfig) *Log {
-	cfg = cfg.WithDefaults(ackDeadline)
-	return &Log{db: db, pool: pool, cfg: cfg}
+	cfg = cfg.WithDefaults(ackDeadline, batchSize)
+	return &Log{db: db, pool: pool, cfg: cfg, batches: &projections.Batches{}}
 }
 
 // openLogPool opens the pool of the subscribers of [DB.Log] with the
@@ -91,7 +99,7 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 	if err := l.cfg.Validate(); err != nil {
 		return nil, err
 	}
-	schema := logSchema{group: group, batchSize: l.cfg.BatchSize}
+	schema := logSchema{group: group, subscriber: uuid.NewString(), batchSize: l.cfg.BatchSize}
 	if len(types) > 0 {
 		list, err := json.Marshal(types)
 		if err != nil {
@@ -131,39 +139,38 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 // [Runner.Do]: with the context it is given, that returns an error instead
 // of waiting. The transaction runs no after-commit hooks: messages that fn
 // adds to the outbox are delivered, but do not wake this process's relays.
-func (l *Log) Apply(msg *message.Message, now time.Time, fn func(ctx context.Context, tx uow.Tx) error) error {
+func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error) error {
 	ctx := msg.Context()
 	stx, ok := wsql.TxFromContext(ctx)
 	if !ok {
 		return errors.New("sqlite: apply: the context carries no transaction of a log subscriber")
 	}
-	e, err := projections.EventFromMessage(msg)
-	if err != nil {
-		return err
-	}
-	if _, err := stx.ExecContext(ctx, `SAVEPOINT apply`); err != nil {
-		return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
-	}
-	t := &tx{Tx: stx, db: l.db, now: now.UTC().Truncate(time.Microsecond)}
-	err = fn(context.WithValue(ctx, unitOfWorkKey{}, l.db), t)
-	if err == nil {
-		q := advanceOffset(msg.Metadata.Get(projections.MetadataGroup), e.Position.Seq)
-		if _, err = stx.ExecContext(ctx, q.Query, q.Args...); err != nil {
-			err = fmt.Errorf("sqlite: apply: offset: %w", unavailable(ctx, err))
+	group := msg.Metadata.Get(projections.MetadataGroup)
+	return l.batches.Apply(msg, stx, func(events []eventstore.Event) error {
+		if _, err := stx.ExecContext(ctx, `SAVEPOINT apply`); err != nil {
+			return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
 		}
-	}
-	if err != nil {
-		_, rbErr := stx.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO apply`)
-		_, relErr := stx.ExecContext(context.WithoutCancel(ctx), `RELEASE apply`)
-		if rbErr != nil || relErr != nil {
-			return errors.Join(err, fmt.Errorf("sqlite: apply: undo: %w", errors.Join(rbErr, relErr)))
+		t := &tx{Tx: stx, db: l.db, now: now.UTC().Truncate(time.Microsecond)}
+		err := apply(context.WithValue(ctx, unitOfWorkKey{}, l.db), t, events)
+		if err == nil {
+			q := advanceOffset(group, events[len(events)-1].Position.Seq)
+			if _, err = stx.ExecContext(ctx, q.Query, q.Args...); err != nil {
+				err = fmt.Errorf("sqlite: apply: offset: %w", unavailable(ctx, err))
+			}
 		}
-		return err
-	}
-	if _, err := stx.ExecContext(ctx, `RELEASE apply`); err != nil {
-		return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
-	}
-	return nil
+		if err != nil {
+			_, rbErr := stx.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO apply`)
+			_, relErr := stx.ExecContext(context.WithoutCancel(ctx), `RELEASE apply`)
+			if rbErr != nil || relErr != nil {
+				return errors.Join(err, fmt.Errorf("sqlite: apply: undo: %w", errors.Join(rbErr, relErr)))
+			}
+			return err
+		}
+		if _, err := stx.ExecContext(ctx, `RELEASE apply`); err != nil {
+			return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
+		}
+		return nil
+	})
 }
 
 // Behind counts the events group has still to apply, as
@@ -249,8 +256,9 @@ func (s logSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *mes
 // logSchema is the [wsql.SchemaAdapter] of a [Log]: it reads the events
 // table, which the event store writes.
 type logSchema struct {
-	// group is the consumer group whose messages it makes.
-	group string
+	// group is the consumer group whose messages it makes, subscriber the
+	// subscriber that reads them.
+	group, subscriber string
 	// types is a JSON array of the event types to deliver; empty: all.
 	types     string
 	batchSize int
@@ -275,14 +283,16 @@ func (s logSchema) SelectQuery(topic, group string, offsets wsql.OffsetsAdapter)
 		q += ` AND type IN (SELECT value FROM json_each(?))`
 		args = append(args, s.types)
 	}
-	q += ` ORDER BY position LIMIT ` + strconv.Itoa(s.batchSize)
+	q = `SELECT *, row_number() OVER (ORDER BY position), count(*) OVER () FROM (` +
+		q + ` ORDER BY position LIMIT ` + strconv.Itoa(s.batchSize) + `) ORDER BY position`
 	return wsql.Query{Query: q, Args: args}
 }
 
 // UnmarshalMessage turns a row of SelectQuery into the event's message;
 // the row's offset is the event's position.
 func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
-	e, err := scanEvent(row)
+	var index, size int64
+	e, err := scanEvent(row, &index, &size)
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
 	}
@@ -291,6 +301,9 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
 	}
 	msg.Metadata.Set(projections.MetadataGroup, s.group)
+	msg.Metadata.Set(projections.MetadataSubscriber, s.subscriber)
+	msg.Metadata.Set(projections.MetadataBatchIndex, strconv.FormatInt(index, 10))
+	msg.Metadata.Set(projections.MetadataBatchSize, strconv.FormatInt(size, 10))
 	return wsql.Row{Offset: e.Position.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
 }
 
@@ -315,11 +328,11 @@ func (logOffsets) NextOffsetQuery(_, group string) wsql.Query {
 	}
 }
 
-// AckMessageQuery moves the group's offset to the batch's last
-// acknowledged event, never backwards: [Log.Apply] may have moved it
-// further.
-func (logOffsets) AckMessageQuery(_ string, row wsql.Row, group string) wsql.Query {
-	return advanceOffset(group, row.Offset)
+// AckMessageQuery changes nothing: only [Log.Apply] moves the offset, with
+// the writes of the events it covers, so that events acknowledged but held
+// back for their batch are never passed over.
+func (logOffsets) AckMessageQuery(string, wsql.Row, string) wsql.Query {
+	return wsql.Query{Query: `SELECT 1`}
 }
 
 // ConsumedMessageQuery returns none: the write lock that the transaction

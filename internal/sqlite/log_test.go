@@ -23,6 +23,8 @@ var logConfig = sqlite.LogConfig{
 	PollInterval:   5 * time.Millisecond,
 	ResendInterval: 5 * time.Millisecond,
 	RetryInterval:  5 * time.Millisecond,
+	AckDeadline:    500 * time.Millisecond,
+	BatchSize:      10,
 }
 
 func TestLog(t *testing.T) {
@@ -99,7 +101,7 @@ func TestLogApplyNeedsASubscribersContext(t *testing.T) {
 	called := false
 	msg := message.NewMessage(uuid.NewString(), []byte("{}"))
 	msg.SetContext(t.Context())
-	err := db.Log(logConfig).Apply(msg, time.Now(), func(context.Context, uow.Tx) error {
+	err := db.Log(logConfig).Apply(msg, time.Now(), func(context.Context, uow.Tx, []eventstore.Event) error {
 		called = true
 		return nil
 	})

@@ -58,7 +58,8 @@ type Harness struct {
 	// Sink is the test table, empty when setup returns.
 	Sink Sink
 	// Log is the log under test. Its subscribers poll every few
-	// milliseconds, deliver a failed message again as soon, read batches
+	// milliseconds, deliver a failed message again as soon, give up on a
+	// handler after an ack deadline of well under a second, read batches
 	// of at least 10 events, and log through the logger given to
 	// Subscriber as watermill-sql's subscriber does, with the trace
 	// "Querying message" once per read of the log.
@@ -112,6 +113,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "NackLeavesNoWrite", run: testNackLeavesNoWrite},
 		{name: "WakesOnCommit", run: testWakesOnCommit},
 		{name: "Behind", run: testBehind},
+		{name: "AckDeadlineMidBatchLosesNothing", run: testAckDeadlineMidBatch},
 		{name: "ExactlyOnceAcrossACrash", run: testExactlyOnceAcrossACrash},
 		{name: "CompetingConsumers", run: testCompetingConsumers},
 		{name: "GroupsAreIndependent", run: testGroupsAreIndependent},
@@ -336,19 +338,19 @@ func consume(t *testing.T, h Harness, log projections.Log, group string, types [
 		t.Fatal(err)
 	}
 	router.AddConsumerHandler("logtest", projections.Topic, sub, func(msg *message.Message) error {
-		e, err := projections.EventFromMessage(msg)
-		if err != nil {
-			return err
-		}
-		return log.Apply(msg, now, func(ctx context.Context, tx uow.Tx) error {
+		return log.Apply(msg, now, func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error {
 			if !tx.Now().Equal(now) {
 				return fmt.Errorf("logtest: Apply's tx.Now() = %v, want %v", tx.Now(), now)
 			}
-			if err := h.Sink.Record(ctx, tx, e); err != nil {
-				return err
-			}
-			if after != nil {
-				return after(e)
+			for _, e := range events {
+				if err := h.Sink.Record(ctx, tx, e); err != nil {
+					return err
+				}
+				if after != nil {
+					if err := after(e); err != nil {
+						return err
+					}
+				}
 			}
 			return nil
 		})
@@ -706,5 +708,56 @@ func testBehind(t *testing.T, h Harness) {
 	c.stop(t)
 	if n, oldest := behind(nil); n != 0 || !oldest.IsZero() {
 		t.Fatalf("Behind once all is applied = %d, %v; want 0 and no time", n, oldest)
+	}
+}
+
+// AckDeadlineMidBatchLosesNothing: when the subscriber stops waiting for
+// an event's handler (its ack deadline passed) it commits its batch early,
+// with the events before that one acknowledged but, held back for the
+// batch's end, not applied: the offset must not pass them, and they are
+// applied, once, when the events are delivered again.
+func testAckDeadlineMidBatch(t *testing.T, h Harness) {
+	appendAcrossStreams(t, h, "mid")
+	all := logOrder(t, h, 6)
+	logger := newTestLogger()
+	sub, err := h.Log.Subscriber(group, nil, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: within}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handed := 0
+	router.AddConsumerHandler("logtest-mid", projections.Topic, sub, func(msg *message.Message) error {
+		if handed++; handed == 3 {
+			// Outlive the ack deadline: the subscriber gives up on this
+			// event and commits what it has.
+			<-msg.Context().Done()
+			return nil
+		}
+		return h.Log.Apply(msg, now, func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error {
+			for _, e := range events {
+				if err := h.Sink.Record(ctx, tx, e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	done := make(chan error, 1)
+	go func() { done <- router.Run(context.Background()) }()
+	t.Cleanup(func() {
+		_ = router.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	waitRecorded(t, h, len(all))
+	if got := recorded(t, h); !slices.Equal(got, all) {
+		t.Fatalf("the sink holds %v, want every event once, in log order: %v", got, all)
+	}
+	if handed <= len(all) {
+		t.Fatalf("the handler was handed %d messages; the case needs the events after the deadline handed over again", handed)
 	}
 }

@@ -1,0 +1,121 @@
+package projections
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+)
+
+// Metadata keys by which a [Log]'s messages tell their place in the batch
+// their subscriber read.
+const (
+	// MetadataSubscriber names the subscriber that read the message.
+	MetadataSubscriber = "subscriber"
+	// MetadataBatchIndex is the message's place in its batch, from 1, and
+	// MetadataBatchSize the batch's length.
+	MetadataBatchIndex = "batch_index"
+	MetadataBatchSize  = "batch_size"
+)
+
+// EventError is the error of applying one event, which a batch that failed
+// as a whole found by applying its events one at a time.
+type EventError struct {
+	Event eventstore.Event
+	Err   error
+}
+
+func (e *EventError) Error() string {
+	return fmt.Sprintf("projections: apply event %s at %s: %v", e.Event.ID, FormatPosition(e.Event.Position), e.Err)
+}
+
+func (e *EventError) Unwrap() error { return e.Err }
+
+// Batches holds back the events of each subscriber's batch until its last
+// message, so that a backend's [Log] applies a batch in one go: one
+// savepoint, one call of the projection, one move of the offset, instead of
+// all three for every event. The events held back are acknowledged to the
+// subscriber; since the offset moves only when they are applied, a batch
+// that its subscriber commits before its last message (it stopped, or gave
+// up waiting) leaves them to be delivered again, never lost and never
+// applied twice.
+type Batches struct {
+	mu      sync.Mutex
+	pending map[string]*pendingBatch
+}
+
+type pendingBatch struct {
+	// tx is the subscriber transaction the events were read in.
+	tx     any
+	events []eventstore.Event
+}
+
+// Apply holds back msg's event, read in the subscriber transaction tx, and,
+// when msg is the last of its batch, calls flush with every event held back
+// for its subscriber, in order. When flush fails it calls it again with one
+// event at a time, so that the events before the one that fails are applied
+// and that one's error is returned as an [*EventError]; the rest stay held,
+// for the message to be handed over again.
+func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []eventstore.Event) error) error {
+	e, err := EventFromMessage(msg)
+	if err != nil {
+		return err
+	}
+	index, err1 := strconv.Atoi(msg.Metadata.Get(MetadataBatchIndex))
+	size, err2 := strconv.Atoi(msg.Metadata.Get(MetadataBatchSize))
+	if err1 != nil || err2 != nil || index < 1 || index > size {
+		return fmt.Errorf("projections: message %s has no place in a batch", msg.UUID)
+	}
+	sub := msg.Metadata.Get(MetadataSubscriber)
+	b.mu.Lock()
+	if b.pending == nil {
+		b.pending = make(map[string]*pendingBatch)
+	}
+	p := b.pending[sub]
+	if p == nil || p.tx != tx {
+		// A new batch: what an earlier one held back was not applied, and
+		// comes again after its offset.
+		p = &pendingBatch{tx: tx}
+		b.pending[sub] = p
+	}
+	if n := len(p.events); n == 0 || p.events[n-1].ID != e.ID {
+		p.events = append(p.events, e)
+	}
+	events := p.events
+	b.mu.Unlock()
+	if index < size {
+		return nil
+	}
+	err = flush(events)
+	if err == nil {
+		b.forget(sub, p)
+		return nil
+	}
+	for i, ev := range events {
+		if err := flush(events[i : i+1]); err != nil {
+			b.mu.Lock()
+			p.events = events[i:]
+			b.mu.Unlock()
+			var already *EventError
+			if errors.As(err, &already) {
+				return err
+			}
+			return &EventError{Event: ev, Err: err}
+		}
+	}
+	b.forget(sub, p)
+	return nil
+}
+
+// forget drops the batch p of sub once applied.
+func (b *Batches) forget(sub string, p *pendingBatch) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pending[sub] == p {
+		delete(b.pending, sub)
+	}
+}
