@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
@@ -19,14 +20,8 @@ import (
 // run in the transactions of an [EventLog] subscriber ([SQLTx]).
 type Activity struct {
 	user.ActivityProjection
-	pool poolQuerier
+	pool *pgxpool.Pool
 	log  *EventLog
-}
-
-// poolQuerier is what the activity reads of the main pool.
-type poolQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 var _ projections.Projection = Activity{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,15 +147,7 @@ func (r *Runner) Status() []Status {
 	for _, s := range r.status {
 		out = append(out, *s)
 	}
-	slices.SortFunc(out, func(a, b Status) int {
-		switch {
-		case a.Group < b.Group:
-			return -1
-		case a.Group > b.Group:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Group, b.Group) })
 	return out
 }
 
@@ -199,31 +192,33 @@ func (h *handler) handle(msg *message.Message) error {
 	if h.failed {
 		return errFailed
 	}
-	e, err := EventFromMessage(msg)
-	if err == nil {
-		err = h.r.log.Apply(msg, h.r.now(), func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error {
-			start := time.Now()
-			if err := h.p.Apply(ctx, tx, events...); err != nil {
-				return err
-			}
-			h.r.update(h.group, func(s *Status) {
-				s.Applied += int64(len(events))
-				s.Position = events[len(events)-1].Position
-			})
-			ctx = context.WithoutCancel(ctx)
-			opt := h.r.metrics.groups[h.group]
-			h.r.metrics.applied.Add(ctx, int64(len(events)), opt)
-			h.r.metrics.duration.Record(ctx, time.Since(start).Seconds()/float64(len(events)), opt)
-			return nil
+	err := h.r.log.Apply(msg, h.r.now(), func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error {
+		start := time.Now()
+		if err := h.p.Apply(ctx, tx, events...); err != nil {
+			return err
+		}
+		h.r.update(h.group, func(s *Status) {
+			s.Applied += int64(len(events))
+			s.Position = events[len(events)-1].Position
 		})
-	}
-	var failedAt *EventError
-	if errors.As(err, &failedAt) {
-		e = failedAt.Event
-	}
+		ctx = context.WithoutCancel(ctx)
+		opt := h.r.metrics.groups[h.group]
+		h.r.metrics.applied.Add(ctx, int64(len(events)), opt)
+		h.r.metrics.duration.Record(ctx, time.Since(start).Seconds()/float64(len(events)), opt)
+		return nil
+	})
 	if err == nil {
 		h.tries = 0
 		return nil
+	}
+	// The event that failed: the Log names it when a batch failed, else it
+	// is the message's own. Only a failure pays for decoding it here.
+	var e eventstore.Event
+	var failedAt *EventError
+	if errors.As(err, &failedAt) {
+		e = failedAt.Event
+	} else if me, derr := EventFromMessage(msg); derr == nil {
+		e = me
 	}
 	h.tries++
 	if h.tries < h.r.maxTries {
