@@ -80,11 +80,6 @@ type Runner struct {
 // RunnerOption configures a [Runner].
 type RunnerOption func(*Runner)
 
-// WithRunnerClock makes the runner's units of work take their time from now.
-func WithRunnerClock(now func() time.Time) RunnerOption {
-	return func(r *Runner) { r.now = now }
-}
-
 // WithRunnerLogger makes the runner log to l.
 func WithRunnerLogger(l *slog.Logger) RunnerOption {
 	return func(r *Runner) { r.logger = l }
