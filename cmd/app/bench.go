@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,9 +25,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
-	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -52,6 +51,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	events := fs.Int("events", 50000, "projection: events to catch up on")
 	lag := fs.Bool("lag", false, "projection: time from commit to projection at --rate for --duration, instead of the catch-up")
 	poll := fs.Duration("poll", 0, "projection: the log's poll interval (0: the backend's default)")
+	logBatch := fs.Int("batch", 0, "projection: events a subscriber reads at a time (0: the backend's default)")
 	concurrency := fs.Int("concurrency", 16, "signin: requests in flight at once")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
@@ -91,14 +91,18 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	cfg := e.cfg.Outbox
 	if name == "projection" {
-		if *poll < 0 {
-			return errors.New("bench projection: --poll must not be negative")
+		if *poll < 0 || *logBatch < 0 {
+			return errors.New("bench projection: --poll and --batch must not be negative")
 		}
 		p := "backend default"
 		if *poll > 0 {
 			p = poll.String()
 		}
-		fmt.Fprintf(stdout, "config: poll=%s\n", p)
+		b := "backend default"
+		if *logBatch > 0 {
+			b = strconv.Itoa(*logBatch)
+		}
+		fmt.Fprintf(stdout, "config: poll=%s batch=%s\n", p, b)
 	} else {
 		fmt.Fprintf(stdout, "config: batch=%d interval=%s lease=%s timeout=%s max_attempts=%d\n",
 			cfg.Batch, cfg.Interval, cfg.Lease, cfg.Timeout, cfg.MaxAttempts)
@@ -120,7 +124,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		return benchSignIn(ctx, e, db, *concurrency, *duration, timed, stdout)
 	case "projection":
-		log := benchLog(db, *poll)
+		log := benchLog(db, projections.LogConfig{PollInterval: *poll, BatchSize: *logBatch})
 		if *lag {
 			if *rate < 1 || *duration <= 0 {
 				return errors.New("bench projection --lag: --rate and --duration must be positive")
@@ -374,14 +378,14 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 // accounts, each with a history.
 const benchUsers = 300
 
-// benchLog returns db's event log with the given poll interval, or the
-// backend's default when it is 0.
-func benchLog(db backend, poll time.Duration) projections.Log {
+// benchLog returns db's event log configured by cfg, whose zero fields
+// take the backend's defaults.
+func benchLog(db backend, cfg projections.LogConfig) projections.Log {
 	switch b := db.(type) {
 	case postgresBackend:
-		return b.db.Log(postgres.LogConfig{PollInterval: poll})
+		return b.db.Log(cfg)
 	case sqliteBackend:
-		return b.db.Log(sqlite.LogConfig{PollInterval: poll})
+		return b.db.Log(cfg)
 	}
 	return db.Log()
 }

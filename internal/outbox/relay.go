@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/eventsourced/accounts/internal/routerlog"
 )
 
 // Metadata keys of the Watermill messages a relay hands to its router.
@@ -185,7 +187,7 @@ func (r *Relay) Wait(ctx context.Context) error {
 func (r *Relay) Run(ctx context.Context) error {
 	router, err := message.NewRouter(message.RouterConfig{
 		CloseTimeout: r.cfg.Timeout + SettleTimeout,
-	}, newRouterLogger(r.log))
+	}, routerlog.New(r.log))
 	if err != nil {
 		return fmt.Errorf("outbox: router: %w", err)
 	}

@@ -20,6 +20,11 @@ const (
 	// MetadataBatchSize the batch's length.
 	MetadataBatchIndex = "batch_index"
 	MetadataBatchSize  = "batch_size"
+	// MetadataPassing marks, with "true", the last event a subscriber read
+	// for a batch when it is not of the group's types: it is not applied,
+	// but the group's offset moves to it, so that a projection of rare
+	// types does not read the same stretch of other events again and again.
+	MetadataPassing = "passing"
 )
 
 // EventError is the error of applying one event, which a batch that failed
@@ -52,15 +57,23 @@ type pendingBatch struct {
 	// tx is the subscriber transaction the events were read in.
 	tx     any
 	events []eventstore.Event
+	// through is the position the batch read up to: its last event, or a
+	// passing one after it.
+	through eventstore.Position
+	// passing is whether through is a passing event's.
+	passing bool
 }
 
 // Apply holds back msg's event, read in the subscriber transaction tx, and,
 // when msg is the last of its batch, calls flush with every event held back
-// for its subscriber, in order. When flush fails it calls it again with one
-// event at a time, so that the events before the one that fails are applied
-// and that one's error is returned as an [*EventError]; the rest stay held,
-// for the message to be handed over again.
-func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []eventstore.Event) error) error {
+// for its subscriber, in order, and the position the group's offset is to
+// move to: the last event's, or that of a passing event after it
+// ([MetadataPassing]), which is not among events, and which may be all
+// there is. When flush fails it calls it again with one event at a time,
+// so that the events before the one that fails are applied and that one's
+// error is returned as an [*EventError]; the rest stay held, for the
+// message to be handed over again.
+func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []eventstore.Event, through eventstore.Position) error) error {
 	e, err := EventFromMessage(msg)
 	if err != nil {
 		return err
@@ -82,21 +95,26 @@ func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []events
 		p = &pendingBatch{tx: tx}
 		b.pending[sub] = p
 	}
-	if n := len(p.events); n == 0 || p.events[n-1].ID != e.ID {
+	if msg.Metadata.Get(MetadataPassing) == "true" {
+		p.through, p.passing = e.Position, true
+	} else if n := len(p.events); n == 0 || p.events[n-1].ID != e.ID {
 		p.events = append(p.events, e)
+		p.through = e.Position
 	}
-	events := p.events
+	events, through, passing := p.events, p.through, p.passing
 	b.mu.Unlock()
 	if index < size {
 		return nil
 	}
-	err = flush(events)
-	if err == nil {
-		b.forget(sub, p)
-		return nil
+	err = flush(events, through)
+	if err == nil || len(events) == 0 {
+		if err == nil {
+			b.forget(sub, p)
+		}
+		return err
 	}
 	for i, ev := range events {
-		if err := flush(events[i : i+1]); err != nil {
+		if err := flush(events[i:i+1], ev.Position); err != nil {
 			b.mu.Lock()
 			p.events = events[i:]
 			b.mu.Unlock()
@@ -105,6 +123,14 @@ func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []events
 				return err
 			}
 			return &EventError{Event: ev, Err: err}
+		}
+	}
+	if passing {
+		if err := flush(nil, through); err != nil {
+			b.mu.Lock()
+			p.events = nil
+			b.mu.Unlock()
+			return err
 		}
 	}
 	b.forget(sub, p)

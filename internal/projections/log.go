@@ -161,15 +161,25 @@ func EventMessage(e eventstore.Event) (*message.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projections: event %s metadata: %w", e.ID, err)
 	}
+	return EventMessageWithMetadata(e, string(md)), nil
+}
+
+// EventMessageWithMetadata returns e as the message a [Log] delivers, with
+// metadata, e's metadata as a JSON object, in place of e.Metadata: a
+// backend that reads the object as text from the log hands it on without
+// decoding it.
+func EventMessageWithMetadata(e eventstore.Event, metadata string) *message.Message {
 	m := message.NewMessage(e.ID.String(), e.Data)
 	m.Metadata.Set(MetadataStream, e.Stream)
 	m.Metadata.Set(MetadataVersion, strconv.FormatInt(e.Version, 10))
 	m.Metadata.Set(MetadataType, e.Type)
 	m.Metadata.Set(MetadataRecordedAt, e.RecordedAt.UTC().Format(time.RFC3339Nano))
-	m.Metadata.Set(MetadataMetadata, string(md))
+	if metadata != "" && metadata != "{}" {
+		m.Metadata.Set(MetadataMetadata, metadata)
+	}
 	m.Metadata.Set(MetadataCommit, strconv.FormatUint(e.Position.Commit, 10))
 	m.Metadata.Set(MetadataSeq, strconv.FormatInt(e.Position.Seq, 10))
-	return m, nil
+	return m
 }
 
 // EventFromMessage returns the event a message of a [Log] carries.

@@ -10,13 +10,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/routerlog"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -149,7 +149,7 @@ func (r *Runner) Status() []Status {
 // Run keeps the projections until ctx is done, or until every one has
 // failed.
 func (r *Runner) Run(ctx context.Context) error {
-	wlog := watermill.NewSlogLoggerWithLevelMapping(r.logger, map[slog.Level]slog.Level{slog.LevelInfo: slog.LevelDebug})
+	wlog := routerlog.New(r.logger)
 	router, err := message.NewRouter(message.RouterConfig{}, wlog)
 	if err != nil {
 		return fmt.Errorf("projections: router: %w", err)

@@ -91,6 +91,8 @@ type DB struct {
 	logs *sql.DB
 	// writeDSN opens connections like the write pool's, for [DB.Migrate].
 	writeDSN string
+	// logDSN opens the connections of the log's subscribers.
+	logDSN string
 	// relaxed makes the relay's bookkeeping commit with synchronous=NORMAL.
 	relaxed bool
 	// wake tells this DB's relays that a unit of work added messages, and
@@ -149,14 +151,23 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	}
 	read.SetMaxOpenConns(maxReaders)
 	read.SetMaxIdleConns(maxReaders)
-	// The log's pool connects when a subscriber first needs it.
-	logs, err := openLogPool(writeDSN)
+	// The log's pool connects when a subscriber first needs it. Its
+	// commits do not wait for the disk (synchronous NORMAL, in WAL mode): a
+	// crash of the machine can undo the last of them, and each undoes a
+	// projection's writes together with the offset that covers them, which
+	// are applied again. The savepoint around each batch keeps its journal
+	// in memory.
+	logDSN := dsn(path, url.Values{
+		"_pragma": {busyTimeout, "foreign_keys(1)", "synchronous(NORMAL)", "secure_delete(on)", "temp_store(MEMORY)"},
+		"_txlock": {"immediate"},
+	})
+	logs, err := openLogPool(logDSN)
 	if err != nil {
 		write.Close()
 		read.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	db := &DB{write: write, read: read, logs: logs, writeDSN: writeDSN, relaxed: true, wake: wakeup.New(), logWake: wakeup.New()}
+	db := &DB{write: write, read: read, logs: logs, writeDSN: writeDSN, logDSN: logDSN, relaxed: true, wake: wakeup.New(), logWake: wakeup.New()}
 	if err := db.Ping(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))

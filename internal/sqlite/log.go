@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -64,14 +63,14 @@ var _ projections.Log = (*Log)(nil)
 func (db *DB) Log(cfg LogConfig) *Log { return newLog(db, db.logs, cfg) }
 
 // newLog returns the Log of db whose subscribers run on pool, a pool on
-// db's file with the write pool's settings.
+// db's file opened as [openLogPool] opens it.
 func newLog(db *DB, pool *sql.DB, cfg LogConfig) *Log {
 	cfg = cfg.WithDefaults(ackDeadline, batchSize)
 	return &Log{db: db, pool: pool, cfg: cfg, batches: &projections.Batches{}}
 }
 
-// openLogPool opens the pool of the subscribers of [DB.Log] with the
-// write pool's settings, dsn: its transactions begin IMMEDIATE.
+// openLogPool opens the pool of the subscribers of [DB.Log] on dsn, whose
+// transactions begin IMMEDIATE.
 func openLogPool(dsn string) (*sql.DB, error) {
 	pool, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -146,14 +145,17 @@ func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.
 		return errors.New("sqlite: apply: the context carries no transaction of a log subscriber")
 	}
 	group := msg.Metadata.Get(projections.MetadataGroup)
-	return l.batches.Apply(msg, stx, func(events []eventstore.Event) error {
+	return l.batches.Apply(msg, stx, func(events []eventstore.Event, through eventstore.Position) error {
 		if _, err := stx.ExecContext(ctx, `SAVEPOINT apply`); err != nil {
 			return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
 		}
-		t := &tx{Tx: stx, db: l.db, now: now.UTC().Truncate(time.Microsecond)}
-		err := apply(context.WithValue(ctx, unitOfWorkKey{}, l.db), t, events)
+		var err error
+		if len(events) > 0 {
+			t := &tx{Tx: stx, db: l.db, now: now.UTC().Truncate(time.Microsecond)}
+			err = apply(context.WithValue(ctx, unitOfWorkKey{}, l.db), t, events)
+		}
 		if err == nil {
-			q := advanceOffset(group, events[len(events)-1].Position.Seq)
+			q := advanceOffset(group, through.Seq)
 			if _, err = stx.ExecContext(ctx, q.Query, q.Args...); err != nil {
 				err = fmt.Errorf("sqlite: apply: offset: %w", unavailable(ctx, err))
 			}
@@ -273,26 +275,40 @@ func (logSchema) InsertQuery(string, message.Messages) (wsql.Query, error) {
 	return wsql.Query{}, errPublish
 }
 
-// SelectQuery reads up to a batch of the group's events after its offset,
-// in position order.
+// SelectQuery reads the next window of the log after the group's offset,
+// up to a batch of events of every type in position order, and returns
+// those of the group's types, and the window's last event as a passing one
+// when it is of another type ([projections.MetadataPassing]), so that the
+// offset moves over the whole window whatever it holds: a projection of
+// rare types does not read the same stretch of other events at every poll.
 func (s logSchema) SelectQuery(topic, group string, offsets wsql.OffsetsAdapter) wsql.Query {
 	next := offsets.NextOffsetQuery(topic, group)
-	q := `SELECT ` + eventColumns + ` FROM events WHERE position > (` + next.Query + `)`
-	args := slices.Clone(next.Args)
+	// The arguments in the order of their places in the query: the types
+	// come before the offset.
+	var args []any
+	wanted := `1`
 	if s.types != "" {
-		q += ` AND type IN (SELECT value FROM json_each(?))`
+		wanted = `type IN (SELECT value FROM json_each(?))`
 		args = append(args, s.types)
 	}
-	q = `SELECT *, row_number() OVER (ORDER BY position), count(*) OVER () FROM (` +
-		q + ` ORDER BY position LIMIT ` + strconv.Itoa(s.batchSize) + `) ORDER BY position`
+	args = append(args, next.Args...)
+	q := `
+SELECT ` + eventColumns + `, NOT wanted, row_number() OVER (ORDER BY position), count(*) OVER ()
+FROM (
+	SELECT *, ` + wanted + ` AS wanted, lead(position) OVER (ORDER BY position) IS NULL AS final
+	FROM (SELECT ` + eventColumns + ` FROM events WHERE position > (` + next.Query + `) ORDER BY position LIMIT ` + strconv.Itoa(s.batchSize) + `)
+)
+WHERE wanted OR final
+ORDER BY position`
 	return wsql.Query{Query: q, Args: args}
 }
 
 // UnmarshalMessage turns a row of SelectQuery into the event's message;
 // the row's offset is the event's position.
 func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
+	var passing bool
 	var index, size int64
-	e, err := scanEvent(row, &index, &size)
+	e, err := scanEvent(row, &passing, &index, &size)
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
 	}
@@ -304,6 +320,9 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	msg.Metadata.Set(projections.MetadataSubscriber, s.subscriber)
 	msg.Metadata.Set(projections.MetadataBatchIndex, strconv.FormatInt(index, 10))
 	msg.Metadata.Set(projections.MetadataBatchSize, strconv.FormatInt(size, 10))
+	if passing {
+		msg.Metadata.Set(projections.MetadataPassing, "true")
+	}
 	return wsql.Row{Offset: e.Position.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
 }
 

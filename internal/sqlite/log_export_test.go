@@ -16,7 +16,7 @@ import (
 // which rolls back its transaction as the death of its process would, and
 // fails with [driver.ErrBadConn]; no new connection opens.
 func OtherProcessLog(t testing.TB, db *DB, cfg LogConfig) (log *Log, crash func()) {
-	c := &crashConnector{driver: db.write.Driver(), dsn: db.writeDSN}
+	c := &crashConnector{driver: db.write.Driver(), dsn: db.logDSN}
 	pool := sql.OpenDB(c)
 	limitLogPool(pool)
 	t.Cleanup(func() { _ = pool.Close() })

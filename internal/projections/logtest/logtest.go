@@ -109,6 +109,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 	cases := []testCase{
 		{name: "CommitOrder", run: testCommitOrder},
 		{name: "Types", run: testTypes},
+		{name: "PassesOverOtherTypes", run: testPassesOverOtherTypes},
 		{name: "InFlightIsNeverSkipped", concurrent: true, run: testInFlightIsNeverSkipped},
 		{name: "NackLeavesNoWrite", run: testNackLeavesNoWrite},
 		{name: "WakesOnCommit", run: testWakesOnCommit},
@@ -165,6 +166,41 @@ func testTypes(t *testing.T, h Harness) {
 	waitRecorded(t, h, len(want), c)
 	c.stop(t)
 	assertRecorded(t, h, want)
+}
+
+// PassesOverOtherTypes: a group of a rare type moves its offset over the
+// events of other types, in windows of a batch, even where no event of its
+// type follows, so that it does not read the same stretch of the log at
+// every poll. Behind with no types counts what its offset has not passed.
+func testPassesOverOtherTypes(t *testing.T, h Harness) {
+	rare := mustAppend(t, h, "rare", newEvent(t, "logtest.rare"))[0]
+	// More than a batch of events of another type after it, in units of
+	// work of 7, so that windows end inside transactions.
+	for i := range 6 {
+		var events []eventstore.Event
+		for range 7 {
+			events = append(events, newEvent(t, "logtest.common"))
+		}
+		mustAppend(t, h, fmt.Sprintf("common-%d", i), events...)
+	}
+	c := consume(t, h, h.Log, group, []string{"logtest.rare"}, nil)
+	waitRecorded(t, h, 1, c)
+	deadline := time.Now().Add(within)
+	for {
+		n, _, err := h.Log.Behind(t.Context(), group, nil)
+		if err != nil {
+			t.Fatalf("Behind: %v", err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the offset stays %d events of other types short of the log's end after %s (%s)", n, within, c.logged())
+		}
+		c.waitPolls(t, 1)
+	}
+	c.stop(t)
+	assertRecorded(t, h, []uuid.UUID{rare.ID})
 }
 
 func testInFlightIsNeverSkipped(t *testing.T, h Harness) {

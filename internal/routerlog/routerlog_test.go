@@ -1,0 +1,38 @@
+package routerlog
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill"
+)
+
+func TestLoggerWritesOnlyWhatSlogsLevelLetsThrough(t *testing.T) {
+	var buf bytes.Buffer
+	l := New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))).
+		With(watermill.LogFields{"handler": "h"})
+	l.Trace("traced", watermill.LogFields{"k": 1})
+	l.Debug("debugged", nil)
+	l.Info("informed", nil)
+	l.Error("failed", errors.New("boom"), watermill.LogFields{"k": 2})
+	out := buf.String()
+	for _, hidden := range []string{"traced", "debugged", "informed"} {
+		if strings.Contains(out, hidden) {
+			t.Errorf("%q logged at level Info:\n%s", hidden, out)
+		}
+	}
+	if !strings.Contains(out, "failed") || !strings.Contains(out, "boom") || !strings.Contains(out, "handler=h") {
+		t.Errorf("the error was not logged with its fields:\n%s", out)
+	}
+
+	buf.Reset()
+	l = New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: watermill.LevelTrace})))
+	l.Trace("traced", nil)
+	l.Info("informed", nil)
+	if out := buf.String(); !strings.Contains(out, "traced") || !strings.Contains(out, "level=DEBUG msg=informed") {
+		t.Errorf("at the trace level, want the trace and Info at Debug:\n%s", out)
+	}
+}
