@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/projections"
 )
 
 // getenv returns a getenv over m.
@@ -72,7 +74,7 @@ func TestMigrateThenServeUntilCancelled(t *testing.T) {
 	if err != nil || !strings.Contains(out, "up to date") {
 		t.Fatalf("migrate: %q, %v", out, err)
 	}
-	out, err = runApp(t, t.Context(), env, "projections", "rebuild")
+	out, err = runApp(t, t.Context(), env, "projections", "rebuild", "views")
 	if err != nil || out != "rebuilt the user views from 0 events\n" {
 		t.Fatalf("projections rebuild on an empty log: %q, %v", out, err)
 	}
@@ -160,6 +162,65 @@ func TestProjectionBenchmarksEndWithTheirSummaryLine(t *testing.T) {
 		}
 		if !tc.want.MatchString(out) {
 			t.Errorf("%v printed %q, want a last line matching %s", tc.args, out, tc.want)
+		}
+	}
+}
+
+// `app projections rebuild activity` switches reads to a new version and
+// says so; `status` then shows that version alone; progress lines go to
+// stderr, which is no terminal here. An unknown name, or none, is an error
+// that names the projections.
+func TestProjectionsRebuildActivity(t *testing.T) {
+	t.Parallel()
+	for name, url := range map[string]func(t *testing.T) string{
+		"postgres": func(t *testing.T) string { return pgtest.NewURL(t) },
+		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"DATABASE_URL": url(t)}
+			if _, err := runApp(t, t.Context(), env, "migrate"); err != nil {
+				t.Fatal(err)
+			}
+			for version := 2; version <= 3; version++ {
+				var stdout, stderr bytes.Buffer
+				if err := run(t.Context(), []string{"projections", "rebuild", "activity"}, getenv(env), &stdout, &stderr); err != nil {
+					t.Fatalf("rebuild: %v\n%s", err, stderr.String())
+				}
+				want := fmt.Sprintf("rebuilt activity: version %d serves reads; version %d is dropped\n", version, version-1)
+				if stdout.String() != want {
+					t.Errorf("rebuild said %q, want %q", stdout.String(), want)
+				}
+				if line := fmt.Sprintf("activity version %d: 0 of 0 events applied\n", version); !strings.Contains(stderr.String(), line) {
+					t.Errorf("stderr lacks the progress line %q:\n%s", line, stderr.String())
+				}
+				out, err := runApp(t, t.Context(), env, "projections", "status")
+				if want := fmt.Sprintf("activity\tversion %d\tbehind 0 events, 0.0s\trunning\n", version); err != nil || out != want {
+					t.Errorf("status: %q, %v; want %q", out, err, want)
+				}
+			}
+			for _, args := range [][]string{{"projections", "rebuild"}, {"projections", "rebuild", "nope"}} {
+				if _, err := runApp(t, t.Context(), env, args...); err == nil || !strings.Contains(err.Error(), "views (the inline user views) or activity") {
+					t.Errorf("app %s: %v, want an error that names the projections", strings.Join(args, " "), err)
+				}
+			}
+		})
+	}
+}
+
+// The progress bar of a rebuild on a terminal names the version, grows
+// with the log, and ends at 100%.
+func TestProgressBarOfARebuild(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	report := progressBar(&out, "activity")
+	report(projections.Progress{Version: 2, Done: 0, Total: 1000})
+	report(projections.Progress{Version: 2, Done: 600, Total: 1500})
+	report(projections.Progress{Version: 2, Done: 1500, Total: 1500})
+	got := out.String()
+	for _, want := range []string{"activity version 2", "100%", "(1500/1500"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the bar lacks %q:\n%q", want, got)
 		}
 	}
 }

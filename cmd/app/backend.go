@@ -40,9 +40,10 @@ type backend interface {
 	Close()
 }
 
-// activity is an account activity projection with its reads.
+// activity is an account activity projection with its reads, rebuilt
+// blue/green.
 type activity interface {
-	projections.Projection
+	projections.Rebuildable
 	httpapi.ActivityReader
 	// Behind counts the events of the projection's types that its
 	// committed offset has not reached.

@@ -10,12 +10,15 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
@@ -252,11 +255,19 @@ func outboxCommand(ctx context.Context, args []string, getenv func(string) strin
 	}
 }
 
-// projectionsCommand rebuilds the inline projections from the event log,
-// or tells how far behind the log the asynchronous ones are.
+// projectionsCommand rebuilds a projection, or tells where each
+// asynchronous one stands.
 func projectionsCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) != 1 || (args[0] != "rebuild" && args[0] != "status") {
-		return errors.New("projections: want the subcommand rebuild or status")
+	switch {
+	case len(args) == 1 && args[0] == "status":
+	case len(args) == 2 && args[0] == "rebuild":
+		if args[1] != "views" && args[1] != "activity" {
+			return fmt.Errorf("projections rebuild: unknown projection %q: want views (the inline user views) or activity", args[1])
+		}
+	case len(args) >= 1 && args[0] == "rebuild":
+		return errors.New("projections rebuild: want one projection: views (the inline user views) or activity")
+	default:
+		return errors.New("projections: want the subcommand rebuild NAME or status")
 	}
 	e, err := load(getenv, stderr)
 	if err != nil {
@@ -267,8 +278,11 @@ func projectionsCommand(ctx context.Context, args []string, getenv func(string) 
 		return err
 	}
 	defer db.Close()
-	if args[0] == "status" {
+	switch {
+	case args[0] == "status":
 		return projectionsStatus(ctx, db, stdout)
+	case args[1] == "activity":
+		return rebuildActivity(ctx, e, db, stdout, stderr)
 	}
 	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), db.Views())
 	if err != nil {
@@ -278,33 +292,100 @@ func projectionsCommand(ctx context.Context, args []string, getenv func(string) 
 	return nil
 }
 
-// projectionsStatus prints, for each asynchronous projection, how many
-// events and seconds it is behind the head of the log, and whether it has
-// failed; it returns an error when one has.
+// rebuildActivity rebuilds the activity projection blue/green, with a
+// progress bar on stderr when it is a terminal, and a line every few
+// seconds otherwise.
+func rebuildActivity(ctx context.Context, e env, db backend, stdout, stderr io.Writer) error {
+	a := db.Activity()
+	report := progressLines(stderr, a.Name())
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		report = progressBar(stderr, a.Name())
+	}
+	from, to, err := projections.Renew(ctx, db.Log(), a, report, projections.WithRunnerLogger(e.log))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "rebuilt %s: version %d serves reads; version %d is dropped\n", a.Name(), to, from)
+	return nil
+}
+
+// progressLines reports a rebuild's progress as a plain line when it starts,
+// every 5 seconds, and when it has caught up.
+func progressLines(w io.Writer, name string) func(projections.Progress) {
+	var last time.Time
+	return func(p projections.Progress) {
+		if done := p.Done == p.Total; done || time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			fmt.Fprintf(w, "%s version %d: %d of %d events applied\n", name, p.Version, p.Done, p.Total)
+		}
+	}
+}
+
+// progressBar reports a rebuild's progress as a bar on a terminal.
+func progressBar(w io.Writer, name string) func(projections.Progress) {
+	var bar *progressbar.ProgressBar
+	return func(p projections.Progress) {
+		if bar == nil {
+			bar = progressbar.NewOptions64(max(p.Total, 1),
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(fmt.Sprintf("%s version %d", name, p.Version)),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetItsString("events"),
+				progressbar.OptionShowIts(),
+				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
+			)
+		}
+		if p.Total > bar.GetMax64() {
+			bar.ChangeMax64(p.Total)
+		}
+		_ = bar.Set64(p.Done)
+	}
+}
+
+// projectionsStatus prints, for each version of each asynchronous
+// projection, how many events and seconds it is behind the head of the
+// log, and its state: running (serving reads), rebuilding (built beside
+// the one that serves), or failed; it returns an error when one has
+// failed.
 func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error {
 	now := time.Now()
 	var failed []string
 	log := db.Log()
-	for _, p := range []projections.Projection{db.Activity()} {
-		g := projections.Group(p)
-		n, oldest, err := log.Behind(ctx, g, p.Types())
+	for _, p := range []projections.Rebuildable{db.Activity()} {
+		v, err := log.Versions(ctx, p.Name(), p.Version())
 		if err != nil {
 			return err
 		}
-		f, isFailed, err := log.Failure(ctx, g)
-		if err != nil {
-			return err
+		versions := []int{v.Serving}
+		if v.Building != 0 {
+			versions = append(versions, v.Building)
 		}
-		secs := 0.0
-		if !oldest.IsZero() {
-			secs = max(now.Sub(oldest).Seconds(), 0)
+		for _, version := range versions {
+			g := projections.Group(p.At(version))
+			n, oldest, err := log.Behind(ctx, g, p.Types())
+			if err != nil {
+				return err
+			}
+			f, isFailed, err := log.Failure(ctx, g)
+			if err != nil {
+				return err
+			}
+			secs := 0.0
+			if !oldest.IsZero() {
+				secs = max(now.Sub(oldest).Seconds(), 0)
+			}
+			state := string(projections.StateRunning)
+			if version == v.Building {
+				state = string(projections.StateRebuilding)
+			}
+			if isFailed {
+				state = fmt.Sprintf("failed at %s since %s: %s", projections.FormatPosition(f.Position), f.At.Format(time.RFC3339), f.Error)
+				failed = append(failed, g)
+			}
+			fmt.Fprintf(stdout, "%s\tversion %d\tbehind %d events, %.1fs\t%s\n", p.Name(), version, n, secs, state)
 		}
-		state := "running"
-		if isFailed {
-			state = fmt.Sprintf("failed at %s since %s: %s", projections.FormatPosition(f.Position), f.At.Format(time.RFC3339), f.Error)
-			failed = append(failed, g)
-		}
-		fmt.Fprintf(stdout, "%s\tversion %d\tbehind %d events, %.1fs\t%s\n", p.Name(), p.Version(), n, secs, state)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("projections: %s failed", strings.Join(failed, ", "))

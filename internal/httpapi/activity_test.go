@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +28,7 @@ import (
 // and returns a function that waits until it has applied every event.
 func runActivity(t *testing.T, e *env) (caughtUp func()) {
 	t.Helper()
-	r, err := projections.NewRunner(e.log, []projections.Projection{e.activity})
+	r, err := projections.NewRunner(e.log, []projections.Projection{e.activity}, projections.WithFollowInterval(10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +201,15 @@ func testActivityReplay(t *testing.T, e *env) {
 	}
 	caughtUp()
 
+	assertActivityIsTheReplay(t, e, caughtUp, tokens, ids)
+}
+
+// assertActivityIsTheReplay checks that each account's activity, page by
+// page, is what a replay of the whole log makes of it. tokens holds the
+// people signed in, ids every person's account; one not signed in signs in
+// to read, which the replay counts.
+func assertActivityIsTheReplay(t *testing.T, e *env, caughtUp func(), tokens, ids map[string]string) {
+	t.Helper()
 	// The replay: every event of the log, in its order, through ActivityOf.
 	want := map[string][]string{}
 	err := e.runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
@@ -244,5 +256,141 @@ func testActivityReplay(t *testing.T, e *env) {
 		if !slices.Equal(got, want[id]) {
 			t.Errorf("%s's activity:\n%s\nwant the replay's:\n%s", who, strings.Join(got, "\n"), strings.Join(want[id], "\n"))
 		}
+	}
+}
+
+// A blue/green rebuild of the activity while people sign in and out and
+// read their activity: no read fails, reads switch to the new version, the
+// old one's table is gone, and the new version is what a replay of the log
+// makes, item for item. Twice, from version 1 to 2 and from 2 to 3.
+func TestActivityRebuildsBlueGreenWhileServing(t *testing.T) {
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testActivityRebuild(t, setup(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testActivityRebuild(t, serveSQLite(t)) })
+}
+
+func testActivityRebuild(t *testing.T, e *env) {
+	caughtUp := runActivity(t, e)
+	people := []string{"ada@example.com", "grace@example.com", "alan@example.com"}
+	tokens, ids := map[string]string{}, map[string]string{}
+	for _, who := range people {
+		s := e.signIn(t, who)
+		tokens[who], ids[who] = s.Token, s.User.ID.String()
+	}
+	caughtUp()
+	rb, ok := e.activity.(projections.Rebuildable)
+	if !ok {
+		t.Fatalf("%T is not rebuildable", e.activity)
+	}
+	for _, want := range []struct{ from, to int }{{1, 2}, {2, 3}} {
+		ctx, cancel := context.WithCancel(t.Context())
+		// Readers: every read answers 200, before, during and after the
+		// switch.
+		var reads atomic.Int64
+		failed := make(chan string, 100)
+		var wg sync.WaitGroup
+		for who, token := range tokens {
+			if who == "ada@example.com" {
+				continue // She signs out and in meanwhile.
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/v1/me/activity?limit=5", nil)
+					req.Header.Set("Authorization", "Bearer "+token)
+					resp, err := e.client.Do(req)
+					if ctx.Err() != nil {
+						return
+					}
+					if err != nil {
+						failed <- err.Error()
+						return
+					}
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						failed <- fmt.Sprintf("%d %s", resp.StatusCode, body)
+						return
+					}
+					reads.Add(1)
+				}
+			}()
+		}
+		// A writer: Ada signs out and in again, ten minutes apart, so the
+		// log grows while both versions follow it.
+		wrote := make(chan int)
+		go func() {
+			n := 0
+			defer func() { wrote <- n }()
+			for ctx.Err() == nil {
+				e.clock.Advance(10 * time.Minute)
+				r := e.send(t, request{method: "DELETE", path: "/v1/sessions/current", token: tokens["ada@example.com"]})
+				if r.status != http.StatusNoContent {
+					t.Errorf("sign out: %s", r)
+					return
+				}
+				e.clock.Advance(10 * time.Minute)
+				s := e.signIn(t, "ada@example.com")
+				tokens["ada@example.com"] = s.Token
+				n++
+			}
+		}()
+		var progressed []projections.Progress
+		var registered []projections.Versions
+		from, to, err := projections.Renew(t.Context(), e.log, rb, func(p projections.Progress) {
+			progressed = append(progressed, p)
+			for _, v := range registered {
+			if v != (projections.Versions{Serving: want.from, Building: want.to}) {
+				t.Errorf("while building, the registry held %+v, want version %d serving and %d building", v, want.from, want.to)
+				break
+			}
+		}
+		v, err := e.log.Versions(t.Context(), rb.Name(), 1)
+			if err != nil {
+				t.Error(err)
+			}
+			registered = append(registered, v)
+		}, projections.WithFollowInterval(10*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Reads go on a while on the new version.
+		after := reads.Load()
+		for reads.Load() < after+20 && len(failed) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		wg.Wait()
+		cycles := <-wrote
+		close(failed)
+		for f := range failed {
+			t.Errorf("a read during the rebuild to version %d failed: %s", want.to, f)
+		}
+		if from != want.from || to != want.to {
+			t.Fatalf("Renew went from version %d to %d, want %d to %d", from, to, want.from, want.to)
+		}
+		if len(progressed) == 0 || progressed[len(progressed)-1].Done != progressed[len(progressed)-1].Total {
+			t.Errorf("progress %+v, want reports ending caught up", progressed)
+		}
+		for _, v := range registered {
+			if v != (projections.Versions{Serving: want.from, Building: want.to}) {
+				t.Errorf("while building, the registry held %+v, want version %d serving and %d building", v, want.from, want.to)
+				break
+			}
+		}
+		v, err := e.log.Versions(t.Context(), rb.Name(), 1)
+		if err != nil || v != (projections.Versions{Serving: want.to}) {
+			t.Fatalf("registry %+v, %v; want version %d serving and none building", v, err, want.to)
+		}
+		err = e.log.Catalog(t.Context(), rb.Name(), 1, func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error) {
+			return v, rb.At(want.from).Reset(ctx, tx)
+		})
+		if err == nil {
+			t.Errorf("version %d's table is still there after the switch", want.from)
+		}
+		t.Logf("version %d: %d reads, %d sign-out and sign-in cycles during the rebuild", want.to, reads.Load(), cycles)
+		caughtUp()
+		assertActivityIsTheReplay(t, e, caughtUp, tokens, ids)
 	}
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,33 +17,81 @@ import (
 )
 
 // Activity is the asynchronous projection "activity" of this backend, and
-// the reads of it: what happened to each account, newest first. Its writes
-// run in the transactions of an [EventLog] subscriber ([SQLTx]).
+// the reads of it: what happened to each account, newest first. Version v
+// keeps its rows in the table activity_vv; reads query the view activity,
+// of the version that serves ([projections.Rebuildable]). Its writes run
+// in the transactions of an [EventLog] subscriber ([SQLTx]).
 type Activity struct {
 	user.ActivityProjection
-	pool *pgxpool.Pool
-	log  *EventLog
+	version int
+	pool    *pgxpool.Pool
+	log     *EventLog
 }
 
-var _ projections.Projection = Activity{}
+var _ projections.Rebuildable = Activity{}
 
-// Activity returns the activity projection over db.
-func (db *DB) Activity() Activity { return Activity{pool: db.pool, log: db.Log(LogConfig{})} }
+// Activity returns the activity projection over db, at its first version.
+func (db *DB) Activity() Activity {
+	a := Activity{pool: db.pool, log: db.Log(LogConfig{})}
+	a.version = a.ActivityProjection.Version()
+	return a
+}
 
-// Reset empties the projection in t.
-func (Activity) Reset(ctx context.Context, t uow.Tx) error {
+// Version is the version the projection writes.
+func (a Activity) Version() int { return a.version }
+
+// At returns the projection writing version v.
+func (a Activity) At(v int) projections.Rebuildable {
+	a.version = v
+	return a
+}
+
+// table is the table of the projection's version.
+func (a Activity) table() string { return "activity_v" + strconv.Itoa(a.version) }
+
+// Create makes the version's table, as migration 00005 made version 1's.
+func (a Activity) Create(ctx context.Context, t uow.Tx) error {
+	return a.exec(ctx, t, "create", `CREATE TABLE IF NOT EXISTS `+a.table()+` (
+	user_id         uuid        NOT NULL,
+	position_commit bigint      NOT NULL,
+	position_seq    bigint      NOT NULL,
+	type            text        NOT NULL,
+	at              timestamptz NOT NULL,
+	detail          text        NOT NULL DEFAULT '',
+	PRIMARY KEY (user_id, position_commit, position_seq)
+)`)
+}
+
+// Serve points the view activity at the version's table. Replacing the
+// view waits for the reads of it in flight; reads that come meanwhile
+// wait for the commit and then read the new version.
+func (a Activity) Serve(ctx context.Context, t uow.Tx) error {
+	return a.exec(ctx, t, "serve", `CREATE OR REPLACE VIEW activity AS SELECT * FROM `+a.table())
+}
+
+// Drop removes the version's table.
+func (a Activity) Drop(ctx context.Context, t uow.Tx) error {
+	return a.exec(ctx, t, "drop", `DROP TABLE IF EXISTS `+a.table())
+}
+
+// Reset empties the version's table in t.
+func (a Activity) Reset(ctx context.Context, t uow.Tx) error {
+	return a.exec(ctx, t, "reset", `DELETE FROM `+a.table())
+}
+
+func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
 	stx, err := SQLTx(t)
 	if err != nil {
-		return fmt.Errorf("activity: reset: %w", err)
+		return fmt.Errorf("activity: %s: %w", op, err)
 	}
-	if _, err := stx.ExecContext(ctx, `DELETE FROM activity_v1`); err != nil {
-		return fmt.Errorf("activity: reset: %w", err)
+	if _, err := stx.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("activity: %s %s: %w", op, a.table(), unavailable(ctx, err))
 	}
 	return nil
 }
 
 // Apply records the activity of events in t, a subscriber's transaction.
-func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
+func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
 	stx, err := SQLTx(t)
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
@@ -58,7 +107,7 @@ func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event)
 		return nil
 	})
 	if err == nil && len(ids) > 0 {
-		_, err = stx.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position_commit, position_seq, type, at, detail)
+		_, err = stx.ExecContext(ctx, `INSERT INTO `+a.table()+` (user_id, position_commit, position_seq, type, at, detail)
 SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])`,
 			ids, commits, seqs, types, ats, details)
 	}
@@ -72,7 +121,7 @@ SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::tim
 // before (the newest when before is nil), newest first, and whether more
 // are older still.
 func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]user.Activity, bool, error) {
-	q, args := `SELECT type, at, detail, position_commit, position_seq FROM activity_v1 WHERE user_id = $1`, []any{id}
+	q, args := `SELECT type, at, detail, position_commit, position_seq FROM activity WHERE user_id = $1`, []any{id}
 	if before != nil {
 		q += ` AND (position_commit, position_seq) < ($3, $4)`
 		args = append(args, limit+1, int64(before.Commit), before.Seq)
@@ -101,9 +150,8 @@ func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Pos
 	return items, more, nil
 }
 
-// Behind counts the events of the projection's types in the log that it has
-// not applied yet.
+// Behind counts the events of the projection's types in the log that the
+// version serving reads has not applied yet.
 func (a Activity) Behind(ctx context.Context) (int64, error) {
-	n, _, err := a.log.Behind(ctx, projections.Group(a), a.Types())
-	return n, err
+	return projections.ServingBehind(ctx, a.log, a)
 }

@@ -175,6 +175,68 @@ func (l *EventLog) Failure(ctx context.Context, group string) (projections.Failu
 	return projections.Failure{At: at.Time.UTC(), Position: p, Error: why.String}, true, nil
 }
 
+// Versions returns the registry's versions of name, as [projections.Log]
+// describes.
+func (l *EventLog) Versions(ctx context.Context, name string, base int) (projections.Versions, error) {
+	var v projections.Versions
+	var building sql.NullInt64
+	err := l.db.QueryRowContext(ctx, `SELECT serving, building FROM projection_versions WHERE name = $1`, name).Scan(&v.Serving, &building)
+	if errors.Is(err, sql.ErrNoRows) {
+		return projections.Versions{Serving: base}, nil
+	}
+	if err != nil {
+		return v, fmt.Errorf("postgres: versions of %s: %w", name, unavailable(ctx, err))
+	}
+	v.Building = int(building.Int64)
+	return v, nil
+}
+
+// Catalog runs fn in a transaction that holds name's row of the registry
+// (FOR UPDATE), as [projections.Log] describes. fn's Tx is the
+// transaction's ([SQLTx]).
+func (l *EventLog) Catalog(ctx context.Context, name string, base int, fn func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error)) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("postgres: catalog %s: %w", name, unavailable(ctx, err))
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO projection_versions (name, serving) VALUES ($1, $2) ON CONFLICT DO NOTHING`, name, base); err != nil {
+		return fmt.Errorf("postgres: catalog %s: %w", name, unavailable(ctx, err))
+	}
+	var v projections.Versions
+	var building sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT serving, building FROM projection_versions WHERE name = $1 FOR UPDATE`, name).Scan(&v.Serving, &building); err != nil {
+		return fmt.Errorf("postgres: catalog %s: %w", name, unavailable(ctx, err))
+	}
+	v.Building = int(building.Int64)
+	next, err := fn(ctx, &sqlTx{Tx: tx, now: time.Now().UTC().Truncate(time.Microsecond)}, v)
+	if err != nil {
+		return err
+	}
+	building = sql.NullInt64{Int64: int64(next.Building), Valid: next.Building != 0}
+	if _, err := tx.ExecContext(ctx, `UPDATE projection_versions SET serving = $2, building = $3 WHERE name = $1`, name, next.Serving, building); err != nil {
+		return fmt.Errorf("postgres: catalog %s: %w", name, unavailable(ctx, err))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("postgres: catalog %s: commit: %w", name, unavailable(ctx, err))
+	}
+	return nil
+}
+
+// Forget removes group's offset in t, as [projections.Log] describes: the
+// DELETE waits for the row lock that a batch in flight holds, and a later
+// batch finds no offset, and so no event after it.
+func (l *EventLog) Forget(ctx context.Context, t uow.Tx, group string) error {
+	stx, err := SQLTx(t)
+	if err != nil {
+		return fmt.Errorf("postgres: forget %s: %w", group, err)
+	}
+	if _, err := stx.ExecContext(ctx, `DELETE FROM projection_offsets WHERE consumer_group = $1`, group); err != nil {
+		return fmt.Errorf("postgres: forget %s: %w", group, unavailable(ctx, err))
+	}
+	return nil
+}
+
 // advanceOffset moves group's offset to the event at (txid, position),
 // never backwards.
 func advanceOffset(group, txid string, position int64) wsql.Query {

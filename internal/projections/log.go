@@ -58,6 +58,19 @@ type Log interface {
 	// Failure returns the failure recorded for group, and false when it
 	// has none.
 	Failure(ctx context.Context, group string) (Failure, bool, error)
+	// Versions returns the registry's versions of the projection name;
+	// one the registry does not hold yet serves base.
+	Versions(ctx context.Context, name string, base int) (Versions, error)
+	// Catalog runs fn in a transaction of its own, outside any
+	// subscriber's, that holds the registry's entry of name (made at base
+	// when missing) until it commits, and stores the versions fn returns.
+	// Two calls for one name take turns.
+	Catalog(ctx context.Context, name string, base int, fn func(ctx context.Context, tx uow.Tx, v Versions) (Versions, error)) error
+	// Forget removes group's offset, and its failure, as part of tx, a
+	// transaction of Catalog; it waits for a batch of the group in flight
+	// to commit, and no batch of the group applies anything afterwards
+	// unless the group subscribes again.
+	Forget(ctx context.Context, tx uow.Tx, group string) error
 }
 
 // Failure is why a projection stopped.

@@ -19,12 +19,33 @@ const behindTimeout = 2 * time.Second
 // runnerMetrics are a [Runner]'s instruments, by projection (its group):
 // events applied and the time each took, how many events and how many
 // seconds the projection is behind the log, and its state (0 running,
-// 1 failed). Alert on projections.state above 0 and on
-// projections.behind.seconds growing.
+// 1 failed, 2 rebuilding beside the version that serves). Alert on
+// projections.state equal to 1 and on projections.behind.seconds growing
+// for a version that is running.
 type runnerMetrics struct {
 	applied  metric.Int64Counter
 	duration metric.Float64Histogram
-	groups   map[string]metric.MeasurementOption
+
+	mu     sync.Mutex
+	groups map[string]metric.MeasurementOption
+}
+
+// track makes the instruments report group from now on.
+func (m *runnerMetrics) track(group string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.groups[group]; ok {
+		return
+	}
+	m.groups[group] = metric.WithAttributeSet(attribute.NewSet(attribute.String("projection", group)))
+	m.applied.Add(context.Background(), 0, m.groups[group])
+}
+
+// of returns the attributes of group's measurements.
+func (m *runnerMetrics) of(group string) metric.MeasurementOption {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.groups[group]
 }
 
 func newRunnerMetrics(mp metric.MeterProvider, r *Runner) (*runnerMetrics, func(), error) {
@@ -51,15 +72,9 @@ func newRunnerMetrics(mp metric.MeterProvider, r *Runner) (*runnerMetrics, func(
 		return nil, nil, fmt.Errorf("projections: metrics: %w", err)
 	}
 	state, err := meter.Int64ObservableGauge("projections.state",
-		metric.WithDescription("State of each projection: 0 running, 1 failed."))
+		metric.WithDescription("State of each projection version: 0 running, 1 failed, 2 rebuilding."))
 	if err != nil {
 		return nil, nil, fmt.Errorf("projections: metrics: %w", err)
-	}
-	ctx := context.Background()
-	for _, p := range r.projs {
-		g := Group(p)
-		m.groups[g] = metric.WithAttributeSet(attribute.NewSet(attribute.String("projection", g)))
-		m.applied.Add(ctx, 0, m.groups[g])
 	}
 	type lag struct {
 		events int64
@@ -69,32 +84,32 @@ func newRunnerMetrics(mp metric.MeterProvider, r *Runner) (*runnerMetrics, func(
 	last := make(map[string]lag, len(r.projs))
 	reg, err := meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		now := r.now()
-		failed := map[string]bool{}
-		for _, s := range r.Status() {
-			failed[s.Group] = s.State == StateFailed
-		}
 		mu.Lock()
 		defer mu.Unlock()
-		for _, p := range r.projs {
-			g := Group(p)
+		for _, st := range r.kept() {
+			g := st.Group
 			bctx, cancel := context.WithTimeout(ctx, behindTimeout)
-			n, oldest, err := r.log.Behind(bctx, g, p.Types())
+			n, oldest, err := r.log.Behind(bctx, g, st.types)
 			cancel()
 			if err == nil {
 				last[g] = lag{n, oldest}
 			}
 			l := last[g]
-			o.ObserveInt64(events, l.events, m.groups[g])
+			attrs := m.of(g)
+			o.ObserveInt64(events, l.events, attrs)
 			age := 0.0
 			if !l.oldest.IsZero() {
 				age = max(now.Sub(l.oldest).Seconds(), 0)
 			}
-			o.ObserveFloat64(seconds, age, m.groups[g])
-			st := int64(0)
-			if failed[g] {
-				st = 1
+			o.ObserveFloat64(seconds, age, attrs)
+			code := int64(0)
+			switch st.State {
+			case StateFailed:
+				code = 1
+			case StateRebuilding:
+				code = 2
 			}
-			o.ObserveInt64(state, st, m.groups[g])
+			o.ObserveInt64(state, code, attrs)
 		}
 		return nil
 	}, events, seconds, state)

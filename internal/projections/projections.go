@@ -32,9 +32,50 @@ type Projection interface {
 	Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error
 }
 
+// Rebuildable is an asynchronous projection that can be built again, as a
+// new version beside the one that serves reads, and switched to while the
+// service serves ([Renew]). Its versions are numbered from its Version;
+// which one serves, and which is being built, is kept in the backend's
+// registry ([Log.Catalog]), so that every instance follows the same ones.
+type Rebuildable interface {
+	Projection
+	// At returns the projection writing version v's tables.
+	At(v int) Rebuildable
+	// Create makes the projection's tables, unless they exist, in tx.
+	Create(ctx context.Context, tx uow.Tx) error
+	// Serve makes the projection's reads see its tables from the commit
+	// of tx on. A read in flight finishes on the tables it began on.
+	Serve(ctx context.Context, tx uow.Tx) error
+	// Drop removes the projection's tables in tx, waiting for reads of
+	// them in flight.
+	Drop(ctx context.Context, tx uow.Tx) error
+}
+
+// Versions is where a [Rebuildable] projection stands in the registry.
+type Versions struct {
+	// Serving is the version reads see.
+	Serving int
+	// Building is the version being built beside it, 0 when none.
+	Building int
+}
+
 // Group returns the consumer group of an asynchronous projection: its name
 // and version, such as "activity.v2".
-func Group(p Projection) string { return p.Name() + ".v" + strconv.Itoa(p.Version()) }
+func Group(p Projection) string { return groupOf(p.Name(), p.Version()) }
+
+func groupOf(name string, version int) string { return name + ".v" + strconv.Itoa(version) }
+
+// ServingBehind counts the events of p's types that the version of p
+// serving reads (by log's registry, p's own version when it holds none)
+// has still to apply.
+func ServingBehind(ctx context.Context, log Log, p Projection) (int64, error) {
+	v, err := log.Versions(ctx, p.Name(), p.Version())
+	if err != nil {
+		return 0, err
+	}
+	n, _, err := log.Behind(ctx, groupOf(p.Name(), v.Serving), p.Types())
+	return n, err
+}
 
 // pageSize is how many events a rebuild reads at a time.
 const pageSize = 1000

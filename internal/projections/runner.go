@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"go.opentelemetry.io/otel/metric"
@@ -27,16 +28,21 @@ const DefaultMaxTries = 10
 // State is where an asynchronous projection stands.
 type State string
 
-// The states of an asynchronous projection.
+// The states of an asynchronous projection: running serves reads, and
+// rebuilding is being built beside the version that does ([Renew]).
 const (
-	StateRunning State = "running"
-	StateFailed  State = "failed"
+	StateRunning    State = "running"
+	StateRebuilding State = "rebuilding"
+	StateFailed     State = "failed"
 )
 
 // Status is what a [Runner] knows of one projection.
 type Status struct {
-	Group string
-	State State
+	// Group is the projection's consumer group: Name and Version.
+	Group   string
+	Name    string
+	Version int
+	State   State
 	// Applied counts the events applied since the runner started. A batch
 	// that does not commit (the runner stopped, the database went away) is
 	// applied again by the next subscriber, and counted again.
@@ -53,6 +59,12 @@ type Status struct {
 // ([Group]), so that it sees every event of its types once, in log order,
 // and its writes commit with its offset.
 //
+// A [Rebuildable] projection runs at the versions the log's registry names
+// ([Log.Versions]): the one serving reads and the one being built beside it,
+// if any. The runner reads the registry every follow interval and adds and
+// stops handlers to match, so every instance takes part in a rebuild and
+// leaves the old version once reads have switched ([Renew]).
+//
 // A projection that cannot apply an event stops; it never skips one, since
 // every later event may depend on it. The event is handed over again after
 // the log's resend interval, up to the runner's tries; then the projection
@@ -65,6 +77,10 @@ type Runner struct {
 	now      func() time.Time
 	logger   *slog.Logger
 	maxTries int
+	follow   time.Duration
+	// fixed runs each projection at its own version only, whatever the
+	// registry says: the runner of a rebuild.
+	fixed bool
 
 	meter     metric.MeterProvider
 	metrics   *runnerMetrics
@@ -72,10 +88,17 @@ type Runner struct {
 
 	// recording counts the failures being recorded; Run waits for them.
 	recording sync.WaitGroup
+	// launch is held while the router starts handlers.
+	launch sync.Mutex
 
-	mu     sync.Mutex
-	status map[string]*Status
+	mu       sync.Mutex
+	status   map[string]*Status
+	handlers map[string]*handler
 }
+
+// DefaultFollowInterval is how often a [Runner] reads the registry of
+// versions.
+const DefaultFollowInterval = time.Second
 
 // RunnerOption configures a [Runner].
 type RunnerOption func(*Runner)
@@ -96,7 +119,13 @@ func WithMaxTries(n int) RunnerOption {
 	return func(r *Runner) { r.maxTries = n }
 }
 
-// NewRunner returns a runner of projs over log. Their groups must differ.
+// WithFollowInterval sets how often the runner reads the registry of
+// versions; the default is [DefaultFollowInterval].
+func WithFollowInterval(d time.Duration) RunnerOption {
+	return func(r *Runner) { r.follow = d }
+}
+
+// NewRunner returns a runner of projs over log. Their names must differ.
 func NewRunner(log Log, projs []Projection, opts ...RunnerOption) (*Runner, error) {
 	r := &Runner{
 		log:      log,
@@ -104,8 +133,10 @@ func NewRunner(log Log, projs []Projection, opts ...RunnerOption) (*Runner, erro
 		now:      time.Now,
 		logger:   slog.New(slog.DiscardHandler),
 		maxTries: DefaultMaxTries,
+		follow:   DefaultFollowInterval,
 		meter:    noop.NewMeterProvider(),
 		status:   make(map[string]*Status, len(projs)),
+		handlers: make(map[string]*handler, len(projs)),
 	}
 	for _, o := range opts {
 		o(r)
@@ -113,12 +144,15 @@ func NewRunner(log Log, projs []Projection, opts ...RunnerOption) (*Runner, erro
 	if r.maxTries < 1 {
 		return nil, fmt.Errorf("projections: runner: max tries must be at least 1, got %d", r.maxTries)
 	}
+	if r.follow <= 0 {
+		return nil, fmt.Errorf("projections: runner: follow interval must be positive, got %s", r.follow)
+	}
+	names := make(map[string]bool, len(projs))
 	for _, p := range projs {
-		g := Group(p)
-		if _, dup := r.status[g]; dup {
-			return nil, fmt.Errorf("projections: runner: two projections are %s", g)
+		if names[p.Name()] {
+			return nil, fmt.Errorf("projections: runner: two projections are named %s", p.Name())
 		}
-		r.status[g] = &Status{Group: g, State: StateRunning}
+		names[p.Name()] = true
 	}
 	m, unobserve, err := newRunnerMetrics(r.meter, r)
 	if err != nil {
@@ -134,7 +168,8 @@ func (r *Runner) Close() error {
 	return nil
 }
 
-// Status returns the status of every projection, by group.
+// Status returns the status of every projection version the runner keeps,
+// by group.
 func (r *Runner) Status() []Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -143,6 +178,23 @@ func (r *Runner) Status() []Status {
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Group, b.Group) })
+	return out
+}
+
+// keptGroup is a version the runner keeps, as its metrics read it.
+type keptGroup struct {
+	Status
+	types []string
+}
+
+// kept returns the versions the runner keeps, with their types.
+func (r *Runner) kept() []keptGroup {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]keptGroup, 0, len(r.status))
+	for g, s := range r.status {
+		out = append(out, keptGroup{Status: *s, types: r.handlers[g].p.Types()})
+	}
 	return out
 }
 
@@ -155,20 +207,145 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("projections: router: %w", err)
 	}
 	router.AddMiddleware(middleware.Recoverer)
-	for _, p := range r.projs {
-		sub, err := r.log.Subscriber(Group(p), p.Types(), wlog)
-		if err != nil {
-			return err
-		}
-		h := &handler{r: r, p: p, group: Group(p)}
-		h.handler = router.AddConsumerHandler(h.group, Topic, sub, h.handle)
+	// The handlers of the versions the registry names are added before the
+	// router runs, when the registry answers; otherwise, and whenever it
+	// changes, while it runs.
+	started, err := r.reconcile(ctx, router, wlog)
+	if errors.Is(err, uow.ErrUnavailable) {
+		r.logger.Warn("projections: read the registry of versions; trying again", "error", err)
+		started = false
+	} else if err != nil {
+		return err
 	}
-	err = router.Run(ctx)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		r.followRegistry(runCtx, router, wlog, started)
+	}()
+	err = router.Run(runCtx)
+	cancel()
+	<-followed
 	r.recording.Wait()
-	if err != nil {
+	// A router stopped while it was starting its handlers says so; that
+	// is no failure of the projections.
+	if err != nil && ctx.Err() == nil {
 		return fmt.Errorf("projections: router: %w", err)
 	}
 	return nil
+}
+
+// followRegistry reconciles the router's handlers with the registry every
+// follow interval until ctx is done or the router closes.
+func (r *Runner) followRegistry(ctx context.Context, router *message.Router, wlog watermill.LoggerAdapter, started bool) {
+	select {
+	case <-router.Running():
+	case <-ctx.Done():
+		return
+	}
+	tick := time.NewTicker(r.follow)
+	defer tick.Stop()
+	for {
+		if !started || !r.fixed {
+			if added, err := r.reconcile(ctx, router, wlog); err != nil {
+				if ctx.Err() != nil || router.IsClosed() {
+					return
+				}
+				r.logger.Warn("projections: follow the registry of versions", "error", err)
+			} else if added {
+				r.launch.Lock()
+				err := router.RunHandlers(ctx)
+				r.launch.Unlock()
+				if err != nil && ctx.Err() == nil {
+					r.logger.Error("projections: start handlers", "error", err)
+				}
+			}
+			started = true
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// wanted returns the versions of p to run, with the state of each.
+func (r *Runner) wanted(ctx context.Context, p Projection) (map[int]State, error) {
+	if _, ok := p.(Rebuildable); !ok || r.fixed {
+		return map[int]State{p.Version(): StateRunning}, nil
+	}
+	v, err := r.log.Versions(ctx, p.Name(), p.Version())
+	if err != nil {
+		return nil, err
+	}
+	want := map[int]State{v.Serving: StateRunning}
+	if v.Building != 0 {
+		want[v.Building] = StateRebuilding
+	}
+	return want, nil
+}
+
+// reconcile adds a handler for each version wanted that has none, and
+// stops those of versions no longer wanted. It reports whether it added
+// one; the first error of the registry ends it early, having changed
+// nothing for the projection it was reading.
+func (r *Runner) reconcile(ctx context.Context, router *message.Router, wlog watermill.LoggerAdapter) (added bool, err error) {
+	for _, p := range r.projs {
+		want, err := r.wanted(ctx, p)
+		if err != nil {
+			return added, err
+		}
+		for version, state := range want {
+			q := p
+			if rb, ok := p.(Rebuildable); ok && version != p.Version() {
+				q = rb.At(version)
+			}
+			g := Group(q)
+			r.mu.Lock()
+			h, running := r.handlers[g]
+			if running {
+				if s := r.status[g]; s.State != StateFailed {
+					s.State = state
+				}
+			}
+			r.mu.Unlock()
+			if running {
+				continue
+			}
+			sub, err := r.log.Subscriber(g, q.Types(), wlog)
+			if err != nil {
+				return added, err
+			}
+			h = &handler{r: r, p: q, group: g}
+			h.handler = router.AddConsumerHandler(g, Topic, sub, h.handle)
+			r.mu.Lock()
+			r.handlers[g] = h
+			r.status[g] = &Status{Group: g, Name: q.Name(), Version: version, State: state}
+			r.mu.Unlock()
+			r.metrics.track(g)
+			added = true
+		}
+		r.mu.Lock()
+		var gone []*handler
+		for g, h := range r.handlers {
+			if h.p.Name() != p.Name() {
+				continue
+			}
+			if _, ok := want[h.p.Version()]; !ok {
+				gone = append(gone, h)
+				delete(r.handlers, g)
+				delete(r.status, g)
+			}
+		}
+		r.mu.Unlock()
+		for _, h := range gone {
+			r.logger.Info("projections: version left", "projection", h.group)
+			h.stop()
+		}
+	}
+	return added, nil
 }
 
 // handler applies the events of one projection.
@@ -181,6 +358,31 @@ type handler struct {
 	// tries counts the failed attempts at the event being retried.
 	tries  int
 	failed bool
+	// stopOnce stops the router's handler once: when it failed, or when
+	// its version is no longer wanted.
+	stopOnce sync.Once
+}
+
+// stop stops the router's handler: at once when it has started, or else
+// once it starts. Watermill's Handler.Stop panics on a handler not started
+// yet, and a handler's start is complete only once the RunHandlers that
+// started it has returned, which launch serialises.
+func (h *handler) stop() {
+	h.stopOnce.Do(func() {
+		select {
+		case <-h.handler.Started():
+			h.r.launch.Lock()
+			defer h.r.launch.Unlock()
+			h.handler.Stop()
+		default:
+			go func() {
+				<-h.handler.Started()
+				h.r.launch.Lock()
+				defer h.r.launch.Unlock()
+				h.handler.Stop()
+			}()
+		}
+	})
 }
 
 func (h *handler) handle(msg *message.Message) error {
@@ -197,7 +399,7 @@ func (h *handler) handle(msg *message.Message) error {
 			s.Position = events[len(events)-1].Position
 		})
 		ctx = context.WithoutCancel(ctx)
-		opt := h.r.metrics.groups[h.group]
+		opt := h.r.metrics.of(h.group)
 		h.r.metrics.applied.Add(ctx, int64(len(events)), opt)
 		h.r.metrics.duration.Record(ctx, time.Since(start).Seconds()/float64(len(events)), opt)
 		return nil
@@ -231,9 +433,10 @@ func (h *handler) handle(msg *message.Message) error {
 	// (and on SQLite the write lock) while this handler runs.
 	f := Failure{At: h.r.now().UTC(), Position: e.Position, Error: err.Error()}
 	h.r.recording.Add(1)
+	h.stop()
 	go func() {
 		defer h.r.recording.Done()
-		h.handler.Stop()
+		<-h.handler.Started()
 		<-h.handler.Stopped()
 		if ferr := h.r.log.Fail(context.Background(), h.group, f); ferr != nil {
 			h.r.logger.Error("projections: record the failure", "projection", h.group, "error", ferr)
@@ -247,5 +450,7 @@ var errFailed = errors.New("projections: the projection has failed")
 func (r *Runner) update(group string, fn func(*Status)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fn(r.status[group])
+	if s := r.status[group]; s != nil {
+		fn(s)
+	}
 }

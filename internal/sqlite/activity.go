@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/google/uuid"
 
@@ -13,33 +14,82 @@ import (
 )
 
 // Activity is the asynchronous projection "activity" of this backend, and
-// the reads of it: what happened to each account, newest first. Its writes
-// run in the transactions of the log's subscriber; its reads on the read
-// pool.
+// the reads of it: what happened to each account, newest first. Version v
+// keeps its rows in the table activity_vv; reads query the view activity,
+// of the version that serves ([projections.Rebuildable]). Its writes run
+// in the transactions of the log's subscriber; its reads on the read pool.
 type Activity struct {
 	user.ActivityProjection
-	db *DB
+	version int
+	db      *DB
 }
 
-var _ projections.Projection = Activity{}
+var _ projections.Rebuildable = Activity{}
 
-// Activity returns the activity projection over db.
-func (db *DB) Activity() Activity { return Activity{db: db} }
+// Activity returns the activity projection over db, at its first version.
+func (db *DB) Activity() Activity {
+	a := Activity{db: db}
+	a.version = a.ActivityProjection.Version()
+	return a
+}
 
-// Reset empties the projection in t.
-func (Activity) Reset(ctx context.Context, t uow.Tx) error {
+// Version is the version the projection writes.
+func (a Activity) Version() int { return a.version }
+
+// At returns the projection writing version v.
+func (a Activity) At(v int) projections.Rebuildable {
+	a.version = v
+	return a
+}
+
+// table is the table of the projection's version.
+func (a Activity) table() string { return "activity_v" + strconv.Itoa(a.version) }
+
+// Create makes the version's table, as migration 00005 made version 1's.
+func (a Activity) Create(ctx context.Context, t uow.Tx) error {
+	return a.exec(ctx, t, "create", `CREATE TABLE IF NOT EXISTS `+a.table()+` (
+	user_id  TEXT    NOT NULL,
+	position INTEGER NOT NULL,
+	type     TEXT    NOT NULL,
+	at       INTEGER NOT NULL,
+	detail   TEXT    NOT NULL DEFAULT '',
+	PRIMARY KEY (user_id, position)
+) STRICT, WITHOUT ROWID`)
+}
+
+// Serve points the view activity at the version's table. Readers see the
+// file as of the start of their read, so a read in flight finishes on the
+// version it began on.
+func (a Activity) Serve(ctx context.Context, t uow.Tx) error {
+	if err := a.exec(ctx, t, "serve", `DROP VIEW IF EXISTS activity`); err != nil {
+		return err
+	}
+	return a.exec(ctx, t, "serve", `CREATE VIEW activity AS SELECT * FROM `+a.table())
+}
+
+// Drop removes the version's table.
+func (a Activity) Drop(ctx context.Context, t uow.Tx) error {
+	return a.exec(ctx, t, "drop", `DROP TABLE IF EXISTS `+a.table())
+}
+
+// Reset empties the version's table in t.
+func (a Activity) Reset(ctx context.Context, t uow.Tx) error {
+	return a.exec(ctx, t, "reset", `DELETE FROM `+a.table())
+}
+
+func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
 	st, err := asTx(t)
 	if err != nil {
-		return fmt.Errorf("activity: reset: %w", err)
+		return fmt.Errorf("activity: %s: %w", op, err)
 	}
-	if _, err := st.ExecContext(ctx, `DELETE FROM activity_v1`); err != nil {
-		return fmt.Errorf("activity: reset: %w", err)
+	if _, err := st.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("activity: %s %s: %w", op, a.table(), unavailable(ctx, err))
 	}
 	return nil
 }
 
 // Apply records the activity of events in t.
-func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
+func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
 	st, err := asTx(t)
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
@@ -52,7 +102,7 @@ func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event)
 		return nil
 	})
 	if err == nil && len(args) > 0 {
-		_, err = st.ExecContext(ctx, `INSERT INTO activity_v1 (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5), args...)
+		_, err = st.ExecContext(ctx, `INSERT INTO `+a.table()+` (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5), args...)
 	}
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
@@ -64,7 +114,7 @@ func (Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event)
 // before (the newest when before is nil), newest first, and whether more
 // are older still.
 func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]user.Activity, bool, error) {
-	q, args := `SELECT type, at, detail, position FROM activity_v1 WHERE user_id = ?`, []any{id.String()}
+	q, args := `SELECT type, at, detail, position FROM activity WHERE user_id = ?`, []any{id.String()}
 	if before != nil {
 		q, args = q+` AND position < ?`, append(args, before.Seq)
 	}
@@ -94,8 +144,8 @@ func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Pos
 }
 
 // Behind counts the events of the projection's types in the log that it has
-// not applied yet.
+// Behind counts the events of the projection's types in the log that the
+// version serving reads has not applied yet.
 func (a Activity) Behind(ctx context.Context) (int64, error) {
-	n, _, err := a.db.Log(LogConfig{}).Behind(ctx, projections.Group(a), a.Types())
-	return n, err
+	return projections.ServingBehind(ctx, a.db.Log(LogConfig{}), a)
 }

@@ -234,6 +234,69 @@ func (l *Log) Failure(ctx context.Context, group string) (projections.Failure, b
 	return projections.Failure{At: fromMicros(at.Int64), Position: p, Error: why.String}, true, nil
 }
 
+// Versions returns the registry's versions of name, as [projections.Log]
+// describes, on the read pool.
+func (l *Log) Versions(ctx context.Context, name string, base int) (projections.Versions, error) {
+	var v projections.Versions
+	var building sql.NullInt64
+	err := l.db.read.QueryRowContext(ctx, `SELECT serving, building FROM projection_versions WHERE name = ?`, name).Scan(&v.Serving, &building)
+	if errors.Is(err, sql.ErrNoRows) {
+		return projections.Versions{Serving: base}, nil
+	}
+	if err != nil {
+		return v, fmt.Errorf("sqlite: versions of %s: %w", name, unavailable(ctx, err))
+	}
+	v.Building = int(building.Int64)
+	return v, nil
+}
+
+// Catalog runs fn in a transaction of the log's pool, as [projections.Log]
+// describes: it begins IMMEDIATE, so it holds the write lock, and with it
+// the registry, until it commits. fn's Tx is a [uow.Tx] of this backend.
+func (l *Log) Catalog(ctx context.Context, name string, base int, fn func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error)) error {
+	stx, err := l.pool.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: catalog %s: %w", name, unavailable(ctx, err))
+	}
+	defer func() { _ = stx.Rollback() }()
+	var v projections.Versions
+	var building sql.NullInt64
+	err = stx.QueryRowContext(ctx, `
+INSERT INTO projection_versions (name, serving) VALUES (?, ?)
+ON CONFLICT (name) DO UPDATE SET serving = serving
+RETURNING serving, building`, name, base).Scan(&v.Serving, &building)
+	if err != nil {
+		return fmt.Errorf("sqlite: catalog %s: %w", name, unavailable(ctx, err))
+	}
+	v.Building = int(building.Int64)
+	t := &tx{Tx: stx, db: l.db, now: time.Now().UTC().Truncate(time.Microsecond)}
+	next, err := fn(context.WithValue(ctx, unitOfWorkKey{}, l.db), t, v)
+	if err != nil {
+		return err
+	}
+	building = sql.NullInt64{Int64: int64(next.Building), Valid: next.Building != 0}
+	if _, err := stx.ExecContext(ctx, `UPDATE projection_versions SET serving = ?, building = ? WHERE name = ?`, next.Serving, building, name); err != nil {
+		return fmt.Errorf("sqlite: catalog %s: %w", name, unavailable(ctx, err))
+	}
+	if err := stx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: catalog %s: commit: %w", name, unavailable(ctx, err))
+	}
+	return nil
+}
+
+// Forget removes group's offset in t, as [projections.Log] describes; t
+// holds the write lock, so no batch of the group is in flight.
+func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("sqlite: forget %s: %w", group, err)
+	}
+	if _, err := st.ExecContext(ctx, `DELETE FROM projection_offsets WHERE consumer_group = ?`, group); err != nil {
+		return fmt.Errorf("sqlite: forget %s: %w", group, unavailable(ctx, err))
+	}
+	return nil
+}
+
 // advanceOffset moves group's offset to position, never backwards.
 func advanceOffset(group string, position int64) wsql.Query {
 	return wsql.Query{
