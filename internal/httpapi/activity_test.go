@@ -341,12 +341,12 @@ func testActivityRebuild(t *testing.T, e *env) {
 		from, to, err := projections.Renew(t.Context(), e.log, rb, func(p projections.Progress) {
 			progressed = append(progressed, p)
 			for _, v := range registered {
-			if v != (projections.Versions{Serving: want.from, Building: want.to}) {
-				t.Errorf("while building, the registry held %+v, want version %d serving and %d building", v, want.from, want.to)
-				break
+				if v != (projections.Versions{Serving: want.from, Building: want.to}) {
+					t.Errorf("while building, the registry held %+v, want version %d serving and %d building", v, want.from, want.to)
+					break
+				}
 			}
-		}
-		v, err := e.log.Versions(t.Context(), rb.Name(), 1)
+			v, err := e.log.Versions(t.Context(), rb.Name(), 1)
 			if err != nil {
 				t.Error(err)
 			}
