@@ -340,12 +340,6 @@ func testActivityRebuild(t *testing.T, e *env) {
 		var registered []projections.Versions
 		from, to, err := projections.Renew(t.Context(), e.log, rb, func(p projections.Progress) {
 			progressed = append(progressed, p)
-			for _, v := range registered {
-				if v != (projections.Versions{Serving: want.from, Building: want.to}) {
-					t.Errorf("while building, the registry held %+v, want version %d serving and %d building", v, want.from, want.to)
-					break
-				}
-			}
 			v, err := e.log.Versions(t.Context(), rb.Name(), 1)
 			if err != nil {
 				t.Error(err)
@@ -372,6 +366,12 @@ func testActivityRebuild(t *testing.T, e *env) {
 		}
 		if len(progressed) == 0 || progressed[len(progressed)-1].Done != progressed[len(progressed)-1].Total {
 			t.Errorf("progress %+v, want reports ending caught up", progressed)
+		}
+		for _, v := range registered {
+			if v != (projections.Versions{Serving: want.from, Building: want.to}) {
+				t.Errorf("while building, the registry held %+v, want version %d serving and %d building", v, want.from, want.to)
+				break
+			}
 		}
 		for _, v := range registered {
 			if v != (projections.Versions{Serving: want.from, Building: want.to}) {
