@@ -9,8 +9,8 @@
 //	app outbox drain       deliver what is due in one synchronous pass
 //	app outbox buried      list buried messages with their reasons
 //	app outbox requeue     give buried messages (IDs, or --all) another chance
-//	app projections rebuild  rebuild the inline projections from the events
-//	app projections status   how far behind the log each asynchronous projection is
+//	app projections rebuild NAME  rebuild the inline user views (views), or a projection blue/green (activity)
+//	app projections status   each asynchronous projection's versions, lag and state
 //	app bench drain        measure how fast the relay empties a full outbox
 //	app bench latency      measure the time from commit to handler
 //	app bench signin       measure sign-in link requests through the API
@@ -44,10 +44,12 @@ commands:
   outbox drain      deliver the messages due now in one synchronous pass
   outbox buried     list buried messages with their reasons
   outbox requeue    give buried messages (IDs, or --all) another chance
-  projections rebuild
-                    rebuild the inline projections from the events
+  projections rebuild views
+                    rebuild the inline user views from the events
+  projections rebuild activity
+                    rebuild the activity blue/green while the service serves
   projections status
-                    how far behind the log each asynchronous projection is
+                    each asynchronous projection's versions, lag and state
   bench drain       measure how fast the relay empties a full outbox
   bench latency     measure the time from commit to handler
   bench signin      measure sign-in link requests through the API

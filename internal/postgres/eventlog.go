@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -68,7 +69,7 @@ func (l *EventLog) Subscriber(group string, types []string, logger watermill.Log
 		PollInterval:   l.cfg.PollInterval,
 		ResendInterval: l.cfg.ResendInterval,
 		RetryInterval:  l.cfg.RetryInterval,
-		SchemaAdapter:  logSchema{group: group, subscriber: uuid.NewString(), types: types, batch: l.cfg.BatchSize},
+		SchemaAdapter:  logSchema{group: group, subscriber: uuid.NewString(), types: types, batch: l.cfg.BatchSize, batches: l.batches},
 		OffsetsAdapter: logOffsets{},
 	}, logger)
 	if err != nil {
@@ -274,6 +275,8 @@ type logSchema struct {
 	subscriber string
 	types      []string
 	batch      int
+	// batches is told of each event read ([projections.Batches.Read]).
+	batches *projections.Batches
 }
 
 var errReadOnlyLog = errors.New("postgres: the event log is written by the event store, not through watermill-sql")
@@ -340,12 +343,18 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	if err := e.ID.UnmarshalText([]byte(id)); err != nil {
 		return wsql.Row{}, fmt.Errorf("postgres: log: id %q: %w", id, err)
 	}
+	if metadata != "{}" {
+		if err := json.Unmarshal([]byte(metadata), &e.Metadata); err != nil {
+			return wsql.Row{}, fmt.Errorf("postgres: log: event %s metadata: %w", e.ID, err)
+		}
+	}
 	e.Data, e.RecordedAt = []byte(data), e.RecordedAt.UTC()
 	msg := projections.EventMessageWithMetadata(e, metadata)
 	msg.Metadata.Set(projections.MetadataGroup, s.group)
 	msg.Metadata.Set(projections.MetadataSubscriber, s.subscriber)
 	msg.Metadata.Set(projections.MetadataBatchIndex, strconv.FormatInt(index, 10))
 	msg.Metadata.Set(projections.MetadataBatchSize, strconv.FormatInt(size, 10))
+	s.batches.Read(s.subscriber, int(index), e)
 	if passing {
 		msg.Metadata.Set(projections.MetadataPassing, "true")
 	}

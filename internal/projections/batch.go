@@ -51,6 +51,39 @@ func (e *EventError) Unwrap() error { return e.Err }
 type Batches struct {
 	mu      sync.Mutex
 	pending map[string]*pendingBatch
+	// read holds, per subscriber, the events of the batch it read last,
+	// by place, so that Apply need not decode them from their messages.
+	read map[string][]eventstore.Event
+}
+
+// Read notes e, read by subscriber sub at place index (from 1) of its
+// batch, so that Apply takes it as it is instead of decoding it from its
+// message. A backend's schema adapter calls it as it turns rows into
+// messages; the first place starts a new batch.
+func (b *Batches) Read(sub string, index int, e eventstore.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.read == nil {
+		b.read = make(map[string][]eventstore.Event)
+	}
+	if index == 1 {
+		b.read[sub] = b.read[sub][:0]
+	}
+	if len(b.read[sub]) == index-1 {
+		b.read[sub] = append(b.read[sub], e)
+	}
+}
+
+// event returns the event of msg: as read, when Read noted it, or else
+// decoded from the message.
+func (b *Batches) event(msg *message.Message, sub string, index int) (eventstore.Event, error) {
+	b.mu.Lock()
+	read := b.read[sub]
+	b.mu.Unlock()
+	if index <= len(read) && read[index-1].ID.String() == msg.UUID {
+		return read[index-1], nil
+	}
+	return EventFromMessage(msg)
 }
 
 type pendingBatch struct {
@@ -74,16 +107,16 @@ type pendingBatch struct {
 // error is returned as an [*EventError]; the rest stay held, for the
 // message to be handed over again.
 func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []eventstore.Event, through eventstore.Position) error) error {
-	e, err := EventFromMessage(msg)
-	if err != nil {
-		return err
-	}
 	index, err1 := strconv.Atoi(msg.Metadata.Get(MetadataBatchIndex))
 	size, err2 := strconv.Atoi(msg.Metadata.Get(MetadataBatchSize))
 	if err1 != nil || err2 != nil || index < 1 || index > size {
 		return fmt.Errorf("projections: message %s has no place in a batch", msg.UUID)
 	}
 	sub := msg.Metadata.Get(MetadataSubscriber)
+	e, err := b.event(msg, sub, index)
+	if err != nil {
+		return err
+	}
 	b.mu.Lock()
 	if b.pending == nil {
 		b.pending = make(map[string]*pendingBatch)

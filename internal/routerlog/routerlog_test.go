@@ -13,7 +13,7 @@ import (
 func TestLoggerWritesOnlyWhatSlogsLevelLetsThrough(t *testing.T) {
 	var buf bytes.Buffer
 	l := New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))).
-		With(watermill.LogFields{"handler": "h"})
+		With(watermill.LogFields{"handler": "h", "k": 0}).With(watermill.LogFields{"msg_uuid": "m"})
 	l.Trace("traced", watermill.LogFields{"k": 1})
 	l.Debug("debugged", nil)
 	l.Info("informed", nil)
@@ -24,8 +24,13 @@ func TestLoggerWritesOnlyWhatSlogsLevelLetsThrough(t *testing.T) {
 			t.Errorf("%q logged at level Info:\n%s", hidden, out)
 		}
 	}
-	if !strings.Contains(out, "failed") || !strings.Contains(out, "boom") || !strings.Contains(out, "handler=h") {
-		t.Errorf("the error was not logged with its fields:\n%s", out)
+	for _, want := range []string{"msg=failed", "boom", "handler=h", "msg_uuid=m", "k=2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the error was logged without %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "k=0") {
+		t.Errorf("a field of With was not replaced by the entry's own:\n%s", out)
 	}
 
 	buf.Reset()

@@ -98,7 +98,7 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 	if err := l.cfg.Validate(); err != nil {
 		return nil, err
 	}
-	schema := logSchema{group: group, subscriber: uuid.NewString(), batchSize: l.cfg.BatchSize}
+	schema := logSchema{group: group, subscriber: uuid.NewString(), batchSize: l.cfg.BatchSize, batches: l.batches}
 	if len(types) > 0 {
 		list, err := json.Marshal(types)
 		if err != nil {
@@ -327,6 +327,8 @@ type logSchema struct {
 	// types is a JSON array of the event types to deliver; empty: all.
 	types     string
 	batchSize int
+	// batches is told of each event read ([projections.Batches.Read]).
+	batches *projections.Batches
 }
 
 var _ wsql.SchemaAdapter = logSchema{}
@@ -383,6 +385,7 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	msg.Metadata.Set(projections.MetadataSubscriber, s.subscriber)
 	msg.Metadata.Set(projections.MetadataBatchIndex, strconv.FormatInt(index, 10))
 	msg.Metadata.Set(projections.MetadataBatchSize, strconv.FormatInt(size, 10))
+	s.batches.Read(s.subscriber, int(index), e)
 	if passing {
 		msg.Metadata.Set(projections.MetadataPassing, "true")
 	}
