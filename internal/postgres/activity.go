@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,35 +22,26 @@ import (
 // in the transactions of an [EventLog] subscriber ([SQLTx]).
 type Activity struct {
 	user.ActivityProjection
-	version int
-	pool    *pgxpool.Pool
-	log     *EventLog
+	pool *pgxpool.Pool
+	log  *EventLog
 }
 
 var _ projections.Rebuildable = Activity{}
 
 // Activity returns the activity projection over db, at its first version.
 func (db *DB) Activity() Activity {
-	a := Activity{pool: db.pool, log: db.Log(LogConfig{})}
-	a.version = a.ActivityProjection.Version()
-	return a
+	return Activity{pool: db.pool, log: db.Log(LogConfig{})}
 }
-
-// Version is the version the projection writes.
-func (a Activity) Version() int { return a.version }
 
 // At returns the projection writing version v.
 func (a Activity) At(v int) projections.Rebuildable {
-	a.version = v
+	a.ActivityProjection = a.ActivityProjection.AtVersion(v)
 	return a
 }
 
-// table is the table of the projection's version.
-func (a Activity) table() string { return "activity_v" + strconv.Itoa(a.version) }
-
 // Create makes the version's table, as migration 00005 made version 1's.
 func (a Activity) Create(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "create", `CREATE TABLE IF NOT EXISTS `+a.table()+` (
+	return a.exec(ctx, t, "create", `CREATE TABLE IF NOT EXISTS `+a.Table()+` (
 	user_id         uuid        NOT NULL,
 	position_commit bigint      NOT NULL,
 	position_seq    bigint      NOT NULL,
@@ -66,17 +56,17 @@ func (a Activity) Create(ctx context.Context, t uow.Tx) error {
 // view waits for the reads of it in flight; reads that come meanwhile
 // wait for the commit and then read the new version.
 func (a Activity) Serve(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "serve", `CREATE OR REPLACE VIEW activity AS SELECT * FROM `+a.table())
+	return a.exec(ctx, t, "serve", `CREATE OR REPLACE VIEW activity AS SELECT * FROM `+a.Table())
 }
 
 // Drop removes the version's table.
 func (a Activity) Drop(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "drop", `DROP TABLE IF EXISTS `+a.table())
+	return a.exec(ctx, t, "drop", `DROP TABLE IF EXISTS `+a.Table())
 }
 
 // Reset empties the version's table in t.
 func (a Activity) Reset(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "reset", `DELETE FROM `+a.table())
+	return a.exec(ctx, t, "reset", `DELETE FROM `+a.Table())
 }
 
 func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
@@ -85,7 +75,7 @@ func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
 		return fmt.Errorf("activity: %s: %w", op, err)
 	}
 	if _, err := stx.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("activity: %s %s: %w", op, a.table(), unavailable(ctx, err))
+		return fmt.Errorf("activity: %s %s: %w", op, a.Table(), unavailable(ctx, err))
 	}
 	return nil
 }
@@ -107,7 +97,7 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 		return nil
 	})
 	if err == nil && len(ids) > 0 {
-		_, err = stx.ExecContext(ctx, `INSERT INTO `+a.table()+` (user_id, position_commit, position_seq, type, at, detail)
+		_, err = stx.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position_commit, position_seq, type, at, detail)
 SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])`,
 			ids, commits, seqs, types, ats, details)
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/google/uuid"
 
@@ -20,34 +19,25 @@ import (
 // in the transactions of the log's subscriber; its reads on the read pool.
 type Activity struct {
 	user.ActivityProjection
-	version int
-	db      *DB
+	db *DB
 }
 
 var _ projections.Rebuildable = Activity{}
 
 // Activity returns the activity projection over db, at its first version.
 func (db *DB) Activity() Activity {
-	a := Activity{db: db}
-	a.version = a.ActivityProjection.Version()
-	return a
+	return Activity{db: db}
 }
-
-// Version is the version the projection writes.
-func (a Activity) Version() int { return a.version }
 
 // At returns the projection writing version v.
 func (a Activity) At(v int) projections.Rebuildable {
-	a.version = v
+	a.ActivityProjection = a.ActivityProjection.AtVersion(v)
 	return a
 }
 
-// table is the table of the projection's version.
-func (a Activity) table() string { return "activity_v" + strconv.Itoa(a.version) }
-
 // Create makes the version's table, as migration 00005 made version 1's.
 func (a Activity) Create(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "create", `CREATE TABLE IF NOT EXISTS `+a.table()+` (
+	return a.exec(ctx, t, "create", `CREATE TABLE IF NOT EXISTS `+a.Table()+` (
 	user_id  TEXT    NOT NULL,
 	position INTEGER NOT NULL,
 	type     TEXT    NOT NULL,
@@ -64,17 +54,17 @@ func (a Activity) Serve(ctx context.Context, t uow.Tx) error {
 	if err := a.exec(ctx, t, "serve", `DROP VIEW IF EXISTS activity`); err != nil {
 		return err
 	}
-	return a.exec(ctx, t, "serve", `CREATE VIEW activity AS SELECT * FROM `+a.table())
+	return a.exec(ctx, t, "serve", `CREATE VIEW activity AS SELECT * FROM `+a.Table())
 }
 
 // Drop removes the version's table.
 func (a Activity) Drop(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "drop", `DROP TABLE IF EXISTS `+a.table())
+	return a.exec(ctx, t, "drop", `DROP TABLE IF EXISTS `+a.Table())
 }
 
 // Reset empties the version's table in t.
 func (a Activity) Reset(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "reset", `DELETE FROM `+a.table())
+	return a.exec(ctx, t, "reset", `DELETE FROM `+a.Table())
 }
 
 func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
@@ -83,7 +73,7 @@ func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
 		return fmt.Errorf("activity: %s: %w", op, err)
 	}
 	if _, err := st.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("activity: %s %s: %w", op, a.table(), unavailable(ctx, err))
+		return fmt.Errorf("activity: %s %s: %w", op, a.Table(), unavailable(ctx, err))
 	}
 	return nil
 }
@@ -102,7 +92,7 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 		return nil
 	})
 	if err == nil && len(args) > 0 {
-		_, err = st.ExecContext(ctx, `INSERT INTO `+a.table()+` (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5), args...)
+		_, err = st.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5), args...)
 	}
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)

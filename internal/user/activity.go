@@ -36,16 +36,28 @@ type Activity struct {
 
 // ActivityProjection describes the asynchronous projection of accounts'
 // activity: its name, version and the event types it applies. Each
-// backend's activity embeds it; a new version of the read model's shape
-// bumps Version, and is built beside the old one.
-type ActivityProjection struct{}
+// backend's activity embeds it. Its zero value is version 1; a rebuild
+// builds the next version beside it ([ActivityProjection.AtVersion]).
+type ActivityProjection struct {
+	version int
+}
 
 // Name names the projection.
 func (ActivityProjection) Name() string { return "activity" }
 
-// Version is the projection's shape: version 1 keeps its rows in
-// activity_v1.
-func (ActivityProjection) Version() int { return 1 }
+// Version is the version the projection writes; version v keeps its rows
+// in the table [ActivityProjection.Table] names.
+func (p ActivityProjection) Version() int { return max(p.version, 1) }
+
+// AtVersion returns the projection at version v.
+func (p ActivityProjection) AtVersion(v int) ActivityProjection {
+	p.version = v
+	return p
+}
+
+// Table names the table of the projection's version: activity_v1 for
+// version 1, which migration 00005 makes.
+func (p ActivityProjection) Table() string { return "activity_v" + strconv.Itoa(p.Version()) }
 
 // Types are the event types an account's activity is made of.
 func (ActivityProjection) Types() []string { return ActivityTypes() }
