@@ -290,14 +290,17 @@ func (logSchema) InsertQuery(string, message.Messages) (wsql.Query, error) {
 // batch commits, and returns those of the group's types, and the window's
 // last event as a passing one when it is of another type
 // ([projections.MetadataPassing]), so that the offset moves over the whole
-// window whatever it holds.
+// window whatever it holds. Each row carries the window's end.
 //
 // The window is read in the order of the index events_log with a LIMIT and
 // nothing else, so the planner keeps to that index: with the filter on type
-// inside, it could not tell how far it would read, and, lacking statistics
-// or expecting few events of the types, sorted the whole rest of the log
-// for every batch. The offset is compared as two scalar subqueries, which
-// the planner treats as parameters, so that the scan starts at the offset.
+// under the LIMIT, it could not tell how far it would read, and, lacking
+// statistics or expecting few events of the types, sorted the whole rest of
+// the log for every batch. The window's end comes from a window function in
+// the index's order, which needs no sort. (Reading the events again between
+// the offset and the end made the planner sort them: 10% slower.) The
+// offset is compared as two scalar subqueries, which the planner treats as
+// parameters, so that the scan starts at the offset.
 func (s logSchema) SelectQuery(_ string, group string, _ wsql.OffsetsAdapter) wsql.Query {
 	wanted := `true`
 	args := []any{group}
@@ -316,13 +319,15 @@ WITH last AS (
 	ORDER BY e.transaction_id, e.position
 	LIMIT ` + strconv.Itoa(s.batch) + `
 ), marked AS (
-	SELECT w.*, ` + wanted + ` AS wanted, lead(w.position) OVER (ORDER BY w.transaction_id, w.position) IS NULL AS final
+	SELECT w.*, ` + wanted + ` AS wanted,
+		last_value(w.transaction_id) OVER whole AS end_transaction_id, last_value(w.position) OVER whole AS end_position
 	FROM win AS w
+	WINDOW whole AS (ORDER BY w.transaction_id, w.position ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 )
 SELECT m.position, m.transaction_id::text, m.id::text, m.stream, m.version, m.type, m.data::text, m.metadata::text, m.recorded_at,
-	NOT m.wanted, row_number() OVER (ORDER BY m.transaction_id, m.position), count(*) OVER ()
+	NOT m.wanted, m.end_transaction_id::text, m.end_position
 FROM marked AS m
-WHERE m.wanted OR m.final
+WHERE m.wanted OR (m.transaction_id = m.end_transaction_id AND m.position = m.end_position)
 ORDER BY m.transaction_id, m.position`
 	return wsql.Query{Query: q, Args: args}
 }
@@ -332,8 +337,9 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	var e eventstore.Event
 	var txid, id, data, metadata string
 	var passing bool
-	var index, size int64
-	if err := row.Scan(&e.Position.Seq, &txid, &id, &e.Stream, &e.Version, &e.Type, &data, &metadata, &e.RecordedAt, &passing, &index, &size); err != nil {
+	var endTxid string
+	var endSeq int64
+	if err := row.Scan(&e.Position.Seq, &txid, &id, &e.Stream, &e.Version, &e.Type, &data, &metadata, &e.RecordedAt, &passing, &endTxid, &endSeq); err != nil {
 		return wsql.Row{}, fmt.Errorf("postgres: log: %w", err)
 	}
 	var err error
@@ -352,9 +358,9 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	msg := projections.EventMessageWithMetadata(e, metadata)
 	msg.Metadata.Set(projections.MetadataGroup, s.group)
 	msg.Metadata.Set(projections.MetadataSubscriber, s.subscriber)
-	msg.Metadata.Set(projections.MetadataBatchIndex, strconv.FormatInt(index, 10))
-	msg.Metadata.Set(projections.MetadataBatchSize, strconv.FormatInt(size, 10))
-	s.batches.Read(s.subscriber, int(index), e)
+	batchEnd := endTxid + "." + strconv.FormatInt(endSeq, 10)
+	msg.Metadata.Set(projections.MetadataBatchEnd, batchEnd)
+	s.batches.Read(s.subscriber, batchEnd, e)
 	if passing {
 		msg.Metadata.Set(projections.MetadataPassing, "true")
 	}

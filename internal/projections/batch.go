@@ -3,7 +3,6 @@ package projections
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -16,10 +15,11 @@ import (
 const (
 	// MetadataSubscriber names the subscriber that read the message.
 	MetadataSubscriber = "subscriber"
-	// MetadataBatchIndex is the message's place in its batch, from 1, and
-	// MetadataBatchSize the batch's length.
-	MetadataBatchIndex = "batch_index"
-	MetadataBatchSize  = "batch_size"
+	// MetadataBatchEnd is the position ([FormatPosition]) of the last
+	// event of the message's batch: the window of the log its subscriber
+	// read. The message of that event, of the group's types or passing,
+	// is the batch's last.
+	MetadataBatchEnd = "batch_end"
 	// MetadataPassing marks, with "true", the last event a subscriber read
 	// for a batch when it is not of the group's types: it is not applied,
 	// but the group's offset moves to it, so that a projection of rare
@@ -52,38 +52,13 @@ type Batches struct {
 	mu      sync.Mutex
 	pending map[string]*pendingBatch
 	// read holds, per subscriber, the events of the batch it read last,
-	// by place, so that Apply need not decode them from their messages.
-	read map[string][]eventstore.Event
+	// by ID, so that Apply need not decode them from their messages.
+	read map[string]readBatch
 }
 
-// Read notes e, read by subscriber sub at place index (from 1) of its
-// batch, so that Apply takes it as it is instead of decoding it from its
-// message. A backend's schema adapter calls it as it turns rows into
-// messages; the first place starts a new batch.
-func (b *Batches) Read(sub string, index int, e eventstore.Event) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.read == nil {
-		b.read = make(map[string][]eventstore.Event)
-	}
-	if index == 1 {
-		b.read[sub] = b.read[sub][:0]
-	}
-	if len(b.read[sub]) == index-1 {
-		b.read[sub] = append(b.read[sub], e)
-	}
-}
-
-// event returns the event of msg: as read, when Read noted it, or else
-// decoded from the message.
-func (b *Batches) event(msg *message.Message, sub string, index int) (eventstore.Event, error) {
-	b.mu.Lock()
-	read := b.read[sub]
-	b.mu.Unlock()
-	if index <= len(read) && read[index-1].ID.String() == msg.UUID {
-		return read[index-1], nil
-	}
-	return EventFromMessage(msg)
+type readBatch struct {
+	end    string
+	events map[string]eventstore.Event
 }
 
 type pendingBatch struct {
@@ -97,6 +72,36 @@ type pendingBatch struct {
 	passing bool
 }
 
+// Read notes e, read by subscriber sub in the batch that ends at end
+// ([MetadataBatchEnd]), so that Apply takes it as it is instead of
+// decoding it from its message. A backend's schema adapter calls it as it
+// turns rows into messages; another end starts another batch.
+func (b *Batches) Read(sub, end string, e eventstore.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.read == nil {
+		b.read = make(map[string]readBatch)
+	}
+	r := b.read[sub]
+	if r.end != end || r.events == nil {
+		r = readBatch{end: end, events: make(map[string]eventstore.Event)}
+		b.read[sub] = r
+	}
+	r.events[e.ID.String()] = e
+}
+
+// event returns the event of msg: as read, when Read noted it, or else
+// decoded from the message.
+func (b *Batches) event(msg *message.Message, sub, end string) (eventstore.Event, error) {
+	b.mu.Lock()
+	r := b.read[sub]
+	b.mu.Unlock()
+	if e, ok := r.events[msg.UUID]; ok && r.end == end {
+		return e, nil
+	}
+	return EventFromMessage(msg)
+}
+
 // Apply holds back msg's event, read in the subscriber transaction tx, and,
 // when msg is the last of its batch, calls flush with every event held back
 // for its subscriber, in order, and the position the group's offset is to
@@ -107,13 +112,12 @@ type pendingBatch struct {
 // error is returned as an [*EventError]; the rest stay held, for the
 // message to be handed over again.
 func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []eventstore.Event, through eventstore.Position) error) error {
-	index, err1 := strconv.Atoi(msg.Metadata.Get(MetadataBatchIndex))
-	size, err2 := strconv.Atoi(msg.Metadata.Get(MetadataBatchSize))
-	if err1 != nil || err2 != nil || index < 1 || index > size {
-		return fmt.Errorf("projections: message %s has no place in a batch", msg.UUID)
+	end := msg.Metadata.Get(MetadataBatchEnd)
+	if _, err := ParsePosition(end); err != nil {
+		return fmt.Errorf("projections: message %s has no batch end: %w", msg.UUID, err)
 	}
 	sub := msg.Metadata.Get(MetadataSubscriber)
-	e, err := b.event(msg, sub, index)
+	e, err := b.event(msg, sub, end)
 	if err != nil {
 		return err
 	}
@@ -136,7 +140,7 @@ func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []events
 	}
 	events, through, passing := p.events, p.through, p.passing
 	b.mu.Unlock()
-	if index < size {
+	if FormatPosition(e.Position) != end {
 		return nil
 	}
 	err = flush(events, through)
