@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -24,29 +22,30 @@ const Topic = "events"
 //
 // The subscriber delivers the events of the log in the order of
 // [eventstore.Store.ReadAll], each once per consumer group, and never passes
-// over an event whose transaction could still commit. It reads a batch in
-// one database transaction, hands each event to the router in that
-// transaction's context, and commits the group's offset, the position of
-// the last event acknowledged, in the same transaction: the writes a handler
-// makes through [Log.Apply] commit exactly when the offset that covers its
-// event does. Two subscribers of one group take turns on the group's
-// offset, so an event is never applied by both.
+// over an event whose transaction could still commit. It reads a window of
+// the log in one database transaction and hands the window's events of the
+// group's types to the router as one message ([BatchMessage]) in that
+// transaction's context; [Log.Apply] applies them and moves the group's
+// offset to the window's end in the same transaction, so the writes a
+// handler makes commit exactly when the offset that covers their events
+// does. Two subscribers of one group take turns on the group's offset, so
+// an event is never applied by both.
 type Log interface {
 	// Subscriber returns a subscriber of [Topic] for the consumer group
 	// that delivers only events of the given types (all, when types is
 	// empty).
 	Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error)
-	// Apply hands msg's event to apply, in the subscriber's transaction
-	// that msg's context carries: together with the events of its batch
-	// delivered before it, at the batch's last message, inside a savepoint,
-	// and moves the group's offset to the last of them in that savepoint
-	// too ([Batches]). apply's writes commit exactly when an offset that
-	// covers their events does, and a failed apply leaves no write behind,
-	// even though the subscriber goes on with the same transaction (it does
-	// not roll back on a Nack, but sends the message again); the error of
-	// an event that cannot be applied is an [*EventError]. Only Apply moves
-	// the offset: events acknowledged but held back when the subscriber
-	// commits early are delivered again. The unit of work's time is now.
+	// Apply hands the events of msg's batch to apply, in the subscriber's
+	// transaction that msg's context carries, inside a savepoint, and moves
+	// the group's offset to the batch's end in that savepoint too
+	// ([Batches]). apply's writes commit exactly when an offset that covers
+	// their events does, and a failed apply leaves no write behind, even
+	// though the subscriber goes on with the same transaction (it does not
+	// roll back on a Nack, but sends the message again); the error of an
+	// event that cannot be applied is an [*EventError]. Only Apply moves the
+	// offset: a batch the subscriber commits without it (it stopped waiting
+	// for the handler) is delivered again. apply is not called for a batch
+	// of no event. The unit of work's time is now.
 	Apply(msg *message.Message, now time.Time, apply func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error) error
 	// Behind counts the events of the given types (all, when empty) that
 	// group has still to apply, and returns when the oldest of them was
@@ -154,71 +153,6 @@ func (c LogConfig) Validate() error {
 	return nil
 }
 
-// Metadata keys of the messages a [Log] delivers; the message's UUID is
-// the event's ID and its payload the event's data.
-const (
-	MetadataStream     = "stream"
-	MetadataVersion    = "version"
-	MetadataType       = "type"
-	MetadataRecordedAt = "recorded_at"
-	MetadataMetadata   = "metadata"
-	MetadataCommit     = "position_commit"
-	MetadataSeq        = "position_seq"
-	// MetadataGroup is the consumer group the message was read for.
-	MetadataGroup = "consumer_group"
-)
-
-// EventMessage returns e as the message a [Log] delivers.
-func EventMessage(e eventstore.Event) (*message.Message, error) {
-	md, err := json.Marshal(e.Metadata)
-	if err != nil {
-		return nil, fmt.Errorf("projections: event %s metadata: %w", e.ID, err)
-	}
-	return EventMessageWithMetadata(e, string(md)), nil
-}
-
-// EventMessageWithMetadata returns e as the message a [Log] delivers, with
-// metadata, e's metadata as a JSON object, in place of e.Metadata: a
-// backend that reads the object as text from the log hands it on without
-// decoding it.
-func EventMessageWithMetadata(e eventstore.Event, metadata string) *message.Message {
-	m := message.NewMessage(e.ID.String(), e.Data)
-	m.Metadata.Set(MetadataStream, e.Stream)
-	m.Metadata.Set(MetadataVersion, strconv.FormatInt(e.Version, 10))
-	m.Metadata.Set(MetadataType, e.Type)
-	m.Metadata.Set(MetadataRecordedAt, e.RecordedAt.UTC().Format(time.RFC3339Nano))
-	if metadata != "" && metadata != "{}" {
-		m.Metadata.Set(MetadataMetadata, metadata)
-	}
-	m.Metadata.Set(MetadataCommit, strconv.FormatUint(e.Position.Commit, 10))
-	m.Metadata.Set(MetadataSeq, strconv.FormatInt(e.Position.Seq, 10))
-	return m
-}
-
-// EventFromMessage returns the event a message of a [Log] carries.
-func EventFromMessage(m *message.Message) (eventstore.Event, error) {
-	var e eventstore.Event
-	var err error
-	if e.ID, err = uuid.Parse(m.UUID); err != nil {
-		return e, fmt.Errorf("projections: message %q: event id: %w", m.UUID, err)
-	}
-	e.Stream, e.Type, e.Data = m.Metadata.Get(MetadataStream), m.Metadata.Get(MetadataType), m.Payload
-	if e.Version, err = strconv.ParseInt(m.Metadata.Get(MetadataVersion), 10, 64); err != nil {
-		return e, fmt.Errorf("projections: event %s: version: %w", e.ID, err)
-	}
-	if e.RecordedAt, err = time.Parse(time.RFC3339Nano, m.Metadata.Get(MetadataRecordedAt)); err != nil {
-		return e, fmt.Errorf("projections: event %s: recorded_at: %w", e.ID, err)
-	}
-	if md := m.Metadata.Get(MetadataMetadata); md != "" {
-		if err := json.Unmarshal([]byte(md), &e.Metadata); err != nil {
-			return e, fmt.Errorf("projections: event %s: metadata: %w", e.ID, err)
-		}
-	}
-	if e.Position.Commit, err = strconv.ParseUint(m.Metadata.Get(MetadataCommit), 10, 64); err != nil {
-		return e, fmt.Errorf("projections: event %s: position: %w", e.ID, err)
-	}
-	if e.Position.Seq, err = strconv.ParseInt(m.Metadata.Get(MetadataSeq), 10, 64); err != nil {
-		return e, fmt.Errorf("projections: event %s: position: %w", e.ID, err)
-	}
-	return e, nil
-}
+// MetadataGroup is the metadata key of the consumer group a [Log]'s
+// message was read for.
+const MetadataGroup = "consumer_group"

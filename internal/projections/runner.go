@@ -408,26 +408,25 @@ func (h *handler) handle(msg *message.Message) error {
 		h.tries = 0
 		return nil
 	}
-	// The event that failed: the Log names it when a batch failed, else it
-	// is the message's own. Only a failure pays for decoding it here.
+	// The event that failed, as the Log names it; else the batch's end.
 	var e eventstore.Event
 	var failedAt *EventError
 	if errors.As(err, &failedAt) {
 		e = failedAt.Event
-	} else if me, derr := EventFromMessage(msg); derr == nil {
-		e = me
+	} else if end, perr := ParsePosition(msg.Metadata.Get(MetadataBatchEnd)); perr == nil {
+		e.Position = end
 	}
 	h.tries++
 	if h.tries < h.r.maxTries {
-		h.r.logger.Warn("projections: apply failed; the event is handed over again",
-			"projection", h.group, "event", msg.UUID, "try", h.tries, "error", err)
+		h.r.logger.Warn("projections: apply failed; the batch is handed over again",
+			"projection", h.group, "position", FormatPosition(e.Position), "try", h.tries, "error", err)
 		return err
 	}
 	h.failed = true
 	h.r.update(h.group, func(s *Status) { s.State, s.Position, s.Err = StateFailed, e.Position, err })
 
 	h.r.logger.Error("projections: projection failed and stopped: it cannot apply an event, and skips none",
-		"projection", h.group, "event", msg.UUID, "position", e.Position, "tries", h.tries, "error", err)
+		"projection", h.group, "event", e.ID, "position", FormatPosition(e.Position), "tries", h.tries, "error", err)
 	// The failure is recorded once the handler has stopped and its batch's
 	// transaction has ended: that transaction holds the group's offset
 	// (and on SQLite the write lock) while this handler runs.

@@ -342,64 +342,50 @@ func (logSchema) InsertQuery(string, message.Messages) (wsql.Query, error) {
 }
 
 // SelectQuery reads the next window of the log after the group's offset,
-// up to a batch of events of every type in position order, and returns
-// those of the group's types, and the window's last event as a passing one
-// when it is of another type ([projections.MetadataPassing]), so that the
+// up to a batch of events of every type in position order, and returns one
+// row: the window's end, and its events of the group's types as a JSON
+// array of [projections.BatchEvent] (empty when none is), so that the
 // offset moves over the whole window whatever it holds: a projection of
 // rare types does not read the same stretch of other events at every poll.
+// A log with nothing after the offset gives no row.
 func (s logSchema) SelectQuery(topic, group string, offsets wsql.OffsetsAdapter) wsql.Query {
 	next := offsets.NextOffsetQuery(topic, group)
-	// The window's end, then the events up to it. Window functions (to
-	// mark the last event) cost five times as much per batch here.
 	args := slices.Clone(next.Args)
-	wanted := `1`
+	wanted := ``
 	if s.types != "" {
-		wanted = `type IN (SELECT value FROM json_each(?))`
+		wanted = ` WHERE type IN (SELECT value FROM json_each(?))`
+		args = append(args, s.types)
 	}
 	q := `
-WITH window_end AS (
-	SELECT max(position) AS position FROM (
-		SELECT position FROM events WHERE position > (` + next.Query + `) ORDER BY position LIMIT ` + strconv.Itoa(s.batchSize) + `
-	)
+WITH win AS (
+	SELECT ` + eventColumns + ` FROM events WHERE position > (` + next.Query + `) ORDER BY position LIMIT ` + strconv.Itoa(s.batchSize) + `
 )
-SELECT ` + eventColumns + `, NOT (` + wanted + `), (SELECT position FROM window_end)
-FROM events
-WHERE position > (` + next.Query + `) AND position <= (SELECT position FROM window_end)
-AND (` + wanted + ` OR position = (SELECT position FROM window_end))
-ORDER BY position`
-	// The arguments in the order of their places in the query.
-	if s.types != "" {
-		args = append(args, s.types)
-	}
-	args = append(args, next.Args...)
-	if s.types != "" {
-		args = append(args, s.types)
-	}
+SELECT max(position), (
+	SELECT json_group_array(json_object(
+		'p', position, 'i', id, 's', stream, 'v', version, 'y', type, 'd', json(data), 'm', json(metadata), 'r', recorded_at
+	) ORDER BY position)
+	FROM win` + wanted + `
+)
+FROM win
+HAVING count(*) > 0`
 	return wsql.Query{Query: q, Args: args}
 }
 
-// UnmarshalMessage turns a row of SelectQuery into the event's message;
-// the row's offset is the event's position.
+// UnmarshalMessage reads the row of [logSchema.SelectQuery] as the message
+// of its batch.
 func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
-	var passing bool
-	var end int64
-	e, err := scanEvent(row, &passing, &end)
+	var end eventstore.Position
+	var payload string
+	if err := row.Scan(&end.Seq, &payload); err != nil {
+		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
+	}
+	events, err := projections.DecodeBatch([]byte(payload))
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
 	}
-	msg, err := projections.EventMessage(e)
-	if err != nil {
-		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
-	}
-	msg.Metadata.Set(projections.MetadataGroup, s.group)
-	msg.Metadata.Set(projections.MetadataSubscriber, s.subscriber)
-	batchEnd := projections.FormatPosition(eventstore.Position{Seq: end})
-	msg.Metadata.Set(projections.MetadataBatchEnd, batchEnd)
-	s.batches.Read(s.subscriber, batchEnd, e)
-	if passing {
-		msg.Metadata.Set(projections.MetadataPassing, "true")
-	}
-	return wsql.Row{Offset: e.Position.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
+	msg := projections.BatchMessage(s.group, s.subscriber, end, []byte(payload))
+	s.batches.Read(s.subscriber, msg.UUID, events)
+	return wsql.Row{Offset: end.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
 }
 
 // SchemaInitializingQueries returns none: the migrations make the tables.
