@@ -81,6 +81,7 @@ func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
 }
 
 // Apply records the activity of events in t, a subscriber's transaction.
+// An event recorded already is left as it is ([projections.Projection]).
 func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
 	stx, err := SQLTx(t)
 	if err != nil {
@@ -98,7 +99,8 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 	})
 	if err == nil && len(ids) > 0 {
 		_, err = stx.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position_commit, position_seq, type, at, detail)
-SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])`,
+SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
+ON CONFLICT DO NOTHING`,
 			ids, commits, seqs, types, ats, details)
 	}
 	if err != nil {

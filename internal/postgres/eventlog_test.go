@@ -3,8 +3,10 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
 )
 
 // applied is a test read model: the IDs of the events applied, in order.
@@ -163,4 +166,94 @@ func TestRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 	if len(got) > 0 && !slices.Equal(got, first) {
 		t.Errorf("recorded %v, want at most the 3 before the bad event %v", got, bad)
 	}
+}
+
+// A runner started while the database is away stops when told to, and one
+// that stays follows the registry once the database is back: it starts the
+// activity's handler and applies what was appended.
+func TestRunnerFollowsTheRegistryThroughAnOutage(t *testing.T) {
+	t.Parallel()
+	db, proxy := pgtest.NewBehindProxy(t)
+	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, RetryInterval: 10 * time.Millisecond})
+	activity := db.Activity()
+	// following says when the runner, its router running, has failed to
+	// read the registry at a tick.
+	following := &signalWriter{want: "follow the registry of versions", seen: make(chan struct{})}
+	logger := slog.New(slog.NewTextHandler(following, nil))
+	run := func(ctx context.Context) (*projections.Runner, <-chan error) {
+		r, err := projections.NewRunner(log, []projections.Projection{activity},
+			projections.WithFollowInterval(10*time.Millisecond), projections.WithRunnerLogger(logger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		return r, done
+	}
+	proxy.Down()
+
+	ctx, cancel := context.WithCancel(t.Context())
+	_, done := run(ctx)
+	select {
+	case <-following.seen:
+	case err := <-done:
+		t.Fatalf("Run returned while the database was away: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner did not try the registry again while the database was away")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a runner that never reached the registry did not stop when its context ended")
+	}
+
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	r, done := run(ctx)
+	proxy.Up()
+	id := uuid.New()
+	registered, err := eventstore.NewEvent(user.TypeRegistered, user.Registered{UserID: id, Email: "ada@example.com"}, eventstore.Metadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		_, err := db.Events().Append(ctx, tx, "user-"+id.String(), eventstore.Any, registered)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := activity.Behind(t.Context())
+		if err == nil && n == 0 && len(r.Status()) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the outage the activity is %d events behind (%v), status %+v", n, err, r.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// signalWriter closes seen once something written to it holds want.
+type signalWriter struct {
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
 }

@@ -29,6 +29,11 @@ type Projection interface {
 	// Reset empties the projection as part of tx, before a rebuild.
 	Reset(ctx context.Context, tx uow.Tx) error
 	// Apply updates the projection with events, in log order, as part of tx.
+	// An asynchronous projection must leave an event it has applied already
+	// as it is (keyed by its position, say): when a subscriber stops
+	// waiting for a batch (its ack deadline passed) and commits while the
+	// handler is still writing, what the handler wrote may commit without
+	// the offset, and the batch comes again.
 	Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error
 }
 

@@ -109,7 +109,10 @@ func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress),
 			return from, to, fmt.Errorf("projections: renew %s: version %d is %d events behind: %w", p.Name(), to, behind, ctx.Err())
 		case err := <-ran:
 			ran <- err
-			return from, to, fmt.Errorf("projections: renew %s: the runner of version %d stopped: %v", p.Name(), to, err)
+			if err == nil {
+				err = errors.New("it stopped")
+			}
+			return from, to, fmt.Errorf("projections: renew %s: the runner of version %d: %w", p.Name(), to, err)
 		}
 	}
 	err = log.Catalog(ctx, p.Name(), base, func(ctx context.Context, tx uow.Tx, v Versions) (Versions, error) {
@@ -121,11 +124,14 @@ func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress),
 			return v, fmt.Errorf("the registry now builds version %d and serves %d, not %d", v.Building, v.Serving, to)
 		}
 		from = v.Serving
-		if err := next.Serve(ctx, tx); err != nil {
-			return v, err
-		}
+		// The old version's offset first: it waits for a batch of it in
+		// flight, which should not hold up the reads that Serve makes
+		// wait for the commit.
 		old := p.At(from)
 		if err := log.Forget(ctx, tx, Group(old)); err != nil {
+			return v, err
+		}
+		if err := next.Serve(ctx, tx); err != nil {
 			return v, err
 		}
 		if err := old.Drop(ctx, tx); err != nil {

@@ -211,14 +211,24 @@ func (r *Runner) Run(ctx context.Context) error {
 	// router runs, when the registry answers; otherwise, and whenever it
 	// changes, while it runs.
 	started, err := r.reconcile(ctx, router, wlog)
-	if errors.Is(err, uow.ErrUnavailable) {
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil
+	case errors.Is(err, uow.ErrUnavailable):
 		r.logger.Warn("projections: read the registry of versions; trying again", "error", err)
 		started = false
-	} else if err != nil {
+	default:
 		return err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A router with no handler yet (the registry did not answer) closes
+	// only when told to.
+	go func() {
+		<-runCtx.Done()
+		_ = router.Close()
+	}()
 	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
@@ -246,22 +256,35 @@ func (r *Runner) followRegistry(ctx context.Context, router *message.Router, wlo
 	}
 	tick := time.NewTicker(r.follow)
 	defer tick.Stop()
+	// unstarted is whether handlers were added that the router has not
+	// started: RunHandlers failed (a subscriber could not subscribe), and
+	// is called again at each tick until it succeeds.
+	unstarted := false
 	for {
 		if !started || !r.fixed {
-			if added, err := r.reconcile(ctx, router, wlog); err != nil {
-				if ctx.Err() != nil || router.IsClosed() {
+			added, err := r.reconcile(ctx, router, wlog)
+			if err != nil {
+				if ctx.Err() != nil {
 					return
 				}
 				r.logger.Warn("projections: follow the registry of versions", "error", err)
-			} else if added {
-				r.launch.Lock()
-				err := router.RunHandlers(ctx)
-				r.launch.Unlock()
-				if err != nil && ctx.Err() == nil {
-					r.logger.Error("projections: start handlers", "error", err)
-				}
+			} else {
+				started = true
 			}
-			started = true
+			unstarted = unstarted || added
+		}
+		if unstarted {
+			r.launch.Lock()
+			err := router.RunHandlers(ctx)
+			r.launch.Unlock()
+			switch {
+			case err == nil:
+				unstarted = false
+			case ctx.Err() != nil:
+				return
+			default:
+				r.logger.Error("projections: start handlers; trying again", "error", err)
+			}
 		}
 		select {
 		case <-tick.C:
@@ -432,9 +455,12 @@ func (h *handler) handle(msg *message.Message) error {
 	// (and on SQLite the write lock) while this handler runs.
 	f := Failure{At: h.r.now().UTC(), Position: e.Position, Error: err.Error()}
 	h.r.recording.Add(1)
-	h.stop()
 	go func() {
 		defer h.r.recording.Done()
+		// Stopped from here, not from the handler: a stop waits for the
+		// router's starts (launch), and on SQLite a start may wait for the
+		// connection this handler's batch holds.
+		h.stop()
 		<-h.handler.Started()
 		<-h.handler.Stopped()
 		if ferr := h.r.log.Fail(context.Background(), h.group, f); ferr != nil {

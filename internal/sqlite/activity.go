@@ -78,7 +78,8 @@ func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
 	return nil
 }
 
-// Apply records the activity of events in t.
+// Apply records the activity of events in t. An event recorded already is
+// left as it is ([projections.Projection]).
 func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
 	st, err := asTx(t)
 	if err != nil {
@@ -92,7 +93,7 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 		return nil
 	})
 	if err == nil && len(args) > 0 {
-		_, err = st.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5), args...)
+		_, err = st.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5)+` ON CONFLICT DO NOTHING`, args...)
 	}
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
