@@ -104,7 +104,7 @@ ON CONFLICT DO NOTHING`,
 			ids, commits, seqs, types, ats, details)
 	}
 	if err != nil {
-		return fmt.Errorf("activity: apply: %w", err)
+		return fmt.Errorf("activity: apply: %w", unavailable(ctx, err))
 	}
 	return nil
 }

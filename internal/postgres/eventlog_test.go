@@ -257,3 +257,73 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// A database that is unavailable spends none of a projection's tries: an
+// event that fails with uow.ErrUnavailable more often than the runner
+// tries is applied once the database answers, and the projection runs on.
+func TestUnavailableDatabaseSpendsNoTries(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	sink := newApplied(t, db)
+	want := appendEvents(t, db, "s-1", "test.good", 2)
+	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, ResendInterval: time.Millisecond})
+	var mu sync.Mutex
+	failures := 0
+	p := unavailableFor{recording: recording{sink: sink}, times: 8, mu: &mu, failures: &failures}
+	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, _, err := log.Behind(t.Context(), projections.Group(p), nil)
+		if err == nil && n == 0 {
+			break
+		}
+		if st := r.Status(); len(st) == 1 && st[0].State == projections.StateFailed {
+			t.Fatalf("the projection failed: %v", st[0].Err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d events behind (%v), status %+v", n, err, r.Status())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failures != 8 {
+		t.Errorf("the batch failed %d times, want 8", failures)
+	}
+	got, err := sink.Recorded(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("applied %v, want %v once each", got, want)
+	}
+}
+
+// unavailableFor is a recording projection whose Apply fails with
+// uow.ErrUnavailable the first times it is called.
+type unavailableFor struct {
+	recording
+	times    int
+	mu       *sync.Mutex
+	failures *int
+}
+
+func (p unavailableFor) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if *p.failures < p.times {
+		*p.failures++
+		return uow.Unavailable(fmt.Errorf("the database went away"))
+	}
+	return p.recording.Apply(ctx, tx, events...)
+}

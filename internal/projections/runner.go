@@ -67,7 +67,8 @@ type Status struct {
 //
 // A projection that cannot apply an event stops; it never skips one, since
 // every later event may depend on it. The event is handed over again after
-// the log's resend interval, up to the runner's tries; then the projection
+// the log's resend interval, up to the runner's tries (a database that is
+// unavailable, [uow.ErrUnavailable], spends none); then the projection
 // is marked failed with the event's position and the error, and its handler
 // stops. A fixed version started later resumes from that event, since its
 // offset never moved past it.
@@ -438,6 +439,12 @@ func (h *handler) handle(msg *message.Message) error {
 		e = failedAt.Event
 	} else if end, perr := ParsePosition(msg.Metadata.Get(MetadataBatchEnd)); perr == nil {
 		e.Position = end
+	}
+	if errors.Is(err, uow.ErrUnavailable) {
+		// The database went away: no fault of the event, and no try spent.
+		h.r.logger.Warn("projections: the database is unavailable; the batch is handed over again",
+			"projection", h.group, "error", err)
+		return err
 	}
 	h.tries++
 	if h.tries < h.r.maxTries {

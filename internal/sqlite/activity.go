@@ -96,7 +96,7 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 		_, err = st.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5)+` ON CONFLICT DO NOTHING`, args...)
 	}
 	if err != nil {
-		return fmt.Errorf("activity: apply: %w", err)
+		return fmt.Errorf("activity: apply: %w", unavailable(ctx, err))
 	}
 	return nil
 }
