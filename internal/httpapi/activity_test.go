@@ -389,6 +389,9 @@ func testActivityRebuild(t *testing.T, e *env) {
 		if err == nil {
 			t.Errorf("version %d's table is still there after the switch", want.from)
 		}
+		if n, _, err := e.log.Behind(t.Context(), projections.Group(rb.At(want.from)), rb.Types()); err != nil || n != 0 {
+			t.Errorf("the retired version %d counts %d events behind (%v), want none", want.from, n, err)
+		}
 		t.Logf("version %d: %d reads, %d sign-out and sign-in cycles during the rebuild", want.to, reads.Load(), cycles)
 		caughtUp()
 		assertActivityIsTheReplay(t, e, caughtUp, tokens, ids)

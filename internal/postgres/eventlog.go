@@ -131,7 +131,7 @@ func (l *EventLog) Behind(ctx context.Context, group string, types []string) (in
 	q := `
 SELECT count(*), min(e.recorded_at) FROM events AS e
 LEFT JOIN projection_offsets AS o ON o.consumer_group = $1
-WHERE (o.consumer_group IS NULL OR (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position))`
+WHERE (o.consumer_group IS NULL OR (o.retired_at IS NULL AND (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position)))`
 	args := []any{group}
 	if len(types) > 0 {
 		q += ` AND e.type = ANY($2)`
@@ -242,6 +242,22 @@ func (l *EventLog) Forget(ctx context.Context, t uow.Tx, group string) error {
 	return nil
 }
 
+// Retire retires group's offset in t, as [projections.Log] describes: the
+// upsert waits for the row lock that a batch in flight holds.
+func (l *EventLog) Retire(ctx context.Context, t uow.Tx, group string) error {
+	stx, err := SQLTx(t)
+	if err != nil {
+		return fmt.Errorf("postgres: retire %s: %w", group, err)
+	}
+	_, err = stx.ExecContext(ctx, `
+INSERT INTO projection_offsets (consumer_group, last_transaction_id, last_position, retired_at) VALUES ($1, '0', 0, now())
+ON CONFLICT (consumer_group) DO UPDATE SET retired_at = now()`, group)
+	if err != nil {
+		return fmt.Errorf("postgres: retire %s: %w", group, unavailable(ctx, err))
+	}
+	return nil
+}
+
 // advanceOffset moves group's offset to the event at (txid, position),
 // never backwards.
 func advanceOffset(group, txid string, position int64) wsql.Query {
@@ -313,7 +329,7 @@ func (s logSchema) SelectQuery(_ string, group string, _ wsql.OffsetsAdapter) ws
 	}
 	q := `
 WITH last AS (
-	SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 FOR UPDATE
+	SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 AND retired_at IS NULL FOR UPDATE
 ), win AS (
 	SELECT e.position, e.transaction_id, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at
 	FROM events AS e
@@ -412,7 +428,7 @@ func (logOffsets) ConsumedMessageQuery(string, wsql.Row, string, []byte) wsql.Qu
 
 func (logOffsets) NextOffsetQuery(_ string, group string) wsql.Query {
 	return wsql.Query{
-		Query: `SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 FOR UPDATE`,
+		Query: `SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 AND retired_at IS NULL FOR UPDATE`,
 		Args:  []any{group},
 	}
 }

@@ -66,10 +66,15 @@ type Log interface {
 	// Two calls for one name take turns.
 	Catalog(ctx context.Context, name string, base int, fn func(ctx context.Context, tx uow.Tx, v Versions) (Versions, error)) error
 	// Forget removes group's offset, and its failure, as part of tx, a
-	// transaction of Catalog; it waits for a batch of the group in flight
-	// to commit, and no batch of the group applies anything afterwards
-	// unless the group subscribes again.
+	// transaction of Catalog, so that the group starts again at the log's
+	// start when it next subscribes; it waits for a batch of the group in
+	// flight to commit.
 	Forget(ctx context.Context, tx uow.Tx, group string) error
+	// Retire marks group's offset retired as part of tx, a transaction of
+	// Catalog, waiting for a batch of the group in flight to commit: no
+	// batch of the group reads anything afterwards, even one of a
+	// subscriber that subscribes again, and Behind counts none for it.
+	Retire(ctx context.Context, tx uow.Tx, group string) error
 }
 
 // Failure is why a projection stopped.

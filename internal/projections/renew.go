@@ -24,8 +24,8 @@ const renewTick = 200 * time.Millisecond
 // Renew rebuilds p blue/green: it builds a new version beside the one
 // serving reads, from the start of the log, while that one keeps serving
 // and following the log; once the new version has caught up it switches
-// reads to it, and drops the old version's tables and offset, all in one
-// transaction ([Log.Catalog]). It returns the versions it switched from and
+// reads to it, drops the old version's tables and retires its offset, all
+// in one transaction ([Log.Catalog]). It returns the versions it switched from and
 // to, and reports progress, if given, as it goes.
 //
 // The new version is the serving one plus one, unless the registry names a
@@ -128,7 +128,7 @@ func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress),
 		// flight, which should not hold up the reads that Serve makes
 		// wait for the commit.
 		old := p.At(from)
-		if err := log.Forget(ctx, tx, Group(old)); err != nil {
+		if err := log.Retire(ctx, tx, Group(old)); err != nil {
 			return v, err
 		}
 		if err := next.Serve(ctx, tx); err != nil {

@@ -181,7 +181,8 @@ func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.
 func (l *Log) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
 	q := `
 SELECT count(*), min(recorded_at) FROM events
-WHERE position > coalesce((SELECT last_position FROM projection_offsets WHERE consumer_group = ?), 0)`
+WHERE NOT EXISTS (SELECT 1 FROM projection_offsets WHERE consumer_group = ?1 AND retired_at IS NOT NULL)
+AND position > coalesce((SELECT last_position FROM projection_offsets WHERE consumer_group = ?1), 0)`
 	args := []any{group}
 	if len(types) > 0 {
 		list, err := json.Marshal(types)
@@ -298,6 +299,22 @@ func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 	return nil
 }
 
+// Retire retires group's offset in t, as [projections.Log] describes; t
+// holds the write lock, so no batch of the group is in flight.
+func (l *Log) Retire(ctx context.Context, t uow.Tx, group string) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("sqlite: retire %s: %w", group, err)
+	}
+	_, err = st.ExecContext(ctx, `
+INSERT INTO projection_offsets (consumer_group, last_position, retired_at) VALUES (?1, 0, ?2)
+ON CONFLICT (consumer_group) DO UPDATE SET retired_at = ?2`, group, micros(st.now))
+	if err != nil {
+		return fmt.Errorf("sqlite: retire %s: %w", group, unavailable(ctx, err))
+	}
+	return nil
+}
+
 // advanceOffset moves group's offset to position, never backwards.
 func advanceOffset(group string, position int64) wsql.Query {
 	return wsql.Query{
@@ -404,7 +421,7 @@ var _ wsql.OffsetsAdapter = logOffsets{}
 
 func (logOffsets) NextOffsetQuery(_, group string) wsql.Query {
 	return wsql.Query{
-		Query: `SELECT last_position FROM projection_offsets WHERE consumer_group = ?`,
+		Query: `SELECT last_position FROM projection_offsets WHERE consumer_group = ? AND retired_at IS NULL`,
 		Args:  []any{group},
 	}
 }

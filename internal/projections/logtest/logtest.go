@@ -117,6 +117,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "ExactlyOnceAcrossACrash", run: testExactlyOnceAcrossACrash},
 		{name: "CompetingConsumers", run: testCompetingConsumers},
 		{name: "GroupsAreIndependent", run: testGroupsAreIndependent},
+		{name: "RetiredGroupReadsNothing", run: testRetiredGroupReadsNothing},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -793,5 +794,32 @@ func testAckDeadlineMidBatch(t *testing.T, h Harness) {
 	}
 	if handed < 2 {
 		t.Fatalf("the handler was handed %d messages; the case needs the batch handed over again after the deadline", handed)
+	}
+}
+
+// RetiredGroupReadsNothing: once a group's offset is retired (a rebuild
+// switched away from its version), its subscriber applies nothing more, a
+// subscriber of the group that comes late does not start it again at the
+// log's start, and Behind counts nothing for it.
+func testRetiredGroupReadsNothing(t *testing.T, h Harness) {
+	before := mustAppend(t, h, "r-1", newEvent(t, "logtest.a"), newEvent(t, "logtest.a"))
+	c := consume(t, h, h.Log, group, nil, nil)
+	waitRecorded(t, h, len(before), c)
+	err := h.Log.Catalog(t.Context(), "logtest", 1, func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error) {
+		return v, h.Log.Retire(ctx, tx, group)
+	})
+	if err != nil {
+		t.Fatalf("Catalog with Retire: %v", err)
+	}
+	mustAppend(t, h, "r-2", newEvent(t, "logtest.a"))
+	late := consume(t, h, h.Log, group, nil, nil)
+	// Several reads of the log by both, after the append.
+	c.waitPolls(t, 3)
+	late.waitPolls(t, 3)
+	c.stop(t)
+	late.stop(t)
+	assertRecorded(t, h, ids(before))
+	if n, _, err := h.Log.Behind(t.Context(), group, nil); err != nil || n != 0 {
+		t.Errorf("Behind of a retired group = %d, %v; want 0", n, err)
 	}
 }
