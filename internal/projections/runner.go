@@ -379,7 +379,9 @@ type handler struct {
 	group string
 	// handler is the router's handler of the projection.
 	handler *message.Handler
-	// tries counts the failed attempts at the event being retried.
+	// mu is held while a batch is handled; tries counts the failed
+	// attempts at the batch being retried.
+	mu     sync.Mutex
 	tries  int
 	failed bool
 	// stopOnce stops the router's handler once: when it failed, or when
@@ -410,6 +412,11 @@ func (h *handler) stop() {
 }
 
 func (h *handler) handle(msg *message.Message) error {
+	// One batch at a time: a subscriber that stopped waiting for a batch
+	// (its ack deadline passed) hands over the next while this handler may
+	// still be at the last.
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.failed {
 		return errFailed
 	}
