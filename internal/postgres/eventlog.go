@@ -73,7 +73,7 @@ func (l *EventLog) Subscriber(group string, types []string, logger watermill.Log
 		PollInterval:   l.cfg.PollInterval,
 		ResendInterval: l.cfg.ResendInterval,
 		RetryInterval:  l.cfg.RetryInterval,
-		SchemaAdapter:  logSchema{group: group, subscriber: uuid.NewString(), types: types, batch: l.cfg.BatchSize, batches: l.batches},
+		SchemaAdapter:  logSchema{group: group, subscriber: uuid.NewString(), types: types, batch: l.cfg.BatchSize, batches: l.batches, arrays: pgtype.NewMap()},
 		OffsetsAdapter: logOffsets{},
 	}, logger)
 	if err != nil {
@@ -297,6 +297,9 @@ type logSchema struct {
 	batch      int
 	// batches is told of each event read ([projections.Batches.Read]).
 	batches *projections.Batches
+	// arrays decodes a batch's columns; only the subscriber's one
+	// goroutine uses it.
+	arrays *pgtype.Map
 }
 
 var errReadOnlyLog = errors.New("postgres: the event log is written by the event store, not through watermill-sql")
@@ -359,7 +362,7 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	var txids, ids, streams, types, data, metadata []string
 	var seqs, versions []int64
 	var recorded []time.Time
-	m := pgtype.NewMap()
+	m := s.arrays
 	err := row.Scan(&endTxid, &end.Seq, m.SQLScanner(&txids), m.SQLScanner(&seqs), m.SQLScanner(&ids),
 		m.SQLScanner(&streams), m.SQLScanner(&versions), m.SQLScanner(&types),
 		m.SQLScanner(&data), m.SQLScanner(&metadata), m.SQLScanner(&recorded))
@@ -401,7 +404,7 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 		slices.SortFunc(events, byPosition)
 	}
 	// The events go to Batches as read; the message carries none.
-	msg := projections.BatchMessage(s.group, s.subscriber, end, nil)
+	msg := projections.BatchMessage(s.group, s.subscriber, end)
 	s.batches.Read(s.subscriber, msg.UUID, events)
 	return wsql.Row{Offset: end.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
 }

@@ -361,7 +361,7 @@ func (logSchema) InsertQuery(string, message.Messages) (wsql.Query, error) {
 // SelectQuery reads the next window of the log after the group's offset,
 // up to a batch of events of every type in position order, and returns one
 // row: the window's end, and its events of the group's types as a JSON
-// array of [projections.BatchEvent] (empty when none is), so that the
+// array of [batchEvent] (empty when none is), so that the
 // offset moves over the whole window whatever it holds: a projection of
 // rare types does not read the same stretch of other events at every poll.
 // A log with nothing after the offset gives no row.
@@ -396,11 +396,11 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	if err := row.Scan(&end.Seq, &payload); err != nil {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
 	}
-	events, err := projections.DecodeBatch([]byte(payload))
+	events, err := decodeBatch([]byte(payload))
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
 	}
-	msg := projections.BatchMessage(s.group, s.subscriber, end, []byte(payload))
+	msg := projections.BatchMessage(s.group, s.subscriber, end)
 	s.batches.Read(s.subscriber, msg.UUID, events)
 	return wsql.Row{Offset: end.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
 }
@@ -450,3 +450,37 @@ func (logOffsets) BeforeSubscribingQueries(_, group string) []wsql.Query {
 
 // SchemaInitializingQueries returns none: the migrations make the tables.
 func (logOffsets) SchemaInitializingQueries(string) []wsql.Query { return nil }
+
+// batchEvent is one event of the JSON array of [logSchema.SelectQuery],
+// with one-letter keys.
+type batchEvent struct {
+	Seq      int64           `json:"p"`
+	ID       uuid.UUID       `json:"i"`
+	Stream   string          `json:"s"`
+	Version  int64           `json:"v"`
+	Type     string          `json:"y"`
+	Data     json.RawMessage `json:"d"`
+	Metadata json.RawMessage `json:"m"`
+	// RecordedAt is in microseconds since the epoch, as stored.
+	RecordedAt int64 `json:"r"`
+}
+
+// decodeBatch returns the events of a JSON array of batchEvent, in order.
+func decodeBatch(payload []byte) ([]eventstore.Event, error) {
+	var raw []batchEvent
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	events := make([]eventstore.Event, len(raw))
+	for i, r := range raw {
+		e := eventstore.Event{ID: r.ID, Stream: r.Stream, Version: r.Version, Type: r.Type, Data: []byte(r.Data),
+			RecordedAt: fromMicros(r.RecordedAt), Position: eventstore.Position{Seq: r.Seq}}
+		if len(r.Metadata) > 0 && string(r.Metadata) != "{}" {
+			if err := json.Unmarshal(r.Metadata, &e.Metadata); err != nil {
+				return nil, fmt.Errorf("batch: event %s metadata: %w", r.ID, err)
+			}
+		}
+		events[i] = e
+	}
+	return events, nil
+}
