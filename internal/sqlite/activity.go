@@ -19,14 +19,15 @@ import (
 // in the transactions of the log's subscriber; its reads on the read pool.
 type Activity struct {
 	user.ActivityProjection
-	db *DB
+	db  *DB
+	log *Log
 }
 
 var _ projections.Rebuildable = Activity{}
 
 // Activity returns the activity projection over db, at its first version.
 func (db *DB) Activity() Activity {
-	return Activity{db: db}
+	return Activity{db: db, log: db.Log(LogConfig{})}
 }
 
 // At returns the projection writing version v.
@@ -138,5 +139,5 @@ func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Pos
 // Behind counts the events of the projection's types in the log that the
 // version serving reads has not applied yet.
 func (a Activity) Behind(ctx context.Context) (int64, error) {
-	return projections.ServingBehind(ctx, a.db.Log(LogConfig{}), a)
+	return projections.ServingBehind(ctx, a.log, a)
 }
