@@ -32,8 +32,9 @@ type backend interface {
 	Events() eventstore.Store
 	Outbox() outboxStore
 	Views() views
-	// Log is the event log that asynchronous projections follow.
-	Log() projections.Log
+	// Log is the event log that asynchronous projections follow, its
+	// subscribers configured by cfg (zero fields: the backend's defaults).
+	Log(cfg projections.LogConfig) projections.Log
 	// Activity is the activity projection and its reads.
 	Activity() activity
 	Ping(ctx context.Context) error
@@ -74,25 +75,25 @@ type views interface {
 
 type postgresBackend struct{ db *postgres.DB }
 
-func (b postgresBackend) Runner(now func() time.Time) uow.Runner { return b.db.Runner(now) }
-func (b postgresBackend) Events() eventstore.Store               { return b.db.Events() }
-func (b postgresBackend) Outbox() outboxStore                    { return b.db.Outbox() }
-func (b postgresBackend) Views() views                           { return postgres.UserViews{} }
-func (b postgresBackend) Log() projections.Log                   { return b.db.Log(postgres.LogConfig{}) }
-func (b postgresBackend) Activity() activity                     { return b.db.Activity() }
-func (b postgresBackend) Ping(ctx context.Context) error         { return b.db.Ping(ctx) }
-func (b postgresBackend) Close()                                 { b.db.Close() }
+func (b postgresBackend) Runner(now func() time.Time) uow.Runner        { return b.db.Runner(now) }
+func (b postgresBackend) Events() eventstore.Store                      { return b.db.Events() }
+func (b postgresBackend) Outbox() outboxStore                           { return b.db.Outbox() }
+func (b postgresBackend) Views() views                                  { return postgres.UserViews{} }
+func (b postgresBackend) Log(cfg projections.LogConfig) projections.Log { return b.db.Log(cfg) }
+func (b postgresBackend) Activity() activity                            { return b.db.Activity() }
+func (b postgresBackend) Ping(ctx context.Context) error                { return b.db.Ping(ctx) }
+func (b postgresBackend) Close()                                        { b.db.Close() }
 
 type sqliteBackend struct{ db *sqlite.DB }
 
-func (b sqliteBackend) Runner(now func() time.Time) uow.Runner { return b.db.Runner(now) }
-func (b sqliteBackend) Events() eventstore.Store               { return b.db.Events() }
-func (b sqliteBackend) Outbox() outboxStore                    { return b.db.Outbox() }
-func (b sqliteBackend) Views() views                           { return sqlite.UserViews{} }
-func (b sqliteBackend) Log() projections.Log                   { return b.db.Log(sqlite.LogConfig{}) }
-func (b sqliteBackend) Activity() activity                     { return b.db.Activity() }
-func (b sqliteBackend) Ping(ctx context.Context) error         { return b.db.Ping(ctx) }
-func (b sqliteBackend) Close()                                 { _ = b.db.Close() }
+func (b sqliteBackend) Runner(now func() time.Time) uow.Runner        { return b.db.Runner(now) }
+func (b sqliteBackend) Events() eventstore.Store                      { return b.db.Events() }
+func (b sqliteBackend) Outbox() outboxStore                           { return b.db.Outbox() }
+func (b sqliteBackend) Views() views                                  { return sqlite.UserViews{} }
+func (b sqliteBackend) Log(cfg projections.LogConfig) projections.Log { return b.db.Log(cfg) }
+func (b sqliteBackend) Activity() activity                            { return b.db.Activity() }
+func (b sqliteBackend) Ping(ctx context.Context) error                { return b.db.Ping(ctx) }
+func (b sqliteBackend) Close()                                        { _ = b.db.Close() }
 
 // database is where DATABASE_URL points: a PostgreSQL URL, or a SQLite file.
 type database struct {

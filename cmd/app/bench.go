@@ -124,7 +124,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		return benchSignIn(ctx, e, db, *concurrency, *duration, timed, stdout)
 	case "projection":
-		log := benchLog(db, projections.LogConfig{PollInterval: *poll, BatchSize: *logBatch})
+		log := db.Log(projections.LogConfig{PollInterval: *poll, BatchSize: *logBatch})
 		if *lag {
 			if *rate < 1 || *duration <= 0 {
 				return errors.New("bench projection --lag: --rate and --duration must be positive")
@@ -378,17 +378,6 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 // accounts, each with a history.
 const benchUsers = 300
 
-// benchLog returns db's event log configured by cfg, whose zero fields
-// take the backend's defaults.
-func benchLog(db backend, cfg projections.LogConfig) projections.Log {
-	switch b := db.(type) {
-	case postgresBackend:
-		return b.db.Log(cfg)
-	case sqliteBackend:
-		return b.db.Log(cfg)
-	}
-	return db.Log()
-}
 
 // activityEvent returns the k-th event of account id's history as the
 // activity projection reads it: its registration, then sign-ins,

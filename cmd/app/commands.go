@@ -64,7 +64,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	var runner *projections.Runner
 	if e.cfg.Projections {
-		if runner, err = projections.NewRunner(db.Log(), []projections.Projection{db.Activity()},
+		if runner, err = projections.NewRunner(db.Log(projections.LogConfig{}), []projections.Projection{db.Activity()},
 			projections.WithRunnerLogger(e.log), projections.WithRunnerMeter(meter)); err != nil {
 			return err
 		}
@@ -301,7 +301,7 @@ func rebuildActivity(ctx context.Context, e env, db backend, stdout, stderr io.W
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		report = progressBar(stderr, a.Name())
 	}
-	from, to, err := projections.Renew(ctx, db.Log(), a, report, projections.WithRunnerLogger(e.log))
+	from, to, err := projections.Renew(ctx, db.Log(projections.LogConfig{}), a, report, projections.WithRunnerLogger(e.log))
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func progressBar(w io.Writer, name string) func(projections.Progress) {
 func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error {
 	now := time.Now()
 	var failed []string
-	log := db.Log()
+	log := db.Log(projections.LogConfig{})
 	for _, p := range []projections.Rebuildable{db.Activity()} {
 		v, err := log.Versions(ctx, p.Name(), p.Version())
 		if err != nil {
