@@ -378,7 +378,6 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 // accounts, each with a history.
 const benchUsers = 300
 
-
 // activityEvent returns the k-th event of account id's history as the
 // activity projection reads it: its registration, then sign-ins,
 // sign-outs, and changes of address asked for and confirmed, in turn; i
