@@ -59,10 +59,11 @@ var (
 // messages in batches; [Relay.Drain] delivers what is due in one synchronous
 // pass. Both run each handler under the same middleware (panic recovery)
 // and map its outcome to the store the same way: a success is acknowledged,
-// an error is retried after [Backoff], and a message is buried once it has
-// failed [RelayConfig.MaxAttempts] times, when its topic has no handler, or
-// when it was claimed more often than that without finishing, since it may
-// be what crashes the relay.
+// an error is retried after [Backoff], and a message is buried once its
+// topic's [RetryPolicy] is spent ([RelayConfig.MaxAttempts] failures unless
+// [WithRetryPolicy] says otherwise), when its topic has no handler, or when
+// it was claimed again after its policy was spent without finishing, since
+// it may be what crashes the relay.
 //
 // A relay keeps these promises:
 //
@@ -95,6 +96,7 @@ type Relay struct {
 	meter    metric.MeterProvider
 	metrics  *relayMetrics
 	breakers *breakers
+	policies map[string]RetryPolicy
 	room     *room
 	inflight inflight
 	chain    message.HandlerFunc
@@ -151,6 +153,11 @@ func NewRelay(store Store, handlers map[string]Handler, cfg RelayConfig, opts ..
 	slices.Sort(topics)
 	for _, o := range opts {
 		o(r)
+	}
+	for topic, p := range r.policies {
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("outbox: retry policy of %q: %w", topic, err)
+		}
 	}
 	r.breakers = newBreakers(topics, cfg.Lease, r.log)
 	m, err := newRelayMetrics(r.meter, topics)
@@ -474,10 +481,8 @@ func (r *Relay) dispatch(wm *message.Message) ([]*message.Message, error) {
 func (r *Relay) deliver(wm *message.Message, h *held, ack func(*held)) string {
 	m := h.msg
 	start := time.Now()
-	var failure error
-	if m.Attempts > r.cfg.MaxAttempts {
-		failure = fmt.Errorf("%w (%d claims, %d allowed)", errOverclaimed, m.Attempts, r.cfg.MaxAttempts)
-	} else {
+	failure := r.policy(m.Topic).overclaimed(m, r.now())
+	if failure == nil {
 		_, failure = r.chain(wm)
 	}
 	h.returned.Store(true)
@@ -512,7 +517,7 @@ func (r *Relay) fail(ctx context.Context, h *held, failure error) string {
 		reason = fmt.Sprintf("panic: %v", p.V)
 		r.log.ErrorContext(ctx, "outbox: handler panicked", "id", m.ID, "topic", m.Topic, "panic", p.V, "stack", p.Stacktrace)
 	}
-	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || m.Attempts >= r.cfg.MaxAttempts
+	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || r.policy(m.Topic).spent(m, r.now())
 	if bury {
 		if err := r.store.Bury(ctx, m.ID, reason); err != nil {
 			return r.notRecorded(ctx, h, opBury, reason, err)

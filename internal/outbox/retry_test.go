@@ -1,0 +1,103 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+)
+
+// A topic whose retry policy is an age keeps trying a failing message at
+// the backoff ceiling, long past the relay's MaxAttempts, and buries it
+// once it fails after that age.
+func TestRelayRetryPolicyOfAgeKeepsTryingUntilTheAgeIsReached(t *testing.T) {
+	const maxAge = 72 * time.Hour
+	f := newFixture(t, outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: maxAge}, "mail")) // MaxAttempts 3
+	calls := 0
+	f.handle = func(context.Context, outbox.Message) error {
+		calls++
+		return errors.New("nats: no responders available for request")
+	}
+	m := f.add(t, "mail")
+	for attempt := 1; f.now.Sub(m.CreatedAt) < maxAge; attempt++ {
+		if got := f.drain(t); got != (outbox.DrainStats{Claimed: 1, Retried: 1}) {
+			t.Fatalf("attempt %d at +%s: %+v, want one retry", attempt, f.now.Sub(epoch), got)
+		}
+		f.now = f.now.Add(outbox.Backoff(attempt))
+	}
+	if calls < 800 {
+		t.Errorf("tried %d times in %s, want one try per backoff ceiling", calls, maxAge)
+	}
+	if got := f.drain(t); got != (outbox.DrainStats{Claimed: 1, Buried: 1}) {
+		t.Fatalf("the try after %s: %+v, want it buried", maxAge, got)
+	}
+	if b := f.buried(t, m.ID); b.LastError != "nats: no responders available for request" {
+		t.Errorf("buried with reason %q, want the last error", b.LastError)
+	}
+}
+
+// A message delivered on its 21st try, within its age, is delivered
+// and not buried: the relay's MaxAttempts does not apply to a topic with a
+// policy of its own, and the other topics keep it.
+func TestRelayRetryPolicyIsTheTopicsOwn(t *testing.T) {
+	f := newFixture(t, outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: 2 * time.Hour}, "mail")) // MaxAttempts 3
+	fails := 20
+	f.handle = func(context.Context, outbox.Message) error {
+		if fails > 0 {
+			fails--
+			return errors.New("503 Service Unavailable")
+		}
+		return nil
+	}
+	f.add(t, "mail")
+	var total outbox.DrainStats
+	for attempt := 1; attempt <= 21; attempt++ {
+		got := f.drain(t)
+		total.Retried += got.Retried
+		total.Delivered += got.Delivered
+		total.Buried += got.Buried
+		f.now = f.now.Add(outbox.Backoff(attempt))
+	}
+	if total != (outbox.DrainStats{Retried: 20, Delivered: 1}) {
+		t.Errorf("with its own policy: %+v, want 20 retries then a delivery", total)
+	}
+}
+
+// A message of a topic with a policy of age that keeps crashing the relay
+// is claimed again at each lease's end until twice its age has passed,
+// then buried without another try.
+func TestRelayRetryPolicyOfAgeBuriesWhatKeepsCrashing(t *testing.T) {
+	f := newFixture(t, outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: time.Hour}, "mail"))
+	called := false
+	f.handle = func(context.Context, outbox.Message) error { called = true; return nil }
+	m := f.add(t, "mail")
+	for f.now.Sub(m.CreatedAt) < 2*time.Hour {
+		if got, err := f.store.Claim(t.Context(), f.now, outbox.DefaultLease, 10); err != nil || len(got) != 1 {
+			t.Fatalf("crashing relay claimed %v, %v; want the message", got, err)
+		}
+		f.now = f.now.Add(outbox.DefaultLease)
+	}
+	if got := f.drain(t); got != (outbox.DrainStats{Claimed: 1, Buried: 1}) {
+		t.Fatalf("claimed after its age: %+v, want it buried", got)
+	}
+	if called {
+		t.Error("the handler ran for a message claimed again after its age")
+	}
+	if b := f.buried(t, m.ID); !strings.Contains(b.LastError, "claimed more often than allowed") {
+		t.Errorf("reason %q does not say the message was claimed again after its age", b.LastError)
+	}
+}
+
+func TestRelayRefusesARetryPolicyThatCannotWork(t *testing.T) {
+	t.Parallel()
+	for _, p := range []outbox.RetryPolicy{{}, {MaxAttempts: -1}, {MaxAge: -time.Second}} {
+		_, err := outbox.NewRelay(nil, map[string]outbox.Handler{}, outbox.RelayConfig{},
+			outbox.WithRetryPolicy(p, "broker:user.registered"))
+		if err == nil || !strings.Contains(err.Error(), `retry policy of "broker:user.registered"`) {
+			t.Errorf("policy %+v: error %v, want one naming the topic", p, err)
+		}
+	}
+}
