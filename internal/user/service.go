@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -146,18 +147,23 @@ type Deps struct {
 // Service runs the domain's commands.
 type Service struct {
 	Deps
-	policy  Policy
-	baseURL string
+	policy      Policy
+	baseURL     string
+	integration integration.Events
 }
 
 // NewService returns a service whose links point at baseURL, such as
 // "https://accounts.example.com".
-func NewService(d Deps, p Policy, baseURL string) (*Service, error) {
+func NewService(d Deps, p Policy, baseURL string, opts ...Option) (*Service, error) {
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return &Service{Deps: d, policy: p, baseURL: baseURL}, nil
+	s := &Service{Deps: d, policy: p, baseURL: baseURL}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // maxTries bounds how often a command is run again after it lost a race.
@@ -190,13 +196,14 @@ func event(typ string, data any) (eventstore.Event, error) {
 	return eventstore.NewEvent(typ, data, eventstore.Metadata{})
 }
 
-// appendAndApply appends events to stream at expected and updates the views.
-func (s *Service) appendAndApply(ctx context.Context, tx uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) error {
+// appendAndApply appends events to stream at expected, updates the views,
+// and returns the events as appended, with their versions.
+func (s *Service) appendAndApply(ctx context.Context, tx uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
 	appended, err := s.Events.Append(ctx, tx, stream, expected, events...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.Views.Apply(ctx, tx, appended...)
+	return appended, s.Views.Apply(ctx, tx, appended...)
 }
 
 // addMail adds the outbox message that mails link to an address.
@@ -231,7 +238,7 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(links.version), e); err != nil {
+		if _, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(links.version), e); err != nil {
 			return err
 		}
 		return s.addMail(ctx, tx, mail.TopicLoginLink, mail.Link{
@@ -295,7 +302,7 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		if err != nil {
 			return err
 		}
-		if err := s.appendAndApply(ctx, tx, signInStream(email), eventstore.Exactly(links.version), used); err != nil {
+		if _, err := s.appendAndApply(ctx, tx, signInStream(email), eventstore.Exactly(links.version), used); err != nil {
 			return err
 		}
 		token, tokenHash := newSecret()
@@ -305,12 +312,21 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 			return err
 		}
 		userEvents = append(userEvents, started)
-		err = s.appendAndApply(ctx, tx, userStream(u.ID), eventstore.Exactly(acct.version), userEvents...)
+		appended, err := s.appendAndApply(ctx, tx, userStream(u.ID), eventstore.Exactly(acct.version), userEvents...)
 		if errors.Is(err, ErrEmailTaken) {
 			// Another first sign-in of this address won: sign in to its account.
 			return fmt.Errorf("%w: %w", eventstore.ErrConcurrency, err)
 		}
 		if err != nil {
+			return err
+		}
+		if !exists {
+			if err := s.publish(ctx, tx, EventRegistered, u.ID, RegisteredData{UserID: u.ID, Email: email, Version: appended[0].Version}); err != nil {
+				return err
+			}
+		}
+		last := appended[len(appended)-1]
+		if err := s.publish(ctx, tx, EventSignedIn, u.ID, SignedInData{UserID: u.ID, Version: last.Version}); err != nil {
 			return err
 		}
 		session = Session{Token: token, ExpiresAt: expires, User: u}
@@ -391,7 +407,8 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		return s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e)
+		_, err = s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e)
+		return err
 	})
 }
 
@@ -425,7 +442,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 		if err != nil {
 			return err
 		}
-		if err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e); err != nil {
+		if _, err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e); err != nil {
 			return err
 		}
 		return s.addMail(ctx, tx, mail.TopicEmailChange, mail.Link{
@@ -468,7 +485,11 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, er
 		if err != nil {
 			return err
 		}
-		if err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e); err != nil {
+		appended, err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e)
+		if err != nil {
+			return err
+		}
+		if err := s.publish(ctx, tx, EventEmailChanged, acct.id, EmailChangedData{UserID: acct.id, Email: c.newEmail, Version: appended[0].Version}); err != nil {
 			return err
 		}
 		u = User{ID: acct.id, Email: c.newEmail, CreatedAt: acct.createdAt}

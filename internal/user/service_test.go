@@ -43,7 +43,7 @@ func setup(t *testing.T) *bundle {
 	return setupPolicy(t, user.Policy{})
 }
 
-func setupPolicy(t *testing.T, p user.Policy) *bundle {
+func setupPolicy(t *testing.T, p user.Policy, opts ...user.Option) *bundle {
 	t.Helper()
 	b := &bundle{db: pgtest.New(t), clock: testclock.New(start)}
 	runner := b.db.Runner(b.clock.Now)
@@ -52,7 +52,7 @@ func setupPolicy(t *testing.T, p user.Policy) *bundle {
 		Events: b.db.Events(),
 		Outbox: b.db.Outbox(),
 		Views:  postgres.UserViews{},
-	}, p, baseURL)
+	}, p, baseURL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

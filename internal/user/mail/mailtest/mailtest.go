@@ -31,7 +31,8 @@ const batch = 1000
 // each one at once, so any positive lease serves.
 const lease = time.Minute
 
-// Take claims every message of store that is due by now, decodes each
+// Take claims every message of the mail topics of store that is due by
+// now, leaving other topics' messages where they are, decodes each
 // payload as a [mail.Link], acknowledges it as a relay would after a
 // delivery, and returns the mails earliest due first: oldest first, since a
 // message is due when it is added. A caller that wants every message passes
@@ -42,7 +43,8 @@ func Take(t testing.TB, store outbox.Store, now time.Time) []Sent {
 	t.Helper()
 	var out []Sent
 	for {
-		msgs, err := store.Claim(t.Context(), now, lease, batch)
+		ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: []string{mail.TopicLoginLink, mail.TopicEmailChange}})
+		msgs, err := store.Claim(ctx, now, lease, batch)
 		if err != nil {
 			t.Fatalf("mailtest: claim: %v", err)
 		}

@@ -1,0 +1,182 @@
+// Package integration publishes integration events: the public facts of
+// this service that other systems hear about, as CloudEvents 1.0 in
+// structured JSON mode.
+//
+// A command adds the events it causes to the outbox in its own unit of work,
+// one message per configured destination ([Events.Messages]), so an event
+// exists exactly when its change does. The payload of each message is the
+// CloudEvent as it will be sent, its id the message's ID, so every retry
+// sends the same bytes and a receiver recognises a repeat by the id. The
+// relay hands the message to [Handler], which publishes it through a
+// Watermill message.Publisher and so knows no broker: JetStream, Kafka and a
+// signed webhook are each a publisher of their own package.
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+)
+
+// Destination names where integration events go. Each destination has
+// outbox topics of its own ([Topic]), so that one that is down neither
+// holds back nor repeats the deliveries to another.
+type Destination string
+
+// The destinations.
+const (
+	// Broker is NATS JetStream or Kafka, as BROKER_URL says.
+	Broker Destination = "broker"
+	// Webhook is a Standard Webhooks endpoint.
+	Webhook Destination = "webhook"
+)
+
+// Topic returns the outbox topic of the events of type typ bound for d,
+// such as "broker:user.registered".
+func Topic(d Destination, typ string) string { return string(d) + ":" + typ }
+
+// Metadata keys of the Watermill messages that [Handler] publishes.
+const (
+	// MetadataContentType is the content type of the payload:
+	// [ContentType].
+	MetadataContentType = "content-type"
+	// MetadataKey is the event's subject, the key that keeps one
+	// subject's events in order where a publisher partitions (Kafka).
+	MetadataKey = "key"
+)
+
+// ContentType is the media type of a CloudEvent in structured JSON mode.
+const ContentType = "application/cloudevents+json"
+
+// SpecVersion is the CloudEvents version of [CloudEvent].
+const SpecVersion = "1.0"
+
+// CloudEvent is an integration event in the CloudEvents 1.0 JSON format:
+// the required attributes, the optional ones this service sets, and the
+// data as JSON. It is written by hand rather than with the CloudEvents SDK:
+// the format is these eight fields, and what the SDK adds, its protocol
+// bindings and clients, Watermill's publishers already do here.
+type CloudEvent struct {
+	SpecVersion string `json:"specversion"`
+	// ID is the ID of the outbox message that carries the event.
+	ID string `json:"id"`
+	// Source is the URI of this service ([Events.Source]).
+	Source string `json:"source"`
+	// Type is the event's type, such as "user.registered".
+	Type string `json:"type"`
+	// Subject is what the event is about: the user's ID.
+	Subject string `json:"subject"`
+	// Time is when the change was committed, in UTC to the millisecond.
+	Time            time.Time       `json:"time"`
+	DataContentType string          `json:"datacontenttype"`
+	Data            json.RawMessage `json:"data"`
+}
+
+// Events adds integration events to the outbox. The zero value has no
+// destination and adds nothing: a message for a topic without a handler
+// would only be buried.
+type Events struct {
+	// Source is the CloudEvents source of every event, a URI that names
+	// this service, such as its BASE_URL.
+	Source string
+	// Destinations are where the events go; each event becomes one message
+	// per destination.
+	Destinations []Destination
+}
+
+// Enabled reports whether any destination is configured.
+func (e Events) Enabled() bool { return len(e.Destinations) > 0 }
+
+// Messages returns the outbox messages of one event of type typ about
+// subject, with data as its JSON data, created at now: one per destination,
+// each carrying the CloudEvent with its own ID.
+func (e Events) Messages(typ, subject string, data any, now time.Time) ([]outbox.Message, error) {
+	if len(e.Destinations) == 0 {
+		return nil, nil
+	}
+	body, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("integration: encode %s: %w", typ, err)
+	}
+	msgs := make([]outbox.Message, 0, len(e.Destinations))
+	for _, d := range e.Destinations {
+		m, err := outbox.NewMessage(Topic(d, typ), struct{}{}, now)
+		if err != nil {
+			return nil, err
+		}
+		if m.Payload, err = json.Marshal(CloudEvent{
+			SpecVersion:     SpecVersion,
+			ID:              m.ID.String(),
+			Source:          e.Source,
+			Type:            typ,
+			Subject:         subject,
+			Time:            m.CreatedAt,
+			DataContentType: "application/json",
+			Data:            body,
+		}); err != nil {
+			return nil, fmt.Errorf("integration: encode %s: %w", typ, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+// errNotAnEvent is the failure of a message whose payload is not the
+// CloudEvent it should carry.
+var errNotAnEvent = errors.New("integration: payload is not this message's CloudEvent")
+
+// Handler returns the outbox handler that publishes a message's CloudEvent
+// through pub, to the topic that topic returns for the event's type. The
+// Watermill message has the outbox message's ID as its UUID, the CloudEvent
+// as its payload, and [MetadataContentType] and [MetadataKey] set. The
+// publish must be confirmed by the destination when Publish returns nil;
+// any error makes the relay try again.
+func Handler(pub message.Publisher, topic func(eventType string) string) outbox.Handler {
+	return func(ctx context.Context, m outbox.Message) error {
+		var head struct {
+			ID      uuid.UUID `json:"id"`
+			Type    string    `json:"type"`
+			Subject string    `json:"subject"`
+		}
+		if err := json.Unmarshal(m.Payload, &head); err != nil {
+			return fmt.Errorf("%w: message %s: %w", errNotAnEvent, m.ID, err)
+		}
+		if head.ID != m.ID || head.Type == "" {
+			return fmt.Errorf("%w: message %s carries event %s of type %q", errNotAnEvent, m.ID, head.ID, head.Type)
+		}
+		wm := message.NewMessage(m.ID.String(), m.Payload)
+		wm.Metadata.Set(MetadataContentType, ContentType)
+		wm.Metadata.Set(MetadataKey, head.Subject)
+		wm.SetContext(ctx)
+		if err := pub.Publish(topic(head.Type), wm); err != nil {
+			return fmt.Errorf("integration: publish %s %s: %w", head.Type, m.ID, err)
+		}
+		return nil
+	}
+}
+
+// Subject returns the subject or topic of the events of type typ for a
+// broker under prefix: prefix and the type, such as
+// "accounts.user.registered".
+func Subject(prefix string) func(eventType string) string {
+	return func(typ string) string { return prefix + typ }
+}
+
+// Category returns the topic of the events of type typ for a broker under
+// prefix: prefix and the part of the type before its first dot, such as
+// "accounts.user" for "user.registered". Every event of one subject then
+// goes to one topic, where a key keeps them in order (Kafka).
+func Category(prefix string) func(eventType string) string {
+	return func(typ string) string {
+		category, _, _ := strings.Cut(typ, ".")
+		return prefix + category
+	}
+}

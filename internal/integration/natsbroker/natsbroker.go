@@ -1,0 +1,226 @@
+// Package natsbroker publishes Watermill messages to a NATS JetStream stream,
+// each with its UUID as Nats-Msg-Id so that the stream drops the repeats
+// that at-least-once delivery makes.
+//
+// It is a thin publisher over nats.go's jetstream package rather than
+// watermill-nats: that library's JetStream publisher uses nats.go's legacy
+// API, whose publish ignores the message's context, so a relay's handler
+// timeout would not bound it, and its publisher on the new API does not set
+// Nats-Msg-Id.
+package natsbroker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultDuplicateWindow is the stream's duplicate window when [Config]
+// gives none: twice the relay's longest wait between two tries of a message
+// (the five-minute backoff ceiling), so that a message published whose
+// acknowledgement was lost is dropped as a repeat when it is sent again.
+const DefaultDuplicateWindow = 10 * time.Minute
+
+// Config says where to publish.
+type Config struct {
+	// URLs are the servers, "nats://host:port" separated by commas.
+	URLs string
+	// Stream is the name of the stream the messages are stored in.
+	Stream string
+	// Subjects are the stream's subjects, such as "accounts.>". A stream
+	// that exists is given those it lacks.
+	Subjects []string
+	// DuplicateWindow is how long the stream remembers a Nats-Msg-Id. A
+	// stream that exists with a shorter window is given this one; zero
+	// means [DefaultDuplicateWindow].
+	DuplicateWindow time.Duration
+	// Log receives a line when the stream is created or changed; nil
+	// discards it.
+	Log *slog.Logger
+}
+
+// Validate reports what in c cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	urls := strings.Split(c.URLs, ",")
+	if strings.TrimSpace(c.URLs) == "" {
+		errs, urls = append(errs, errors.New("no server URL")), nil
+	}
+	for i, raw := range urls {
+		// The parse error would repeat the URL, password and all.
+		u, err := url.Parse(strings.TrimSpace(raw))
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("server URL %d of %d is not a URL", i+1, len(urls)))
+		case u.Scheme != "nats" && u.Scheme != "tls":
+			errs = append(errs, fmt.Errorf("server URL %d: scheme must be nats or tls, got %q", i+1, u.Scheme))
+		case u.Hostname() == "" || u.Port() == "":
+			errs = append(errs, fmt.Errorf("server URL %d: want nats://host:port", i+1))
+		}
+	}
+	if c.Stream == "" || strings.ContainsAny(c.Stream, " .*>\t\r\n") {
+		errs = append(errs, fmt.Errorf("stream name %q must be non-empty without spaces, dots, * or >", c.Stream))
+	}
+	if len(c.Subjects) == 0 {
+		errs = append(errs, errors.New("no stream subject"))
+	}
+	if c.DuplicateWindow < 0 {
+		errs = append(errs, fmt.Errorf("duplicate window must not be negative, got %s", c.DuplicateWindow))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("natsbroker: %w", err)
+	}
+	return nil
+}
+
+// Publisher publishes to one JetStream stream. Publish returns once the
+// stream has stored each message, or has recognised it as a repeat of one
+// stored within the duplicate window. Before the first publish, and again
+// after a publish finds no stream, it creates the stream or widens it to
+// the configured subjects and duplicate window, leaving the rest of an
+// existing stream's configuration as its operator set it.
+type Publisher struct {
+	cfg  Config
+	conn *nats.Conn
+	js   jetstream.JetStream
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	ready bool
+}
+
+var _ message.Publisher = (*Publisher)(nil)
+
+// New returns a publisher to the servers of cfg. The servers need not be
+// reachable yet: the connection is made, and made again after it breaks,
+// in the background, and a publish fails while there is none.
+func New(cfg Config) (*Publisher, error) {
+	if cfg.DuplicateWindow == 0 {
+		cfg.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	conn, err := nats.Connect(cfg.URLs,
+		nats.Name("accounts"),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		// A publish while disconnected fails at once instead of waiting in
+		// a buffer: the outbox is the buffer.
+		nats.ReconnectBufSize(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("natsbroker: disconnected; publishes fail until the connection is back", "error", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("natsbroker: reconnected", "server", c.ConnectedUrlRedacted())
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("natsbroker: connect: %w", err)
+	}
+	js, err := jetstream.New(conn)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("natsbroker: %w", err)
+	}
+	return &Publisher{cfg: cfg, conn: conn, js: js, log: log}, nil
+}
+
+// Publish stores each message in the stream under the subject topic, in
+// order, on the message's context: the payload as the data, the UUID as
+// Nats-Msg-Id, and each metadata entry as a header. It returns at the first
+// failure.
+func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
+	for _, m := range msgs {
+		ctx := m.Context()
+		if err := p.ensureStream(ctx); err != nil {
+			return err
+		}
+		nm := nats.NewMsg(topic)
+		nm.Data = m.Payload
+		for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
+			nm.Header.Set(k, m.Metadata[k])
+		}
+		_, err := p.js.PublishMsg(ctx, nm, jetstream.WithMsgID(m.UUID), jetstream.WithExpectStream(p.cfg.Stream))
+		if err != nil {
+			if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) {
+				p.forgetStream()
+			}
+			return fmt.Errorf("natsbroker: publish %s to %s: %w", m.UUID, topic, err)
+		}
+	}
+	return nil
+}
+
+// ensureStream creates the stream, or gives it the subjects and duplicate
+// window it lacks, unless that was done since the last publish that found
+// no stream.
+func (p *Publisher) ensureStream(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ready {
+		return nil
+	}
+	s, err := p.js.Stream(ctx, p.cfg.Stream)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		_, err = p.js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:       p.cfg.Stream,
+			Subjects:   p.cfg.Subjects,
+			Duplicates: p.cfg.DuplicateWindow,
+			Storage:    jetstream.FileStorage,
+		})
+		if err != nil {
+			return fmt.Errorf("natsbroker: create stream %s: %w", p.cfg.Stream, err)
+		}
+		p.log.Info("natsbroker: stream created", "stream", p.cfg.Stream, "subjects", p.cfg.Subjects, "duplicate_window", p.cfg.DuplicateWindow)
+	case err != nil:
+		return fmt.Errorf("natsbroker: look up stream %s: %w", p.cfg.Stream, err)
+	default:
+		sc := s.CachedInfo().Config
+		changed := false
+		for _, subj := range p.cfg.Subjects {
+			if !slices.Contains(sc.Subjects, subj) {
+				sc.Subjects, changed = append(sc.Subjects, subj), true
+			}
+		}
+		if sc.Duplicates < p.cfg.DuplicateWindow {
+			sc.Duplicates, changed = p.cfg.DuplicateWindow, true
+		}
+		if changed {
+			if _, err := p.js.UpdateStream(ctx, sc); err != nil {
+				return fmt.Errorf("natsbroker: update stream %s: %w", p.cfg.Stream, err)
+			}
+			p.log.Info("natsbroker: stream updated", "stream", p.cfg.Stream, "subjects", sc.Subjects, "duplicate_window", sc.Duplicates)
+		}
+	}
+	p.ready = true
+	return nil
+}
+
+func (p *Publisher) forgetStream() {
+	p.mu.Lock()
+	p.ready = false
+	p.mu.Unlock()
+}
+
+// Close closes the connection.
+func (p *Publisher) Close() error {
+	p.conn.Close()
+	return nil
+}
