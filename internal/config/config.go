@@ -47,6 +47,16 @@ type Config struct {
 	MailFrom string `env:"MAIL_FROM" desc:"Sender address; unset: accounts@ the host of BASE_URL."`
 	// MailDomain is the right-hand side of every Message-ID.
 	MailDomain string `env:"MAIL_DOMAIN" desc:"Right-hand side of Message-ID; unset: the host of BASE_URL."`
+	// BrokerURL is the broker integration events are republished to.
+	BrokerURL string `env:"BROKER_URL" desc:"nats://host:port[,...] (JetStream) or kafka://host:port[,...] to republish integration events to; unset: none."`
+	// BrokerSubjectPrefix begins every subject or topic of the broker.
+	BrokerSubjectPrefix string `env:"BROKER_SUBJECT_PREFIX" envDefault:"accounts." desc:"Begins each NATS subject (PREFIXuser.registered, in the stream named after it, ACCOUNTS) and Kafka topic (PREFIXuser)."`
+	// WebhookURL is the endpoint integration events are posted to.
+	WebhookURL string `env:"WEBHOOK_URL" desc:"http(s) endpoint to POST each integration event to, signed to the Standard Webhooks spec; unset: none."`
+	// WebhookSecret signs every post to WebhookURL.
+	WebhookSecret string `env:"WEBHOOK_SECRET" desc:"The webhook's signing secret: whsec_ and the base64 of 24 to 64 random bytes. Required with WEBHOOK_URL."`
+	// PublishRetryFor is how long an integration event is retried.
+	PublishRetryFor time.Duration `env:"PUBLISH_RETRY_FOR" envDefault:"72h" desc:"How long an integration event that cannot be published is retried, at most every 5 minutes, before it is buried."`
 	// Policy holds the limits of sign-in links and sessions.
 	Policy user.Policy
 	// Outbox tunes the relay.
@@ -81,10 +91,28 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.HTTPRateLimit < 0 {
 		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)
 	}
-	if err := errors.Join(c.Outbox.Validate(), c.Policy.Validate()); err != nil {
+	if err := errors.Join(c.Outbox.Validate(), c.Policy.Validate(), c.checkIntegration()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// checkIntegration reports what is wrong with the destinations of
+// integration events.
+func (c Config) checkIntegration() error {
+	var errs []error
+	if b, err := parseBroker(c.BrokerURL); err != nil {
+		errs = append(errs, err)
+	} else if b.Kind != "" {
+		errs = append(errs, checkSubjectPrefix(c.BrokerSubjectPrefix))
+	}
+	if (c.WebhookURL == "") != (c.WebhookSecret == "") {
+		errs = append(errs, errors.New("WEBHOOK_URL and WEBHOOK_SECRET go together: set both or neither"))
+	}
+	if c.PublishRetryFor < time.Hour {
+		errs = append(errs, fmt.Errorf("PUBLISH_RETRY_FOR must be at least 1h, or a short outage of a destination buries its events; got %s", c.PublishRetryFor))
+	}
+	return errors.Join(errs...)
 }
 
 // nameVariables rewrites the parse errors of caarlos0/env, which name the

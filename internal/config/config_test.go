@@ -62,6 +62,15 @@ func TestLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"OUTBOX_INTERVAL": "-1s"}, "OUTBOX_INTERVAL"},
 		{map[string]string{"OUTBOX_BATCH": "ten"}, "OUTBOX_BATCH"},
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{map[string]string{"BROKER_URL": "amqp://localhost:5672"}, "BROKER_URL"},
+		{map[string]string{"BROKER_URL": "nats://localhost"}, "BROKER_URL"},
+		{map[string]string{"BROKER_URL": "kafka://a:9092,b"}, "BROKER_URL"},
+		{map[string]string{"BROKER_URL": "nats://localhost:4222/path"}, "BROKER_URL"},
+		{map[string]string{"BROKER_URL": "kafka://user:pw@a:9092"}, "BROKER_URL"},
+		{map[string]string{"BROKER_URL": "nats://localhost:4222", "BROKER_SUBJECT_PREFIX": "accounts"}, "BROKER_SUBJECT_PREFIX"},
+		{map[string]string{"BROKER_URL": "nats://localhost:4222", "BROKER_SUBJECT_PREFIX": "acc.>."}, "BROKER_SUBJECT_PREFIX"},
+		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com/in"}, "WEBHOOK_SECRET"},
+		{map[string]string{"PUBLISH_RETRY_FOR": "10m"}, "PUBLISH_RETRY_FOR"},
 	} {
 		_, err := config.Load(getenv(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.name) {
@@ -86,6 +95,42 @@ func TestDescribeListsEveryVariable(t *testing.T) {
 		v, ok := got[name]
 		if !ok || v.Default != def {
 			t.Errorf("%s: got %+v, want default %q", name, v, def)
+		}
+	}
+}
+
+func TestLoadParsesBrokerURL(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]config.Broker{
+		"":                                      {},
+		"nats://127.0.0.1:4222":                 {Kind: "nats", Addrs: []string{"nats://127.0.0.1:4222"}},
+		"nats://u:p@a:4222,nats://b:4222, c:1":  {Kind: "nats", Addrs: []string{"nats://u:p@a:4222", "nats://b:4222", "nats://c:1"}},
+		"kafka://k1:9092,k2:9092":               {Kind: "kafka", Addrs: []string{"k1:9092", "k2:9092"}},
+		"kafka://[::1]:9092,kafka://[::1]:9093": {Kind: "kafka", Addrs: []string{"[::1]:9092", "[::1]:9093"}},
+	} {
+		c, err := config.Load(getenv(map[string]string{"BROKER_URL": raw}))
+		if err != nil {
+			t.Errorf("%q: %v", raw, err)
+			continue
+		}
+		if got := c.Broker(); got.Kind != want.Kind || strings.Join(got.Addrs, " ") != strings.Join(want.Addrs, " ") {
+			t.Errorf("%q: %+v, want %+v", raw, got, want)
+		}
+	}
+}
+
+// A password in a URL is never repeated by the error about it.
+func TestLoadNeverEchoesAPassword(t *testing.T) {
+	t.Parallel()
+	for _, env := range []map[string]string{
+		{"BROKER_URL": "nats://ops:hunter2@[::1"},
+		{"BROKER_URL": "nats://ops:hunter2@host"},
+		{"BROKER_URL": "kafka://ops:hunter2@host:9092"},
+		{"BROKER_URL": "natz://ops:hunter2@host:4222"},
+	} {
+		_, err := config.Load(getenv(env))
+		if err == nil || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%v: error %v, want one without the password", env, err)
 		}
 	}
 }

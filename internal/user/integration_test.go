@@ -13,6 +13,7 @@ import (
 	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/schemas"
 )
 
 // published is one integration event the commands added to the outbox.
@@ -52,6 +53,9 @@ func (b *bundle) published(t *testing.T) []published {
 		}
 		if err := json.Unmarshal(p.event.Data, &p.data); err != nil {
 			t.Fatalf("message %s: data: %v", m.ID, err)
+		}
+		if err := schemas.Check(m.Payload); err != nil {
+			t.Errorf("message %s does not match its schema: %v\n%s", m.ID, err, m.Payload)
 		}
 		if p.event.ID != m.ID.String() {
 			t.Errorf("event id %s of message %s, want the message's ID", p.event.ID, m.ID)
@@ -167,5 +171,18 @@ func TestNoIntegrationEventWithoutADestination(t *testing.T) {
 	b.signIn(t, "ada@example.com")
 	if got := b.published(t); len(got) != 0 {
 		t.Errorf("a service without destinations published %d events", len(got))
+	}
+}
+
+// Every integration event type has a schema, and every schema is of one.
+func TestEveryIntegrationEventHasASchema(t *testing.T) {
+	types, err := schemas.Types()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := user.IntegrationEvents()
+	slices.Sort(want)
+	if !slices.Equal(types, want) {
+		t.Errorf("schemas for %v, want one for each of %v", types, want)
 	}
 }

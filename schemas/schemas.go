@@ -1,0 +1,69 @@
+// Package schemas holds the JSON Schemas of the integration events, the
+// public contract of what this service publishes, one file per event type,
+// and checks payloads against them. Tests use it on the payloads the
+// service really produces.
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+//go:embed *.json
+var files embed.FS
+
+// Types returns the event types that have a schema.
+func Types() ([]string, error) {
+	names, err := fs.Glob(files, "*.json")
+	if err != nil {
+		return nil, err
+	}
+	types := make([]string, len(names))
+	for i, n := range names {
+		types[i] = strings.TrimSuffix(n, ".json")
+	}
+	return types, nil
+}
+
+// Check validates the CloudEvent payload against the schema of its type,
+// formats (uuid, date-time, email) included.
+func Check(payload []byte) error {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(payload, &head); err != nil {
+		return fmt.Errorf("schemas: %w", err)
+	}
+	raw, err := files.ReadFile(head.Type + ".json")
+	if err != nil {
+		return fmt.Errorf("schemas: no schema for type %q", head.Type)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("schemas: %s: %w", head.Type, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	url := head.Type + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return fmt.Errorf("schemas: %s: %w", head.Type, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return fmt.Errorf("schemas: %s: %w", head.Type, err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
+	if err != nil {
+		return fmt.Errorf("schemas: %w", err)
+	}
+	if err := sch.Validate(v); err != nil {
+		return fmt.Errorf("schemas: %s: %w", head.Type, err)
+	}
+	return nil
+}
