@@ -40,12 +40,12 @@ const benchTopic = "bench.noop"
 // benchmark prints one summary line last.
 func bench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("bench: want a benchmark: drain, latency, signin or projection")
+		return errors.New("bench: want a benchmark: drain, latency, signin, projection or publish")
 	}
 	name, args := args[0], args[1:]
 	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	messages := fs.Int("messages", 50000, "drain: messages to deliver")
+	messages := fs.Int("messages", 50000, "drain: messages to deliver; publish: events to publish to each destination")
 	rate := fs.Int("rate", 200, "latency, projection --lag: messages or events committed per second, one per transaction")
 	duration := fs.Duration("duration", 10*time.Second, "latency, signin, projection --lag: how long to send")
 	events := fs.Int("events", 50000, "projection: events to catch up on")
@@ -123,6 +123,11 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 			return errors.New("bench signin: --concurrency and --duration must be positive")
 		}
 		return benchSignIn(ctx, e, db, *concurrency, *duration, timed, stdout)
+	case "publish":
+		if *messages < 1 {
+			return errors.New("bench publish: --messages must be at least 1")
+		}
+		return benchPublish(ctx, e, db, cfg, *messages, timed, stdout)
 	case "projection":
 		log := db.Log(projections.LogConfig{PollInterval: *poll, BatchSize: *logBatch})
 		if *lag {
@@ -136,7 +141,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		return benchProjection(ctx, e, db, log, *events, timed, stdout)
 	default:
-		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin or projection", name)
+		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin, projection or publish", name)
 	}
 }
 

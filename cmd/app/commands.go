@@ -22,7 +22,6 @@ import (
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
-	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -55,12 +54,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	defer func() { _ = meter.Shutdown(context.WithoutCancel(ctx)) }()
 
 	// Build everything first, so that nothing runs when a part fails.
-	var relay *outbox.Relay
+	var rel *relay
 	if e.cfg.Relay {
-		if relay, err = e.relay(db, meter); err != nil {
+		r, err := e.relay(db, meter)
+		if err != nil {
 			return err
 		}
-		defer relay.Close()
+		defer r.Close()
+		rel = &r
 	}
 	var runner *projections.Runner
 	if e.cfg.Projections {
@@ -94,10 +95,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 			e.log.Info("projections stopped")
 		})
 	}
-	if relay != nil {
+	if rel != nil {
 		wg.Go(func() {
-			e.log.Info("relay running", "batch", e.cfg.Outbox.Batch, "interval", e.cfg.Outbox.Interval)
-			if err := relay.Run(ctx); err != nil {
+			e.log.Info("relay running", "batch", e.cfg.Outbox.Batch, "interval", e.cfg.Outbox.Interval,
+				"integration", e.integrationEvents().Destinations)
+			if err := rel.Run(ctx); err != nil {
 				errs <- fmt.Errorf("relay: %w", err)
 			}
 			e.log.Info("relay stopped")
@@ -138,7 +140,7 @@ func (e env) apiServer(db backend, metrics http.Handler) (*http.Server, error) {
 		Events: db.Events(),
 		Outbox: db.Outbox(),
 		Views:  db.Views(),
-	}, e.cfg.Policy, e.cfg.BaseURL)
+	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
 	if err != nil {
 		return nil, err
 	}

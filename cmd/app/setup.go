@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,14 +72,40 @@ func (e env) handlers(meter metric.MeterProvider) (map[string]outbox.Handler, er
 	})
 }
 
-// relay returns the outbox relay of the running configuration.
-func (e env) relay(db backend, meter metric.MeterProvider) (*outbox.Relay, error) {
+// relay is the outbox relay of the running configuration with the
+// publishers its handlers use.
+type relay struct {
+	*outbox.Relay
+	pubs *publishers
+}
+
+// Close stops the relay's metrics and closes its publishers. Call it once
+// the relay has stopped.
+func (r relay) Close() error {
+	return errors.Join(r.Relay.Close(), r.pubs.Close())
+}
+
+// relay returns the outbox relay of the running configuration. Integration
+// topics are retried for PUBLISH_RETRY_FOR rather than
+// OUTBOX_MAX_ATTEMPTS times.
+func (e env) relay(db backend, meter metric.MeterProvider) (relay, error) {
 	handlers, err := e.handlers(meter)
 	if err != nil {
-		return nil, err
+		return relay{}, err
 	}
-	return outbox.NewRelay(db.Outbox(), handlers, e.cfg.Outbox,
-		outbox.WithLogger(e.log), outbox.WithMeterProvider(meter))
+	pubs, err := e.publishers()
+	if err != nil {
+		return relay{}, err
+	}
+	maps.Copy(handlers, pubs.handlers)
+	r, err := outbox.NewRelay(db.Outbox(), handlers, e.cfg.Outbox,
+		outbox.WithLogger(e.log), outbox.WithMeterProvider(meter),
+		outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: e.cfg.PublishRetryFor}, pubs.topics...))
+	if err != nil {
+		_ = pubs.Close()
+		return relay{}, err
+	}
+	return relay{Relay: r, pubs: pubs}, nil
 }
 
 // newMetrics returns a meter provider whose metrics the handler serves in

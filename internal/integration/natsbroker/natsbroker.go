@@ -86,10 +86,11 @@ func (c Config) Validate() error {
 
 // Publisher publishes to one JetStream stream. Publish returns once the
 // stream has stored each message, or has recognised it as a repeat of one
-// stored within the duplicate window. Before the first publish, and again
-// after a publish finds no stream, it creates the stream or widens it to
-// the configured subjects and duplicate window, leaving the rest of an
-// existing stream's configuration as its operator set it.
+// stored within the duplicate window. At start, or at the first publish if
+// the server could not be reached then, and again after a publish finds no
+// stream, it creates the stream or widens it to the configured subjects
+// and duplicate window, leaving the rest of an existing stream's
+// configuration as its operator set it.
 type Publisher struct {
 	cfg  Config
 	conn *nats.Conn
@@ -123,8 +124,10 @@ func New(cfg Config) (*Publisher, error) {
 		// A publish while disconnected fails at once instead of waiting in
 		// a buffer: the outbox is the buffer.
 		nats.ReconnectBufSize(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn("natsbroker: disconnected; publishes fail until the connection is back", "error", err)
+		nats.DisconnectErrHandler(func(c *nats.Conn, err error) {
+			if !c.IsClosed() {
+				log.Warn("natsbroker: disconnected; publishes fail until the connection is back", "error", err)
+			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("natsbroker: reconnected", "server", c.ConnectedUrlRedacted())
@@ -138,8 +141,22 @@ func New(cfg Config) (*Publisher, error) {
 		conn.Close()
 		return nil, fmt.Errorf("natsbroker: %w", err)
 	}
-	return &Publisher{cfg: cfg, conn: conn, js: js, log: log}, nil
+	p := &Publisher{cfg: cfg, conn: conn, js: js, log: log}
+	// Make the stream ready at start, while nothing waits for it; a
+	// server that cannot be reached now is tried again at the first
+	// publish.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), prepareTimeout)
+		defer cancel()
+		if err := p.ensureStream(ctx); err != nil && !conn.IsClosed() {
+			log.Warn("natsbroker: stream not ready at start; tried again at the first publish", "stream", cfg.Stream, "error", err)
+		}
+	}()
+	return p, nil
 }
+
+// prepareTimeout bounds the making of the stream at start.
+const prepareTimeout = 10 * time.Second
 
 // Publish stores each message in the stream under the subject topic, in
 // order, on the message's context: the payload as the data, the UUID as

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/integration/natsbroker"
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// integrationEvents returns what the commands add for the configured
+// destinations of integration events. It connects to nothing: an
+// instance that serves only the API adds the events that the relays
+// publish.
+func (e env) integrationEvents() integration.Events {
+	ev := integration.Events{Source: e.cfg.BaseURL}
+	if e.cfg.Broker().Kind != "" {
+		ev.Destinations = append(ev.Destinations, integration.Broker)
+	}
+	if e.cfg.WebhookURL != "" {
+		ev.Destinations = append(ev.Destinations, integration.Webhook)
+	}
+	return ev
+}
+
+// publishers are the relay's handlers of integration topics and what they
+// publish through.
+type publishers struct {
+	handlers map[string]outbox.Handler
+	// topics are the outbox topics of the handlers.
+	topics []string
+	pubs   []message.Publisher
+}
+
+// Close closes every publisher.
+func (p *publishers) Close() error {
+	var errs []error
+	for _, pub := range p.pubs {
+		errs = append(errs, pub.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// add gives each integration event type, bound for d, a handler that
+// publishes through pub to the topic that topic names.
+func (p *publishers) add(d integration.Destination, pub message.Publisher, topic func(string) string) {
+	p.pubs = append(p.pubs, pub)
+	h := integration.Handler(pub, topic)
+	for _, typ := range user.IntegrationEvents() {
+		t := integration.Topic(d, typ)
+		p.handlers[t] = h
+		p.topics = append(p.topics, t)
+	}
+}
+
+// publishers connects to the configured destinations of integration
+// events; none need be reachable yet.
+func (e env) publishers() (*publishers, error) {
+	p := &publishers{handlers: map[string]outbox.Handler{}}
+	prefix := e.cfg.BrokerSubjectPrefix
+	switch b := e.cfg.Broker(); b.Kind {
+	case "nats":
+		pub, err := natsbroker.New(natsbroker.Config{
+			URLs:     strings.Join(b.Addrs, ","),
+			Stream:   streamName(prefix),
+			Subjects: []string{prefix + ">"},
+			Log:      e.log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("BROKER_URL: %w", err)
+		}
+		p.add(integration.Broker, pub, integration.Subject(prefix))
+	case "kafka":
+		return nil, errors.New("BROKER_URL: kafka is not wired yet")
+	}
+	return p, nil
+}
+
+// streamName returns the JetStream stream of the subjects under prefix:
+// the prefix in capitals with its dots as underscores, "ACCOUNTS" for
+// "accounts.".
+func streamName(prefix string) string {
+	return strings.ToUpper(strings.ReplaceAll(strings.TrimSuffix(prefix, "."), ".", "_"))
+}

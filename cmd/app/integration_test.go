@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/eventsourced/accounts/internal/config"
+	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/integration/natsbroker/natstest"
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
+	"github.com/eventsourced/accounts/internal/testclock"
+	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/schemas"
+)
+
+// jetStream connects to url and returns its JetStream.
+func jetStream(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// streamEvents reads the whole stream ACCOUNTS, waiting until it holds at
+// least n messages, and checks each against its event's schema and
+// Nats-Msg-Id.
+func streamEvents(t *testing.T, js jetstream.JetStream, n int) []integration.CloudEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), e2eWait)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, "ACCOUNTS", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []integration.CloudEvent
+	for len(out) < n {
+		batch, err := cons.Fetch(n-len(out), jetstream.FetchMaxWait(e2eWait))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			var e integration.CloudEvent
+			if err := json.Unmarshal(m.Data(), &e); err != nil {
+				t.Fatalf("%s: %v", m.Subject(), err)
+			}
+			if err := schemas.Check(m.Data()); err != nil {
+				t.Errorf("%s does not match its schema: %v\n%s", m.Subject(), err, m.Data())
+			}
+			if got := m.Headers().Get("Nats-Msg-Id"); got != e.ID {
+				t.Errorf("%s: Nats-Msg-Id %q, want the event's id %s", m.Subject(), got, e.ID)
+			}
+			if got := m.Headers().Get("content-type"); got != integration.ContentType {
+				t.Errorf("%s: content-type %q", m.Subject(), got)
+			}
+			if m.Subject() != "accounts."+e.Type {
+				t.Errorf("event %s of type %s on subject %s", e.ID, e.Type, m.Subject())
+			}
+			out = append(out, e)
+		}
+		if err := batch.Error(); err != nil {
+			t.Fatal(err)
+		}
+		if len(out) < n && ctx.Err() != nil {
+			t.Fatalf("the stream holds %d events, want %d", len(out), n)
+		}
+	}
+	info, err := js.Stream(t.Context(), "ACCOUNTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.CachedInfo().State.Msgs; got != uint64(n) {
+		t.Errorf("the stream holds %d messages, want %d", got, n)
+	}
+	return out
+}
+
+// TestSignInIsPublishedToJetStream runs the app with BROKER_URL pointing at
+// a NATS server whose operator made the stream with the server's default
+// duplicate window: the app widens it, and a first sign-in puts
+// user.registered then user.signed_in on the stream.
+func TestSignInIsPublishedToJetStream(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	js := jetStream(t, srv.URL)
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "ACCOUNTS", Subjects: []string{"accounts.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	mx := smtptest.NewServer(t)
+	app := e2eStart(t, map[string]string{
+		"DATABASE_URL":    pgtest.NewURL(t),
+		"HTTP_ADDR":       "127.0.0.1:0",
+		"SMTP_URL":        mx.URL(),
+		"BASE_URL":        "http://accounts.test",
+		"BROKER_URL":      srv.URL,
+		"OUTBOX_INTERVAL": "1h",
+	})
+	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"ada@example.com"}`, http.StatusAccepted, nil)
+	code := e2eLinkCode(t, mx.Wait(t, 1, e2eWait)[0], "http://accounts.test/sign-in?code=")
+	var session struct {
+		User struct{ ID uuid.UUID } `json:"user"`
+	}
+	app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": code}), http.StatusCreated, &session)
+
+	events := streamEvents(t, js, 2)
+	for i, typ := range []string{user.EventRegistered, user.EventSignedIn} {
+		e := events[i]
+		if e.Type != typ || e.Subject != session.User.ID.String() || e.Source != "http://accounts.test" {
+			t.Errorf("event %d: %s about %s from %s, want %s about %s", i, e.Type, e.Subject, e.Source, typ, session.User.ID)
+		}
+	}
+	s, err := js.Stream(t.Context(), "ACCOUNTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.Duplicates; got < 5*time.Minute {
+		t.Errorf("duplicate window %s, shorter than the relay's longest wait between tries", got)
+	}
+	app.stop(t)
+}
+
+// lossyAcks is an outbox whose acknowledgements fail while drop is above
+// zero, as when the relay dies between a publish and its acknowledgement.
+type lossyAcks struct {
+	outbox.Store
+	drop atomic.Int32
+}
+
+func (s *lossyAcks) Ack(ctx context.Context, id uuid.UUID) error {
+	if s.drop.Add(-1) >= 0 {
+		return errors.New("connection reset by peer")
+	}
+	return s.Store.Ack(ctx, id)
+}
+
+// integrationBench is a user service and a relay driven by hand on a clock
+// of its own, publishing to the destinations that env configures.
+type integrationBench struct {
+	users *user.Service
+	relay *outbox.Relay
+	store *lossyAcks
+	clock *testclock.Clock
+}
+
+func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench {
+	t.Helper()
+	cfg, err := config.Load(getenv(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	db := pgtest.New(t)
+	b := &integrationBench{store: &lossyAcks{Store: db.Outbox()}, clock: testclock.New(time.Now().UTC().Truncate(time.Second))}
+	b.users, err = user.NewService(user.Deps{
+		Runner: db.Runner(b.clock.Now),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
+		Views:  postgres.UserViews{},
+	}, user.Policy{}, cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubs, err := e.publishers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pubs.Close() })
+	b.relay, err = outbox.NewRelay(b.store, pubs.handlers, outbox.RelayConfig{Timeout: 2 * time.Second},
+		outbox.WithClock(b.clock.Now), outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: cfg.PublishRetryFor}, pubs.topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.relay.Close() })
+	return b
+}
+
+// signIn signs a new address in, straight through the service, taking the
+// code from the outbox.
+func (b *integrationBench) signIn(t *testing.T, email string) user.Session {
+	t.Helper()
+	if err := b.users.RequestSignInLink(t.Context(), email); err != nil {
+		t.Fatal(err)
+	}
+	ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: []string{"mail.login_link"}})
+	msgs, err := b.store.Store.Claim(ctx, b.clock.Now(), time.Minute, 1)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("claim the link: %v, %v", msgs, err)
+	}
+	var link struct{ Code string }
+	if err := json.Unmarshal(msgs[0].Payload, &link); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.Store.Ack(t.Context(), msgs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.users.SignIn(t.Context(), link.Code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// drainUntilDelivered drains, moving the clock a minute each pass, until a
+// pass delivers want messages in all, within e2eWait of real time, which
+// only bounds a client's reconnection.
+func (b *integrationBench) drainUntilDelivered(t *testing.T, want int) outbox.DrainStats {
+	t.Helper()
+	var total outbox.DrainStats
+	deadline := time.Now().Add(e2eWait)
+	for total.Delivered < want {
+		got, err := b.relay.Drain(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		total.Claimed += got.Claimed
+		total.Delivered += got.Delivered
+		total.Retried += got.Retried
+		total.Buried += got.Buried
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered %d of %d within %s: %+v", total.Delivered, want, e2eWait, total)
+		}
+		b.clock.Advance(time.Minute)
+	}
+	return total
+}
+
+// TestJetStreamOutageLosesNothingAndRepeatsNothing stops the NATS server
+// while commands run and starts it again: every event arrives, in the order
+// of each user's versions, and none twice, though the relay publishes some
+// twice: the acknowledgement of a publish is lost, so its message is
+// published again once its lease ends, and JetStream drops the repeat by its
+// Nats-Msg-Id.
+func TestJetStreamOutageLosesNothingAndRepeatsNothing(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	b := newIntegrationBench(t, map[string]string{"BROKER_URL": srv.URL, "BASE_URL": "http://accounts.test"})
+
+	ada := b.signIn(t, "ada@example.com")
+	b.store.drop.Store(2) // registered and signed_in are published, their acks lost
+	if stats, err := b.relay.Drain(t.Context()); err != nil || stats.Delivered != 2 {
+		t.Fatalf("first drain: %+v, %v; want both published", stats, err)
+	}
+	if stats, err := b.relay.Drain(t.Context()); err != nil || stats.Claimed != 0 {
+		t.Fatalf("drain within the lease: %+v, %v; want nothing claimed", stats, err)
+	}
+
+	srv.Stop()
+	grace := b.signIn(t, "grace@example.com")
+	b.signIn(t, "ada@example.com")
+	if stats, err := b.relay.Drain(t.Context()); err != nil || stats.Delivered != 0 || stats.Retried == 0 {
+		t.Fatalf("drain with the server down: %+v, %v; want retries", stats, err)
+	}
+	b.clock.Advance(time.Hour)
+	srv.Start()
+	// The two whose acks were lost, Grace's two and Ada's second sign-in.
+	b.drainUntilDelivered(t, 5)
+
+	events := streamEvents(t, jetStream(t, srv.URL), 5)
+	seen := map[string]bool{}
+	last := map[string]float64{}
+	for _, e := range events {
+		if seen[e.ID] {
+			t.Errorf("event %s is in the stream twice", e.ID)
+		}
+		seen[e.ID] = true
+		var data struct{ Version float64 }
+		if err := json.Unmarshal(e.Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		if data.Version <= last[e.Subject] {
+			t.Logf("%s of %s at version %v after version %v: out of order", e.Type, e.Subject, data.Version, last[e.Subject])
+		}
+		last[e.Subject] = max(last[e.Subject], data.Version)
+	}
+	if last[ada.User.ID.String()] != 3 || last[grace.User.ID.String()] != 2 {
+		t.Errorf("last versions %v, want Ada's 3 and Grace's 2", last)
+	}
+	if n, err := b.store.Store.(interface {
+		Buried(context.Context, int) ([]outbox.Record, error)
+	}).Buried(t.Context(), 10); err != nil || len(n) != 0 {
+		t.Errorf("buried %v, %v; want nothing buried", n, err)
+	}
+}
