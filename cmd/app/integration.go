@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/integration/kafkabroker"
 	"github.com/eventsourced/accounts/internal/integration/natsbroker"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/user"
@@ -76,7 +77,11 @@ func (e env) publishers() (*publishers, error) {
 		}
 		p.add(integration.Broker, pub, integration.Subject(prefix))
 	case "kafka":
-		return nil, errors.New("BROKER_URL: kafka is not wired yet")
+		pub, err := kafkabroker.New(kafkabroker.Config{Brokers: b.Addrs})
+		if err != nil {
+			return nil, fmt.Errorf("BROKER_URL: %w", err)
+		}
+		p.add(integration.Broker, pub, integration.Category(prefix))
 	}
 	return p, nil
 }

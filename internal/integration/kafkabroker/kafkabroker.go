@@ -138,6 +138,10 @@ func New(cfg Config) (*Publisher, error) {
 		// keeps such records, and those queued behind them, that long.
 		kgo.MetadataMinAge(metadataMinAge),
 		kgo.AllowIdempotentProduceCancellation(),
+		// A topic that does not exist is created with the cluster's
+		// defaults where the cluster allows it; an operator who wants
+		// another partition count creates it first.
+		kgo.AllowAutoTopicCreation(),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("kafkabroker: new client: %w", err)
