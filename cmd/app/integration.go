@@ -10,6 +10,7 @@ import (
 	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/integration/kafkabroker"
 	"github.com/eventsourced/accounts/internal/integration/natsbroker"
+	"github.com/eventsourced/accounts/internal/integration/webhook"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -82,6 +83,15 @@ func (e env) publishers() (*publishers, error) {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
 		p.add(integration.Broker, pub, integration.Category(prefix))
+	}
+	if e.cfg.WebhookURL != "" {
+		pub, err := webhook.New(webhook.Config{URL: e.cfg.WebhookURL, Secret: e.cfg.WebhookSecret})
+		if err != nil {
+			_ = p.Close()
+			return nil, err
+		}
+		// One URL takes every type: the topic is not used.
+		p.add(integration.Webhook, pub, func(typ string) string { return typ })
 	}
 	return p, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/eventsourced/accounts/internal/integration/webhook"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -106,8 +107,16 @@ func (c Config) checkIntegration() error {
 	} else if b.Kind != "" {
 		errs = append(errs, checkSubjectPrefix(c.BrokerSubjectPrefix))
 	}
-	if (c.WebhookURL == "") != (c.WebhookSecret == "") {
+	switch {
+	case (c.WebhookURL == "") != (c.WebhookSecret == ""):
 		errs = append(errs, errors.New("WEBHOOK_URL and WEBHOOK_SECRET go together: set both or neither"))
+	case c.WebhookURL != "":
+		err := webhook.Config{URL: c.WebhookURL, Secret: c.WebhookSecret}.Validate()
+		if errors.Is(err, webhook.ErrBadURL) {
+			errs = append(errs, fmt.Errorf("WEBHOOK_URL: %w", err))
+		} else if err != nil {
+			errs = append(errs, fmt.Errorf("WEBHOOK_SECRET: %w", err))
+		}
 	}
 	if c.PublishRetryFor < time.Hour {
 		errs = append(errs, fmt.Errorf("PUBLISH_RETRY_FOR must be at least 1h, or a short outage of a destination buries its events; got %s", c.PublishRetryFor))

@@ -71,6 +71,9 @@ func TestLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"BROKER_URL": "nats://localhost:4222", "BROKER_SUBJECT_PREFIX": "acc.>."}, "BROKER_SUBJECT_PREFIX"},
 		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com/in"}, "WEBHOOK_SECRET"},
 		{map[string]string{"PUBLISH_RETRY_FOR": "10m"}, "PUBLISH_RETRY_FOR"},
+		{map[string]string{"WEBHOOK_URL": "ftp://hooks.example.com", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "WEBHOOK_URL"},
+		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com", "WEBHOOK_SECRET": "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "WEBHOOK_SECRET"},
+		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com", "WEBHOOK_SECRET": "whsec_c2hvcnQ="}, "WEBHOOK_SECRET"},
 	} {
 		_, err := config.Load(getenv(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.name) {
@@ -127,6 +130,8 @@ func TestLoadNeverEchoesAPassword(t *testing.T) {
 		{"BROKER_URL": "nats://ops:hunter2@host"},
 		{"BROKER_URL": "kafka://ops:hunter2@host:9092"},
 		{"BROKER_URL": "natz://ops:hunter2@host:4222"},
+		{"WEBHOOK_URL": "ftp://ops:hunter2@host", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+		{"WEBHOOK_URL": "https://ops:hunter2@host:99999", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
 	} {
 		_, err := config.Load(getenv(env))
 		if err == nil || strings.Contains(err.Error(), "hunter2") {

@@ -85,10 +85,21 @@ type Publisher struct {
 
 var _ message.Publisher = (*Publisher)(nil)
 
+// Validate reports a URL or secret that cannot work, as [New] does, with
+// errors that match [ErrBadURL] or [ErrBadSecret] and never repeat a
+// password of the URL.
+func (c Config) Validate() error {
+	if err := checkURL(c.URL); err != nil {
+		return err
+	}
+	_, err := decodeSecret(c.Secret)
+	return err
+}
+
 // New checks cfg and returns a publisher for it. It does not contact the
 // endpoint. Its errors match [ErrBadURL] or [ErrBadSecret].
 func New(cfg Config) (*Publisher, error) {
-	if err := checkURL(cfg.URL); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	key, err := decodeSecret(cfg.Secret)
