@@ -97,7 +97,9 @@ func (e Events) Enabled() bool { return len(e.Destinations) > 0 }
 
 // Messages returns the outbox messages of one event of type typ about
 // subject, with data as its JSON data, created at now: one per destination,
-// each carrying the CloudEvent with its own ID.
+// each carrying the CloudEvent with its own ID, and keyed ([outbox.Message.Key])
+// by destination and subject, so that the relay hands each destination one
+// subject's events one at a time, in the order of their changes.
 func (e Events) Messages(typ, subject string, data any, now time.Time) ([]outbox.Message, error) {
 	if len(e.Destinations) == 0 {
 		return nil, nil
@@ -112,6 +114,9 @@ func (e Events) Messages(typ, subject string, data any, now time.Time) ([]outbox
 		if err != nil {
 			return nil, err
 		}
+		// One subject's events to one destination are delivered one at a
+		// time, in the order of their changes.
+		m.Key = string(d) + ":" + subject
 		if m.Payload, err = json.Marshal(CloudEvent{
 			SpecVersion:     SpecVersion,
 			ID:              m.ID.String(),

@@ -82,7 +82,9 @@ func (a *acker) flush() {
 	for i, h := range batch {
 		leases[i] = h.lease
 	}
-	a.write(leases)
+	if a.write(leases) {
+		a.r.freed.settled(keyedCreated(batch)...)
+	}
 	for i, h := range batch {
 		a.r.settled(h)
 		batch[i] = nil
@@ -93,20 +95,20 @@ func (a *acker) flush() {
 }
 
 // write acknowledges leases, trying again after a growing pause while the
-// store fails, for at most [SettleTimeout].
-func (a *acker) write(leases []Lease) {
+// store fails, for at most [SettleTimeout], and reports whether it did.
+func (a *acker) write(leases []Lease) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), SettleTimeout)
 	defer cancel()
 	pause := 10 * time.Millisecond
 	for {
 		err := a.r.ackAll(ctx, leases)
 		if err == nil {
-			return
+			return true
 		}
 		select {
 		case <-ctx.Done():
 			a.r.ackFailed(ctx, len(leases), err)
-			return
+			return false
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, time.Second)

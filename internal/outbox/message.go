@@ -49,6 +49,17 @@ type Message struct {
 	// Attempts counts the times the message was claimed, this one included.
 	// Store.Claim sets it.
 	Attempts int
+	// Key, when not empty, puts the message in order among the messages
+	// of the same key: a store does not claim it while a message of that
+	// key added before it is still held, neither acknowledged nor buried.
+	// So the messages of one key are delivered one at a time, in the order
+	// they were added, while those of other keys go on in parallel; one
+	// that is retried holds back the rest of its key, and one that is
+	// buried stops holding them. The order of two messages of a key is
+	// the order of their Adds, and, when they were added by two units of
+	// work, the order in which those committed, provided the second began
+	// after the first committed (as two changes of one event stream do).
+	Key string
 }
 
 // Store keeps messages until they are delivered.
@@ -95,6 +106,8 @@ func Check(m Message) error {
 		return fmt.Errorf("%w: message %s: payload is not JSON in UTF-8", ErrInvalidMessage, m.ID)
 	case m.CreatedAt.IsZero():
 		return fmt.Errorf("%w: message %s has no creation time", ErrInvalidMessage, m.ID)
+	case !utf8.ValidString(m.Key) || strings.IndexByte(m.Key, 0) >= 0:
+		return fmt.Errorf("%w: message %s: key %q is not text", ErrInvalidMessage, m.ID, m.Key)
 	}
 	return nil
 }

@@ -97,6 +97,7 @@ type Relay struct {
 	metrics  *relayMetrics
 	breakers *breakers
 	policies map[string]RetryPolicy
+	freed    *freed
 	room     *room
 	inflight inflight
 	chain    message.HandlerFunc
@@ -141,6 +142,7 @@ func NewRelay(store Store, handlers map[string]Handler, cfg RelayConfig, opts ..
 		log:      slog.New(slog.DiscardHandler),
 		meter:    noop.NewMeterProvider(),
 		room:     newRoom(4 * cfg.Batch),
+		freed:    newFreed(),
 	}
 	topics := make([]string, 0, len(handlers))
 	for topic, h := range handlers {
@@ -224,8 +226,9 @@ type DrainStats struct {
 }
 
 // Drain delivers the messages due now, one at a time, batch after batch,
-// until a claim returns fewer than [RelayConfig.Batch]. It is the relay's
-// synchronous pass, for operators and tests.
+// until a claim returns fewer than [RelayConfig.Batch] and settles no keyed
+// message ([Message.Key]) whose successor could now be due. It is the
+// relay's synchronous pass, for operators and tests.
 //
 // Handlers run on a context that ctx's end does not cancel, bounded by
 // [RelayConfig.Timeout]: when ctx ends, the delivery in flight finishes and
@@ -237,6 +240,10 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 	var stats DrainStats
 	var cur cursor
 	for ctx.Err() == nil {
+		// Keyed messages settled by the last batch may have let others of
+		// their keys become due, perhaps behind the cursor.
+		freedKeys := false
+		cur.rewind(r.freed.take())
 		r.inflight.sweep(r.now(), r.reportOverran)
 		n := r.room.take(r.cfg.Batch)
 		if n == 0 {
@@ -256,7 +263,11 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 				released = true
 				break
 			}
-			switch r.drainOne(ctx, h) {
+			outcome := r.drainOne(ctx, h)
+			if h.msg.Key != "" && (outcome == outcomeDelivered || outcome == outcomeBuried) {
+				freedKeys = true
+			}
+			switch outcome {
 			case outcomeDelivered:
 				stats.Delivered++
 			case outcomeRetried:
@@ -271,8 +282,10 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 			return stats, err
 		}
 		// Released messages are due at once: claiming again would only
-		// take them back, so the pass ends here.
-		if released || !full {
+		// take them back, so the pass ends here. A short claim ends it
+		// too, unless a keyed message was settled: the next of its key
+		// may be due now.
+		if released || (!full && !freedKeys) {
 			break
 		}
 	}
@@ -481,7 +494,7 @@ func (r *Relay) dispatch(wm *message.Message) ([]*message.Message, error) {
 func (r *Relay) deliver(wm *message.Message, h *held, ack func(*held)) string {
 	m := h.msg
 	start := time.Now()
-	failure := r.policy(m.Topic).overclaimed(m, r.now())
+	failure := r.policy(m.Topic).overclaimed(m, r.now)
 	if failure == nil {
 		_, failure = r.chain(wm)
 	}
@@ -517,12 +530,13 @@ func (r *Relay) fail(ctx context.Context, h *held, failure error) string {
 		reason = fmt.Sprintf("panic: %v", p.V)
 		r.log.ErrorContext(ctx, "outbox: handler panicked", "id", m.ID, "topic", m.Topic, "panic", p.V, "stack", p.Stacktrace)
 	}
-	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || r.policy(m.Topic).spent(m, r.now())
+	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || r.policy(m.Topic).spent(m, r.now)
 	if bury {
 		if err := r.store.Bury(ctx, m.ID, reason); err != nil {
 			return r.notRecorded(ctx, h, opBury, reason, err)
 		}
 		r.metrics.buried.Add(ctx, 1, r.metrics.topic(m.Topic))
+		r.freed.settled(keyedCreated([]*held{h})...)
 		r.log.ErrorContext(ctx, "outbox: message buried", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
 		return outcomeBuried
 	}
@@ -559,6 +573,8 @@ func (r *Relay) ackNow(h *held) {
 	r.delivered(ctx, []*held{h})
 	if err := r.ackAll(ctx, []Lease{h.lease}); err != nil {
 		r.ackFailed(ctx, 1, err)
+	} else {
+		r.freed.settled(keyedCreated([]*held{h})...)
 	}
 	r.settled(h)
 }

@@ -50,22 +50,25 @@ func (p RetryPolicy) Validate() error {
 	return errors.Join(errs...)
 }
 
-// spent reports whether m, having failed its try at now, has no try left.
-func (p RetryPolicy) spent(m Message, now time.Time) bool {
+// spent reports whether m, having failed its try, has no try left. It
+// reads the clock only for a limit of age.
+func (p RetryPolicy) spent(m Message, now func() time.Time) bool {
 	return (p.MaxAttempts > 0 && m.Attempts >= p.MaxAttempts) ||
-		(p.MaxAge > 0 && now.Sub(m.CreatedAt) >= p.MaxAge)
+		(p.MaxAge > 0 && now().Sub(m.CreatedAt) >= p.MaxAge)
 }
 
 // overclaimed returns why m, claimed at now, must be buried before it is
 // tried, or nil: it was claimed more often than the policy allows tries,
 // or again more than twice its age after its creation.
-func (p RetryPolicy) overclaimed(m Message, now time.Time) error {
-	switch {
-	case p.MaxAttempts > 0 && m.Attempts > p.MaxAttempts:
+func (p RetryPolicy) overclaimed(m Message, now func() time.Time) error {
+	if p.MaxAttempts > 0 && m.Attempts > p.MaxAttempts {
 		return fmt.Errorf("%w (%d claims, %d allowed)", errOverclaimed, m.Attempts, p.MaxAttempts)
-	case p.MaxAge > 0 && m.Attempts > 1 && now.Sub(m.CreatedAt) >= 2*p.MaxAge:
-		return fmt.Errorf("%w (claimed again %s after its creation, retried for %s)", errOverclaimed,
-			now.Sub(m.CreatedAt).Round(time.Second), p.MaxAge)
+	}
+	if p.MaxAge > 0 && m.Attempts > 1 {
+		if age := now().Sub(m.CreatedAt); age >= 2*p.MaxAge {
+			return fmt.Errorf("%w (claimed again %s after its creation, retried for %s)", errOverclaimed,
+				age.Round(time.Second), p.MaxAge)
+		}
 	}
 	return nil
 }

@@ -13,8 +13,9 @@ import (
 // which runs each in a goroutine of its own.
 //
 // It claims whenever a whole batch fits in the relay's room: at once after a
-// full batch, when the store wakes it (a commit added messages), when a
-// breaker's probe is due, or after [RelayConfig.Interval]. Since the room
+// full batch, when the store wakes it (a commit added messages), when keyed
+// messages were settled (the next of their keys are due), when a breaker's
+// probe is due, or after [RelayConfig.Interval]. Since the room
 // holds four batches, it claims the next batch while the previous ones are
 // delivered and acknowledged. It never holds a database transaction while a
 // handler runs.
@@ -112,6 +113,10 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 			resetTimer(poll, s.untilNextClaim())
 		case <-r.breakers.closed:
 			want = true // A probe was delivered: its topic flows again.
+		case <-r.freed.signal:
+			// Keyed messages were settled: the next of their keys are due.
+			want = true
+			s.cur.rewind(r.freed.take())
 		case <-room:
 		}
 	}

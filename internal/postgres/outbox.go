@@ -79,9 +79,9 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 		// One message travels as scalars, which pgx encodes without the
 		// reflection that arrays of UUIDs cost it.
 		const q = `
-INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
-VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz)`
-		if err := pt.later(ctx, q, []any{pgtype.UUID{Bytes: m.ID, Valid: true}, m.Topic, string(m.Payload), m.CreatedAt}, wrap); err != nil {
+INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key)
+VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz, nullif($5::text, ''))`
+		if err := pt.later(ctx, q, []any{pgtype.UUID{Bytes: m.ID, Valid: true}, m.Topic, string(m.Payload), m.CreatedAt, m.Key}, wrap); err != nil {
 			return err
 		}
 		pt.wakeRelays()
@@ -91,17 +91,21 @@ VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz)`
 	topics := make([]string, len(msgs))
 	payloads := make([]string, len(msgs))
 	created := make([]time.Time, len(msgs))
+	keys := make([]string, len(msgs))
 	for i, m := range msgs {
 		if err := outbox.Check(m); err != nil {
 			return fmt.Errorf("outbox: add: %w", err)
 		}
-		ids[i], topics[i], payloads[i], created[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt
+		ids[i], topics[i], payloads[i], created[i], keys[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt, m.Key
 	}
+	// The rows are inserted in the order of msgs, so that seq puts the
+	// messages of one key in that order.
 	const q = `
-INSERT INTO outbox_messages (id, topic, payload, created_at, due_at)
-SELECT id, topic, payload, created_at, created_at
-FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[]) AS m(id, topic, payload, created_at)`
-	if err := pt.later(ctx, q, []any{ids, topics, payloads, created}, wrap); err != nil {
+INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key)
+SELECT id, topic, payload, created_at, created_at, nullif(key, '')
+FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[], $5::text[]) WITH ORDINALITY AS m(id, topic, payload, created_at, key, n)
+ORDER BY n`
+	if err := pt.later(ctx, q, []any{ids, topics, payloads, created, keys}, wrap); err != nil {
 		return err
 	}
 	pt.wakeRelays()
@@ -120,10 +124,15 @@ func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 	if lease <= 0 {
 		return nil, fmt.Errorf("outbox: claim: lease must be positive, got %s", lease)
 	}
+	// A keyed message is due only while no message of its key inserted
+	// before it is held: the NOT EXISTS probes the key's index.
 	const head = `
 WITH due AS (
-	SELECT id, due_at FROM outbox_messages
-	WHERE buried_at IS NULL AND due_at <= $1`
+	SELECT id, due_at FROM outbox_messages AS c
+	WHERE buried_at IS NULL AND due_at <= $1
+	AND (ordering_key IS NULL OR NOT EXISTS (
+		SELECT 1 FROM outbox_messages AS p
+		WHERE p.ordering_key = c.ordering_key AND p.seq < c.seq AND p.buried_at IS NULL))`
 	const tail = `
 	ORDER BY due_at, id
 	LIMIT $3
@@ -133,7 +142,7 @@ UPDATE outbox_messages AS m
 SET due_at = $2, attempts = m.attempts + 1
 FROM due
 WHERE m.id = due.id
-RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, due.due_at`
+RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, coalesce(m.ordering_key, ''), due.due_at`
 	q, args := head, []any{now, now.Add(lease), limit}
 	sc := outbox.ScopeFrom(ctx)
 	param := func(v any) string {
@@ -162,7 +171,7 @@ RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, due.due_at`
 	for rows.Next() {
 		var c claimed
 		var payload string
-		if err := rows.Scan(&c.msg.ID, &c.msg.Topic, &payload, &c.msg.CreatedAt, &c.msg.Attempts, &c.due); err != nil {
+		if err := rows.Scan(&c.msg.ID, &c.msg.Topic, &payload, &c.msg.CreatedAt, &c.msg.Attempts, &c.msg.Key, &c.due); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("outbox: claim: %w", err)
 		}
@@ -338,13 +347,13 @@ SELECT
 }
 
 // recordColumns are the columns scanRecord reads, in its order.
-const recordColumns = `id, topic, payload::text, created_at, attempts, due_at, coalesce(last_error, ''), buried_at`
+const recordColumns = `id, topic, payload::text, created_at, attempts, coalesce(ordering_key, ''), due_at, coalesce(last_error, ''), buried_at`
 
 func scanRecord(row pgx.CollectableRow) (outbox.Record, error) {
 	var r outbox.Record
 	var payload string
 	var buried *time.Time
-	if err := row.Scan(&r.ID, &r.Topic, &payload, &r.CreatedAt, &r.Attempts, &r.DueAt, &r.LastError, &buried); err != nil {
+	if err := row.Scan(&r.ID, &r.Topic, &payload, &r.CreatedAt, &r.Attempts, &r.Key, &r.DueAt, &r.LastError, &buried); err != nil {
 		return r, err
 	}
 	r.Payload, r.CreatedAt, r.DueAt = []byte(payload), r.CreatedAt.UTC(), r.DueAt.UTC()

@@ -60,15 +60,35 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 			return fmt.Errorf("outbox: add: %w", err)
 		}
 	}
-	err = st.atomically(ctx, len(msgs) > addChunk, func() error {
+	keyed := 0
+	for _, m := range msgs {
+		if m.Key != "" {
+			keyed++
+		}
+	}
+	err = st.atomically(ctx, len(msgs) > addChunk || keyed > 0, func() error {
+		// The keyed messages take the next numbers of outbox_sequence, in
+		// the order of msgs; the transaction holds the write lock, so no
+		// other takes the same.
+		var seq int64
+		if keyed > 0 {
+			if err := st.QueryRowContext(ctx, `UPDATE outbox_sequence SET last = last + ? RETURNING last - ?`, keyed, keyed).Scan(&seq); err != nil {
+				return err
+			}
+		}
 		for chunk := range slices.Chunk(msgs, addChunk) {
-			args := make([]any, 0, 5*len(chunk))
+			args := make([]any, 0, 7*len(chunk))
 			for _, m := range chunk {
 				created := micros(m.CreatedAt)
-				args = append(args, m.ID, m.Topic, string(m.Payload), created, created)
+				var key, n any
+				if m.Key != "" {
+					seq++
+					key, n = m.Key, seq
+				}
+				args = append(args, m.ID, m.Topic, string(m.Payload), created, created, key, n)
 			}
-			q := `INSERT INTO outbox_messages (id, topic, payload, created_at, due_at) VALUES ` +
-				valueRows(len(chunk), 5)
+			q := `INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key, seq) VALUES ` +
+				valueRows(len(chunk), 7)
 			if _, err := st.ExecContext(ctx, q, args...); err != nil {
 				return err
 			}
@@ -126,7 +146,7 @@ func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 		rows, err := tx.QueryContext(ctx, `
 UPDATE outbox_messages SET due_at = ?, attempts = attempts + 1
 WHERE id IN (SELECT value FROM json_each(?))
-RETURNING id, topic, payload, created_at, attempts`, micros(now.Add(lease)), string(list))
+RETURNING id, topic, payload, created_at, attempts, coalesce(ordering_key, '')`, micros(now.Add(lease)), string(list))
 		if err != nil {
 			return err
 		}
@@ -136,7 +156,7 @@ RETURNING id, topic, payload, created_at, attempts`, micros(now.Add(lease)), str
 			var m outbox.Message
 			var payload string
 			var created int64
-			if err := rows.Scan(&m.ID, &m.Topic, &payload, &created, &m.Attempts); err != nil {
+			if err := rows.Scan(&m.ID, &m.Topic, &payload, &created, &m.Attempts, &m.Key); err != nil {
 				return err
 			}
 			m.Payload, m.CreatedAt = []byte(payload), fromMicros(created)
@@ -163,9 +183,14 @@ RETURNING id, topic, payload, created_at, attempts`, micros(now.Add(lease)), str
 // dueIDs returns the IDs of up to limit messages due at now that f admits,
 // earliest due first.
 func dueIDs(ctx context.Context, tx *sql.Tx, now time.Time, limit int, f outbox.Scope) ([]uuid.UUID, error) {
+	// A keyed message is due only while no message of its key added
+	// before it is held: the NOT EXISTS probes the key's index.
 	q, args := `
-SELECT id FROM outbox_messages
-WHERE buried_at IS NULL AND due_at <= ?`, []any{micros(now)}
+SELECT id FROM outbox_messages AS c
+WHERE buried_at IS NULL AND due_at <= ?
+AND (ordering_key IS NULL OR NOT EXISTS (
+	SELECT 1 FROM outbox_messages AS p
+	WHERE p.ordering_key = c.ordering_key AND p.seq < c.seq AND p.buried_at IS NULL))`, []any{micros(now)}
 	if len(f.Only) > 0 {
 		only, err := json.Marshal(f.Only)
 		if err != nil {
@@ -347,7 +372,7 @@ SELECT
 }
 
 // recordColumns are the columns scanRecord reads, in its order.
-const recordColumns = `id, topic, payload, created_at, attempts, due_at, coalesce(last_error, ''), buried_at`
+const recordColumns = `id, topic, payload, created_at, attempts, coalesce(ordering_key, ''), due_at, coalesce(last_error, ''), buried_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -356,7 +381,7 @@ func scanRecord(row scanner) (outbox.Record, error) {
 	var payload string
 	var created, due int64
 	var buried sql.NullInt64
-	if err := row.Scan(&r.ID, &r.Topic, &payload, &created, &r.Attempts, &due, &r.LastError, &buried); err != nil {
+	if err := row.Scan(&r.ID, &r.Topic, &payload, &created, &r.Attempts, &r.Key, &due, &r.LastError, &buried); err != nil {
 		return r, err
 	}
 	r.Payload, r.CreatedAt, r.DueAt = []byte(payload), fromMicros(created), fromMicros(due)

@@ -41,10 +41,24 @@ func integrationTopics() []string {
 func (b *bundle) published(t *testing.T) []published {
 	t.Helper()
 	ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: integrationTopics()})
-	msgs, err := b.db.Outbox().Claim(ctx, b.clock.Now().Add(time.Hour), time.Minute, 100)
-	if err != nil {
-		t.Fatal(err)
+	var out []published
+	for {
+		// The events of one user to one destination are claimed one at a
+		// time: claim until nothing is left.
+		msgs, err := b.db.Outbox().Claim(ctx, b.clock.Now().Add(time.Hour), time.Minute, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			return out
+		}
+		out = append(out, b.decode(t, msgs)...)
 	}
+}
+
+// decode decodes and acknowledges claimed integration events.
+func (b *bundle) decode(t *testing.T, msgs []outbox.Message) []published {
+	t.Helper()
 	var out []published
 	for _, m := range msgs {
 		p := published{topic: m.Topic, payload: string(m.Payload)}

@@ -118,6 +118,10 @@ var cases = []struct {
 	{"Operator/Buried", testBuried},
 	{"Operator/Lookup", testLookup},
 	{"Operator/BuriedMessageIsDueAgain", testRequeue},
+	{"Key/RoundTrips", testKeyRoundTrips},
+	{"Key/OneAtATimeInTheOrderAdded", testKeyOneAtATime},
+	{"Key/BuriedStopsHolding", testKeyBuriedStopsHolding},
+	{"Key/ConcurrentClaimsKeepTheOrder", testKeyConcurrent},
 }
 
 // base is the time the suite's messages are created around, truncated to the
@@ -256,6 +260,9 @@ func checkMessage(t *testing.T, got, want outbox.Message, attempts int) {
 	}
 	if got.Attempts != attempts {
 		t.Errorf("message %s: Attempts = %d, want %d", want.ID, got.Attempts, attempts)
+	}
+	if got.Key != want.Key {
+		t.Errorf("message %s: Key = %q, want %q", want.ID, got.Key, want.Key)
 	}
 }
 
