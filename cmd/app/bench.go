@@ -53,6 +53,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	poll := fs.Duration("poll", 0, "projection: the log's poll interval (0: the backend's default)")
 	logBatch := fs.Int("batch", 0, "projection: events a subscriber reads at a time (0: the backend's default)")
 	concurrency := fs.Int("concurrency", 16, "signin: requests in flight at once")
+	users := fs.Int("users", 10000, "publish: users the events are about, in turn")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
 	holdXmin := fs.Bool("hold-xmin", false, "drain, latency, signin: hold PostgreSQL's xmin horizon for the whole run, as a long REPEATABLE READ transaction that has read something does")
@@ -124,10 +125,10 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		return benchSignIn(ctx, e, db, *concurrency, *duration, timed, stdout)
 	case "publish":
-		if *messages < 1 {
-			return errors.New("bench publish: --messages must be at least 1")
+		if *messages < 1 || *users < 1 {
+			return errors.New("bench publish: --messages and --users must be at least 1")
 		}
-		return benchPublish(ctx, e, db, cfg, *messages, timed, stdout)
+		return benchPublish(ctx, e, db, cfg, *messages, *users, timed, stdout)
 	case "projection":
 		log := db.Log(projections.LogConfig{PollInterval: *poll, BatchSize: *logBatch})
 		if *lag {

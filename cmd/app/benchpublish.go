@@ -15,15 +15,12 @@ import (
 	"github.com/eventsourced/accounts/internal/user"
 )
 
-// publishUsers is how many users the publish benchmark's events are about,
-// so that a partitioning broker spreads them.
-const publishUsers = 1000
-
-// benchPublish fills the outbox with n user.signed_in events for each
-// configured destination, then times a relay with cfg, publishing through
-// the configured publishers, until every message is published and
-// acknowledged.
-func benchPublish(ctx context.Context, e env, db backend, cfg outbox.RelayConfig, n int, timed func() func(), stdout io.Writer) error {
+// benchPublish fills the outbox with n user.signed_in events about users
+// users, in turn, for each configured destination, then times a relay with
+// cfg, publishing through the configured publishers, until every message
+// is published and acknowledged. Each user's events go out one at a time,
+// in order, so fewer users mean less parallelism.
+func benchPublish(ctx context.Context, e env, db backend, cfg outbox.RelayConfig, n, publishUsers int, timed func() func(), stdout io.Writer) error {
 	events := e.integrationEvents()
 	if !events.Enabled() {
 		return errors.New("bench publish: no destination: set BROKER_URL, or WEBHOOK_URL and WEBHOOK_SECRET")

@@ -185,7 +185,7 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pubs.Close() })
-	b.relay, err = outbox.NewRelay(b.store, pubs.handlers, outbox.RelayConfig{Timeout: 2 * time.Second},
+	b.relay, err = outbox.NewRelay(b.store, pubs.handlers, outbox.RelayConfig{Timeout: 500 * time.Millisecond},
 		outbox.WithClock(b.clock.Now), outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: cfg.PublishRetryFor}, pubs.topics...))
 	if err != nil {
 		t.Fatal(err)

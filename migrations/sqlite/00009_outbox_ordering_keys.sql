@@ -8,7 +8,7 @@
 ALTER TABLE outbox_messages ADD COLUMN ordering_key TEXT;
 ALTER TABLE outbox_messages ADD COLUMN seq INTEGER;
 
-CREATE INDEX outbox_messages_key ON outbox_messages (ordering_key, seq) WHERE ordering_key IS NOT NULL;
+CREATE INDEX outbox_messages_key ON outbox_messages (ordering_key, seq) WHERE ordering_key IS NOT NULL AND buried_at IS NULL;
 
 CREATE TABLE outbox_sequence (last INTEGER NOT NULL) STRICT;
 INSERT INTO outbox_sequence (last) VALUES (0);

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -97,8 +98,10 @@ type Publisher struct {
 	js   jetstream.JetStream
 	log  *slog.Logger
 
+	// mu serialises the making of the stream; ready, once it is made,
+	// lets publishes pass without taking mu.
 	mu    sync.Mutex
-	ready bool
+	ready atomic.Bool
 }
 
 var _ message.Publisher = (*Publisher)(nil)
@@ -188,9 +191,12 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 // window it lacks, unless that was done since the last publish that found
 // no stream.
 func (p *Publisher) ensureStream(ctx context.Context) error {
+	if p.ready.Load() {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ready {
+	if p.ready.Load() {
 		return nil
 	}
 	s, err := p.js.Stream(ctx, p.cfg.Stream)
@@ -226,15 +232,11 @@ func (p *Publisher) ensureStream(ctx context.Context) error {
 			p.log.Info("natsbroker: stream updated", "stream", p.cfg.Stream, "subjects", sc.Subjects, "duplicate_window", sc.Duplicates)
 		}
 	}
-	p.ready = true
+	p.ready.Store(true)
 	return nil
 }
 
-func (p *Publisher) forgetStream() {
-	p.mu.Lock()
-	p.ready = false
-	p.mu.Unlock()
-}
+func (p *Publisher) forgetStream() { p.ready.Store(false) }
 
 // Close closes the connection.
 func (p *Publisher) Close() error {

@@ -16,6 +16,11 @@ import (
 
 func newPublisher(t *testing.T, url string) *natsbroker.Publisher {
 	t.Helper()
+	return newPublisherB(t, url)
+}
+
+func newPublisherB(t testing.TB, url string) *natsbroker.Publisher {
+	t.Helper()
 	p, err := natsbroker.New(natsbroker.Config{URLs: url, Stream: "ACCOUNTS", Subjects: []string{"accounts.>"}})
 	if err != nil {
 		t.Fatal(err)

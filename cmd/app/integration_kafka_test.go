@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/schemas"
+)
+
+// kafkaCluster starts a kfake cluster with the topic accounts.user of
+// partitions partitions, on port, keeping its data in dir so that it can be
+// started again.
+func kafkaCluster(t *testing.T, port int, dir string) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(dir), kfake.SeedTopics(8, "accounts.user"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// loopbackPort returns a loopback port that nothing listens on.
+func loopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// kafkaEvents consumes accounts.user from its start until it has n records.
+func kafkaEvents(t *testing.T, addr string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("accounts.user"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), e2eWait)
+	defer cancel()
+	var recs []*kgo.Record
+	for len(recs) < n {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d records of %d", len(recs), n)
+		}
+		recs = append(recs, f.Records()...)
+	}
+	return recs
+}
+
+// TestKafkaKeepsEachUsersEventsInOnePartitionInOrder publishes the events
+// of several users to a cluster that goes away while commands run and
+// comes back: nothing is lost; each record is keyed by its user, carries
+// the event's id in a header and matches its schema; and each user's
+// events are in one partition, in the order of their versions.
+func TestKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
+	t.Parallel()
+	port, dir := loopbackPort(t), t.TempDir()
+	cluster := kafkaCluster(t, port, dir)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	b := newIntegrationBench(t, map[string]string{"BROKER_URL": "kafka://" + addr, "BASE_URL": "http://accounts.test"})
+
+	emails := []string{"ada@example.com", "grace@example.com", "edsger@example.com", "barbara@example.com", "donald@example.com"}
+	for _, e := range emails {
+		b.signIn(t, e)
+	}
+	b.drainUntilDelivered(t, 2*len(emails))
+
+	cluster.Close()
+	for _, e := range emails {
+		b.signIn(t, e) // a second sign-in: version 3
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), e2eWait)
+	stats, err := b.relay.Drain(ctx)
+	cancel()
+	if err != nil || stats.Delivered != 0 || stats.Retried == 0 {
+		t.Fatalf("drain with the cluster down: %+v, %v; want retries", stats, err)
+	}
+	kafkaCluster(t, port, dir)
+	b.clock.Advance(time.Hour)
+	b.drainUntilDelivered(t, len(emails))
+
+	recs := kafkaEvents(t, addr, 3*len(emails))
+	partition := map[string]int32{}
+	last := map[string]float64{}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		var e integration.CloudEvent
+		if err := json.Unmarshal(r.Value, &e); err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas.Check(r.Value); err != nil {
+			t.Errorf("record at %d/%d does not match its schema: %v", r.Partition, r.Offset, err)
+		}
+		if string(r.Key) != e.Subject {
+			t.Errorf("record of %s keyed %q", e.Subject, r.Key)
+		}
+		headers := map[string]string{}
+		for _, h := range r.Headers {
+			headers[h.Key] = string(h.Value)
+		}
+		if headers["id"] != e.ID || headers["content-type"] != integration.ContentType {
+			t.Errorf("record of event %s has headers %v", e.ID, headers)
+		}
+		if seen[e.ID] {
+			t.Errorf("event %s published twice", e.ID)
+		}
+		seen[e.ID] = true
+		if p, ok := partition[e.Subject]; ok && p != r.Partition {
+			t.Errorf("events of %s in partitions %d and %d", e.Subject, p, r.Partition)
+		}
+		partition[e.Subject] = r.Partition
+		var data struct{ Version float64 }
+		if err := json.Unmarshal(e.Data, &data); err != nil {
+			t.Fatal(err)
+		}
+		if data.Version <= last[e.Subject] {
+			t.Errorf("%s of %s at version %v after %v", e.Type, e.Subject, data.Version, last[e.Subject])
+		}
+		last[e.Subject] = data.Version
+	}
+	if len(last) != len(emails) {
+		t.Errorf("records of %d users, want %d", len(last), len(emails))
+	}
+	for user, v := range last {
+		if v != 3 {
+			t.Errorf("last version of %s is %v, want 3", user, v)
+		}
+	}
+	spread := map[int32]bool{}
+	for _, p := range partition {
+		spread[p] = true
+	}
+	if len(spread) < 2 {
+		t.Errorf("%d users in %d partition, want them spread", len(emails), len(spread))
+	}
+}
