@@ -133,16 +133,21 @@ WITH due AS (
 	AND (ordering_key IS NULL OR NOT EXISTS (
 		SELECT 1 FROM outbox_messages AS p
 		WHERE p.ordering_key = c.ordering_key AND p.seq < c.seq AND p.buried_at IS NULL))`
+	// The UPDATE finds its rows by an array of their IDs rather than by a
+	// join with due: from a few hundred rows on, the planner would hash
+	// the whole table for that join, a scan of the backlog per claim.
 	const tail = `
 	ORDER BY due_at, id
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED
+), claimed AS (
+	UPDATE outbox_messages AS m
+	SET due_at = $2, attempts = m.attempts + 1
+	WHERE m.id = ANY(ARRAY(SELECT id FROM due))
+	RETURNING m.id, m.topic, m.payload::text AS payload, m.created_at, m.attempts, coalesce(m.ordering_key, '') AS ordering_key
 )
-UPDATE outbox_messages AS m
-SET due_at = $2, attempts = m.attempts + 1
-FROM due
-WHERE m.id = due.id
-RETURNING m.id, m.topic, m.payload::text, m.created_at, m.attempts, coalesce(m.ordering_key, ''), due.due_at`
+SELECT claimed.id, claimed.topic, claimed.payload, claimed.created_at, claimed.attempts, claimed.ordering_key, due.due_at
+FROM claimed JOIN due USING (id)`
 	q, args := head, []any{now, now.Add(lease), limit}
 	sc := outbox.ScopeFrom(ctx)
 	param := func(v any) string {
