@@ -181,6 +181,18 @@ func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, 
 	if err != nil {
 		return err
 	}
+	elapsed, err := runUntilDone(ctx, "bench drain", store, relay, done, &seen, n, timed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "drain: %d messages in %.2fs, %.0f msgs/s\n", n, elapsed.Seconds(), float64(n)/elapsed.Seconds())
+	return nil
+}
+
+// runUntilDone runs relay until done is closed, timing it, then stops it
+// and checks that it left none of the n messages unacknowledged and that
+// seen, its handlers' count of deliveries, reached n.
+func runUntilDone(ctx context.Context, name string, store outbox.Store, relay *outbox.Relay, done <-chan struct{}, seen *atomic.Int64, n int, timed func() func()) (time.Duration, error) {
 	stopProfile := timed()
 	began := time.Now()
 	stop, ran := start(ctx, relay)
@@ -189,24 +201,23 @@ func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, 
 	case <-done:
 		stopProfile()
 	case err := <-ran:
-		return fmt.Errorf("bench drain: relay stopped after %d of %d messages: %v", seen.Load(), n, err)
+		return 0, fmt.Errorf("%s: relay stopped after %d of %d messages: %v", name, seen.Load(), n, err)
 	case <-ctx.Done():
-		return fmt.Errorf("bench drain: %d of %d messages delivered: %w", seen.Load(), n, ctx.Err())
+		return 0, fmt.Errorf("%s: %d of %d messages delivered: %w", name, seen.Load(), n, ctx.Err())
 	}
 	elapsed := time.Since(began)
 	stop()
 	if err := <-ran; err != nil {
-		return err
+		return 0, err
 	}
 	left, err := store.Claim(ctx, time.Now().Add(24*time.Hour), time.Minute, n)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if len(left) > 0 || seen.Load() != int64(n) {
-		return fmt.Errorf("bench drain: handler saw %d deliveries of %d messages, %d left unacknowledged", seen.Load(), n, len(left))
+		return 0, fmt.Errorf("%s: handlers saw %d deliveries of %d messages, %d left unacknowledged", name, seen.Load(), n, len(left))
 	}
-	fmt.Fprintf(stdout, "drain: %d messages in %.2fs, %.0f msgs/s\n", n, elapsed.Seconds(), float64(n)/elapsed.Seconds())
-	return nil
+	return elapsed, nil
 }
 
 // benchLatency commits rate messages a second for d, each in its own

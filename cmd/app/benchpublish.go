@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -79,29 +78,9 @@ func benchPublish(ctx context.Context, e env, db backend, cfg outbox.RelayConfig
 		return err
 	}
 	defer relay.Close()
-	stopProfile := timed()
-	began := time.Now()
-	stop, ran := start(ctx, relay)
-	defer stop()
-	select {
-	case <-done:
-		stopProfile()
-	case err := <-ran:
-		return fmt.Errorf("bench publish: relay stopped after %d of %d messages: %v", published.Load(), total, err)
-	case <-ctx.Done():
-		return fmt.Errorf("bench publish: %d of %d messages published: %w", published.Load(), total, ctx.Err())
-	}
-	elapsed := time.Since(began)
-	stop()
-	if err := <-ran; err != nil {
-		return err
-	}
-	left, err := store.Claim(ctx, time.Now().Add(24*time.Hour), time.Minute, total)
+	elapsed, err := runUntilDone(ctx, "bench publish", store, relay, done, &published, total, timed)
 	if err != nil {
 		return err
-	}
-	if len(left) > 0 {
-		return fmt.Errorf("bench publish: %d messages left unacknowledged", len(left))
 	}
 	fmt.Fprintf(stdout, "destinations: %v, %d events about %d users, %d failed publishes retried\n",
 		events.Destinations, n, publishUsers, failed.Load())
