@@ -73,7 +73,7 @@ func benchPublish(ctx context.Context, e env, db backend, cfg outbox.RelayConfig
 		}
 	}
 	relay, err := outbox.NewRelay(store, handlers, cfg,
-		outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: e.cfg.PublishRetryFor}, pubs.topics...))
+		e.publishPolicy(pubs))
 	if err != nil {
 		return err
 	}

@@ -96,6 +96,13 @@ func (e env) publishers() (*publishers, error) {
 	return p, nil
 }
 
+// publishPolicy is the retry policy of the integration topics: tried for
+// PUBLISH_RETRY_FOR, and at least OUTBOX_MAX_ATTEMPTS times, however long
+// an event waited behind the user's earlier ones.
+func (e env) publishPolicy(p *publishers) outbox.RelayOption {
+	return outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: e.cfg.PublishRetryFor, MinAttempts: e.cfg.Outbox.MaxAttempts}, p.topics...)
+}
+
 // streamName returns the JetStream stream of the subjects under prefix:
 // the prefix in capitals with its dots as underscores, "ACCOUNTS" for
 // "accounts.".

@@ -186,7 +186,7 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 	}
 	t.Cleanup(func() { _ = pubs.Close() })
 	b.relay, err = outbox.NewRelay(b.store, pubs.handlers, outbox.RelayConfig{Timeout: 500 * time.Millisecond},
-		outbox.WithClock(b.clock.Now), outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: cfg.PublishRetryFor}, pubs.topics...))
+		outbox.WithClock(b.clock.Now), e.publishPolicy(pubs))
 	if err != nil {
 		t.Fatal(err)
 	}

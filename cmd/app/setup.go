@@ -100,7 +100,7 @@ func (e env) relay(db backend, meter metric.MeterProvider) (relay, error) {
 	maps.Copy(handlers, pubs.handlers)
 	r, err := outbox.NewRelay(db.Outbox(), handlers, e.cfg.Outbox,
 		outbox.WithLogger(e.log), outbox.WithMeterProvider(meter),
-		outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: e.cfg.PublishRetryFor}, pubs.topics...))
+		e.publishPolicy(pubs))
 	if err != nil {
 		_ = pubs.Close()
 		return relay{}, err

@@ -132,6 +132,10 @@ func TestLoadNeverEchoesAPassword(t *testing.T) {
 		{"BROKER_URL": "natz://ops:hunter2@host:4222"},
 		{"WEBHOOK_URL": "ftp://ops:hunter2@host", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
 		{"WEBHOOK_URL": "https://ops:hunter2@host:99999", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+		{"WEBHOOK_URL": "https://ops:hunter2?x@host/in", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+		{"WEBHOOK_URL": "https://ops:hunter2/x@host/in", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+		{"WEBHOOK_URL": "https://ops:99999#2@host/in", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
+		{"WEBHOOK_URL": "https://ops:123#hunter2@host/in", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"},
 	} {
 		_, err := config.Load(getenv(env))
 		if err == nil || strings.Contains(err.Error(), "hunter2") {

@@ -9,7 +9,9 @@ import (
 // that the messages of their keys that they held back are due: the loop
 // claims at once instead of at its next poll, and takes its cursor back to
 // the earliest creation time among the settled, since what they held back
-// was created no earlier and may lie behind the cursor.
+// may lie behind the cursor. A message is created after the one of its key
+// before it unless their clocks disagree; one created earlier still is
+// found when the cursor is next dropped, within [RelayConfig.Interval].
 type freed struct {
 	mu       sync.Mutex
 	earliest time.Time

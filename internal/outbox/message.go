@@ -55,7 +55,8 @@ type Message struct {
 	// So the messages of one key are delivered one at a time, in the order
 	// they were added, while those of other keys go on in parallel; one
 	// that is retried holds back the rest of its key, and one that is
-	// buried stops holding them. The order of two messages of a key is
+	// buried stops holding them; requeued, it goes after the messages of
+	// its key added meanwhile. The order of two messages of a key is
 	// the order of their Adds, and, when they were added by two units of
 	// work, the order in which those committed, provided the second began
 	// after the first committed (as two changes of one event stream do).

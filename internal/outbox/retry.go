@@ -8,9 +8,9 @@ import (
 
 // RetryPolicy says when a relay gives up on a topic's message that keeps
 // failing and buries it. A message is buried once it has failed MaxAttempts
-// times, or once it fails when it was created longer than MaxAge ago,
-// whichever comes first; a zero field sets no such limit, and a policy sets
-// at least one. Between tries the message waits [Backoff], so a policy of
+// times, or once it fails when it was created longer than MaxAge ago and
+// has had at least MinAttempts tries, whichever comes first; a zero
+// MaxAttempts or MaxAge sets no such limit, and a policy sets at least one. Between tries the message waits [Backoff], so a policy of
 // age alone keeps trying at the backoff ceiling until MaxAge has passed.
 //
 // Topics without a policy of their own bury after
@@ -33,6 +33,11 @@ type RetryPolicy struct {
 	// MaxAge is how long after its creation a failing message is still
 	// retried; zero sets no limit on age.
 	MaxAge time.Duration
+	// MinAttempts is how many tries a message has before its age can bury
+	// it, so that one that waited long before its first try (behind an
+	// earlier message of its key, or an open breaker) is still tried
+	// that often; zero means one.
+	MinAttempts int
 }
 
 // Validate reports a policy that cannot work.
@@ -44,6 +49,9 @@ func (p RetryPolicy) Validate() error {
 	if p.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("max age must not be negative, got %s", p.MaxAge))
 	}
+	if p.MinAttempts < 0 {
+		errs = append(errs, fmt.Errorf("min attempts must not be negative, got %d", p.MinAttempts))
+	}
 	if p.MaxAttempts == 0 && p.MaxAge == 0 {
 		errs = append(errs, errors.New("a policy limits attempts, age or both"))
 	}
@@ -54,7 +62,7 @@ func (p RetryPolicy) Validate() error {
 // reads the clock only for a limit of age.
 func (p RetryPolicy) spent(m Message, now func() time.Time) bool {
 	return (p.MaxAttempts > 0 && m.Attempts >= p.MaxAttempts) ||
-		(p.MaxAge > 0 && now().Sub(m.CreatedAt) >= p.MaxAge)
+		(p.MaxAge > 0 && m.Attempts >= max(p.MinAttempts, 1) && now().Sub(m.CreatedAt) >= p.MaxAge)
 }
 
 // overclaimed returns why m, claimed at now, must be buried before it is
@@ -64,7 +72,7 @@ func (p RetryPolicy) overclaimed(m Message, now func() time.Time) error {
 	if p.MaxAttempts > 0 && m.Attempts > p.MaxAttempts {
 		return fmt.Errorf("%w (%d claims, %d allowed)", errOverclaimed, m.Attempts, p.MaxAttempts)
 	}
-	if p.MaxAge > 0 && m.Attempts > 1 {
+	if p.MaxAge > 0 && m.Attempts > max(p.MinAttempts, 1) {
 		if age := now().Sub(m.CreatedAt); age >= 2*p.MaxAge {
 			return fmt.Errorf("%w (claimed again %s after its creation, retried for %s)", errOverclaimed,
 				age.Round(time.Second), p.MaxAge)

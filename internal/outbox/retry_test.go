@@ -101,3 +101,22 @@ func TestRelayRefusesARetryPolicyThatCannotWork(t *testing.T) {
 		}
 	}
 }
+
+// A message that waited longer than its age before its first try, behind
+// an earlier one of its key, still gets MinAttempts tries before its age
+// buries it.
+func TestRelayRetryPolicyGivesALateMessageItsMinimumTries(t *testing.T) {
+	f := newFixture(t, outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: time.Hour, MinAttempts: 3}, "mail"))
+	f.handle = func(context.Context, outbox.Message) error { return errors.New("503") }
+	m := f.add(t, "mail")
+	f.now = f.now.Add(2 * time.Hour)
+	for attempt := 1; attempt < 3; attempt++ {
+		if got := f.drain(t); got != (outbox.DrainStats{Claimed: 1, Retried: 1}) {
+			t.Fatalf("try %d, %s after its creation: %+v, want a retry", attempt, f.now.Sub(m.CreatedAt), got)
+		}
+		f.now = f.now.Add(outbox.Backoff(attempt))
+	}
+	if got := f.drain(t); got != (outbox.DrainStats{Claimed: 1, Buried: 1}) {
+		t.Fatalf("third try: %+v, want it buried", got)
+	}
+}

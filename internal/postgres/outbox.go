@@ -320,7 +320,7 @@ func (o *Outbox) Bury(ctx context.Context, id uuid.UUID, reason string) error {
 // [outbox.ErrNotFound] for a message that is not buried.
 func (o *Outbox) Requeue(ctx context.Context, id uuid.UUID, at time.Time) error {
 	tag, err := o.pool.Exec(ctx,
-		`UPDATE outbox_messages SET buried_at = NULL, attempts = 0, due_at = $2 WHERE id = $1 AND buried_at IS NOT NULL`,
+		`UPDATE outbox_messages SET buried_at = NULL, attempts = 0, due_at = $2, seq = DEFAULT WHERE id = $1 AND buried_at IS NOT NULL`,
 		id, at)
 	if err != nil {
 		return fmt.Errorf("outbox: requeue %s: %w", id, err)

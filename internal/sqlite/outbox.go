@@ -333,14 +333,26 @@ func (o *Outbox) Bury(ctx context.Context, id uuid.UUID, reason string) error {
 func (o *Outbox) Requeue(ctx context.Context, id uuid.UUID, at time.Time) error {
 	var n int64
 	err := o.db.bookkeep(ctx, func(c conn) error {
-		res, err := c.ExecContext(ctx,
-			`UPDATE outbox_messages SET buried_at = NULL, attempts = 0, due_at = ? WHERE id = ? AND buried_at IS NOT NULL`,
-			micros(at), id)
+		tx, err := c.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		defer func() { _ = tx.Rollback() }()
+		var seq int64
+		if err := tx.QueryRowContext(ctx, `UPDATE outbox_sequence SET last = last + 1 RETURNING last`).Scan(&seq); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `
+UPDATE outbox_messages SET buried_at = NULL, attempts = 0, due_at = ?,
+	seq = CASE WHEN ordering_key IS NULL THEN NULL ELSE ? END
+WHERE id = ? AND buried_at IS NOT NULL`, micros(at), seq, id)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		return tx.Commit()
 	})
 	if err != nil {
 		return fmt.Errorf("outbox: requeue %s: %w", id, err)

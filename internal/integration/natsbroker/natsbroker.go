@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,10 +97,11 @@ type Publisher struct {
 	js   jetstream.JetStream
 	log  *slog.Logger
 
-	// mu serialises the making of the stream; ready, once it is made,
-	// lets publishes pass without taking mu.
-	mu    sync.Mutex
-	ready atomic.Bool
+	// making holds a value while one goroutine makes the stream; the
+	// others wait for it, or for their context's end. ready, once the
+	// stream is made, lets publishes pass without waiting.
+	making chan struct{}
+	ready  atomic.Bool
 }
 
 var _ message.Publisher = (*Publisher)(nil)
@@ -144,7 +144,7 @@ func New(cfg Config) (*Publisher, error) {
 		conn.Close()
 		return nil, fmt.Errorf("natsbroker: %w", err)
 	}
-	p := &Publisher{cfg: cfg, conn: conn, js: js, log: log}
+	p := &Publisher{cfg: cfg, conn: conn, js: js, log: log, making: make(chan struct{}, 1)}
 	// Make the stream ready at start, while nothing waits for it; a
 	// server that cannot be reached now is tried again at the first
 	// publish.
@@ -194,8 +194,12 @@ func (p *Publisher) ensureStream(ctx context.Context) error {
 	if p.ready.Load() {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	select {
+	case p.making <- struct{}{}:
+		defer func() { <-p.making }()
+	case <-ctx.Done():
+		return fmt.Errorf("natsbroker: wait for the stream %s to be made: %w", p.cfg.Stream, ctx.Err())
+	}
 	if p.ready.Load() {
 		return nil
 	}
@@ -222,8 +226,16 @@ func (p *Publisher) ensureStream(ctx context.Context) error {
 				sc.Subjects, changed = append(sc.Subjects, subj), true
 			}
 		}
-		if sc.Duplicates < p.cfg.DuplicateWindow {
-			sc.Duplicates, changed = p.cfg.DuplicateWindow, true
+		// JetStream wants the window no longer than the stream keeps
+		// its messages.
+		window := p.cfg.DuplicateWindow
+		if sc.MaxAge > 0 && sc.MaxAge < window {
+			p.log.Warn("natsbroker: the stream keeps messages for less than the duplicate window; repeats published later than that are not dropped",
+				"stream", p.cfg.Stream, "max_age", sc.MaxAge, "duplicate_window", window)
+			window = sc.MaxAge
+		}
+		if sc.Duplicates < window {
+			sc.Duplicates, changed = window, true
 		}
 		if changed {
 			if _, err := p.js.UpdateStream(ctx, sc); err != nil {

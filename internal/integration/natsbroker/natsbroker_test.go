@@ -137,6 +137,35 @@ func TestPublisherWidensAnExistingStreamAndKeepsItsSettings(t *testing.T) {
 	}
 }
 
+// A stream that keeps its messages for less than the duplicate window gets
+// a window as long as it keeps them, the longest JetStream allows, rather
+// than a publisher that never starts.
+func TestPublisherFitsTheWindowToAStreamThatKeepsLittle(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	nc, err := nats.Connect(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{
+		Name: "ACCOUNTS", Subjects: []string{"accounts.>"}, MaxAge: 5 * time.Minute, Duplicates: time.Minute,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(t, srv.URL)
+	if err := p.Publish("accounts.user.registered", msg(t.Context(), "0190a3b1-0000-7000-8000-0000000000dd", `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := streamOf(t, srv.URL).CachedInfo().Config.Duplicates; got != 5*time.Minute {
+		t.Errorf("duplicate window %s, want the stream's max age of 5m", got)
+	}
+}
+
 // A server that is down when the publisher starts, or goes away later, only
 // makes publishes fail until it is back.
 func TestPublisherOutlivesTheServer(t *testing.T) {

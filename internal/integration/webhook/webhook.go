@@ -222,20 +222,15 @@ func newClient() *http.Client {
 	return &http.Client{Transport: t, Timeout: time.Minute}
 }
 
+// checkURL reports a URL that cannot serve. Its errors never quote the URL
+// or a piece of it: a password with a /, ? or # that is not
+// percent-encoded ends the userinfo early, and the parser's errors (or the
+// port it then finds) repeat what follows, which is the password.
 func checkURL(raw string) error {
+	const encode = " (percent-encode any /, ? or # in a password)"
 	u, err := url.Parse(raw)
 	if err != nil {
-		// url.Error repeats the URL, password and all, and an EscapeError
-		// repeats a piece of it, which may be of the password.
-		var ee url.EscapeError
-		var ue *url.Error
-		switch {
-		case errors.As(err, &ee):
-			err = errors.New("bad %-escape")
-		case errors.As(err, &ue):
-			err = ue.Err
-		}
-		return &configError{ErrBadURL, fmt.Sprintf("webhook: URL does not parse: %v", err)}
+		return &configError{ErrBadURL, "webhook: URL does not parse" + encode}
 	}
 	switch {
 	case u.Scheme == "":
@@ -244,10 +239,12 @@ func checkURL(raw string) error {
 		return &configError{ErrBadURL, fmt.Sprintf("webhook: URL must be http or https, not %q", u.Scheme)}
 	case u.Opaque != "" || u.Hostname() == "":
 		return &configError{ErrBadURL, "webhook: URL has no host"}
+	case u.Fragment != "" || strings.HasSuffix(raw, "#"):
+		return &configError{ErrBadURL, "webhook: URL must not have a fragment" + encode}
 	}
 	if port := u.Port(); port != "" {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return &configError{ErrBadURL, fmt.Sprintf("webhook: URL port %q is out of range", port)}
+			return &configError{ErrBadURL, "webhook: URL port is out of range" + encode}
 		}
 	}
 	return nil

@@ -73,6 +73,26 @@ func testKeyBuriedStopsHolding(t *testing.T, s suite) {
 	s.claimIDs(t, base, 10, a2)
 }
 
+// Key: a buried message that an operator requeues takes its place after
+// the messages of its key added meanwhile, so the key stays one at a time.
+func testKeyRequeuedGoesLast(t *testing.T, s suite) {
+	r, ok := s.Store.(requeuer)
+	if !ok {
+		t.Skip("store does not implement requeuer")
+	}
+	a1, a2 := s.keyed(t, "a", 1, base), s.keyed(t, "a", 2, base)
+	s.add(t, a1, a2)
+	s.claimIDs(t, base, 10, a1)
+	s.bury(t, a1.ID, "gone")
+	s.claimIDs(t, base, 10, a2)
+	if err := r.Requeue(t.Context(), a1.ID, base); err != nil {
+		t.Fatal(err)
+	}
+	s.nothingDue(t, base)
+	s.ack(t, a2.ID)
+	s.claimIDs(t, base, 10, a1)
+}
+
 // Key: claimers that run at once and acknowledge what they claim never hold
 // two messages of one key at a time, and take each key's messages in the
 // order they were added.

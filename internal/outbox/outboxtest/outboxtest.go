@@ -121,6 +121,7 @@ var cases = []struct {
 	{"Key/RoundTrips", testKeyRoundTrips},
 	{"Key/OneAtATimeInTheOrderAdded", testKeyOneAtATime},
 	{"Key/BuriedStopsHolding", testKeyBuriedStopsHolding},
+	{"Key/RequeuedGoesLast", testKeyRequeuedGoesLast},
 	{"Key/ConcurrentClaimsKeepTheOrder", testKeyConcurrent},
 }
 
