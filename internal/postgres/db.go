@@ -112,6 +112,13 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, 
 	relayCfg := cfg.Copy()
 	relayCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	relayCfg.ConnConfig.RuntimeParams["application_name"] = "outbox-relay"
+	// A claim must walk the due index until it has enough messages. While
+	// the outbox's statistics are older than a burst of messages, the
+	// planner would rather read every due message by a bitmap, probe the
+	// key of each and sort them: 300 ms for a claim of 500 among 24,000.
+	// The relay's queries want no sort and no bitmap.
+	relayCfg.ConnConfig.RuntimeParams["enable_sort"] = "off"
+	relayCfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
 	relayCfg.MaxConns = min(cfg.MaxConns, 4)
 	relay, err := pgxpool.NewWithConfig(ctx, relayCfg)
 	if err != nil {
