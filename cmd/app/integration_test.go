@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventsourced/accounts/internal/config"
@@ -26,21 +25,6 @@ import (
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/schemas"
 )
-
-// jetStream connects to url and returns its JetStream.
-func jetStream(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
 
 // streamEvents reads the whole stream ACCOUNTS, waiting until it holds at
 // least n messages, and checks each against its event's schema and
@@ -102,7 +86,7 @@ func streamEvents(t *testing.T, js jetstream.JetStream, n int) []integration.Clo
 func TestSignInIsPublishedToJetStream(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
-	js := jetStream(t, srv.URL)
+	js := srv.JetStream(t)
 	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "ACCOUNTS", Subjects: []string{"accounts.>"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +264,7 @@ func TestJetStreamOutageLosesNothingAndRepeatsNothing(t *testing.T) {
 		t.Errorf("after the outage: %+v, want 5 published", got)
 	}
 
-	events := streamEvents(t, jetStream(t, srv.URL), 5)
+	events := streamEvents(t, srv.JetStream(t), 5)
 	seen := map[string]bool{}
 	last := map[string]float64{}
 	for _, e := range events {

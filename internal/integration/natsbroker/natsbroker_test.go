@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventsourced/accounts/internal/integration/natsbroker"
@@ -29,19 +28,10 @@ func newPublisherB(t testing.TB, url string) *natsbroker.Publisher {
 	return p
 }
 
-// streamOf connects to url and returns the stream ACCOUNTS.
-func streamOf(t *testing.T, url string) jetstream.Stream {
+// streamOf returns the stream ACCOUNTS of srv.
+func streamOf(t *testing.T, srv *natstest.Server) jetstream.Stream {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.Stream(t.Context(), "ACCOUNTS")
+	s, err := srv.JetStream(t).Stream(t.Context(), "ACCOUNTS")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +54,7 @@ func TestPublishStoresTheMessageWithItsIDAndHeaders(t *testing.T) {
 	if err := p.Publish("accounts.user.registered", msg(t.Context(), id, `{"specversion":"1.0"}`)); err != nil {
 		t.Fatal(err)
 	}
-	s := streamOf(t, srv.URL)
+	s := streamOf(t, srv)
 	if got := s.CachedInfo().Config.Duplicates; got != natsbroker.DefaultDuplicateWindow {
 		t.Errorf("duplicate window %s, want %s", got, natsbroker.DefaultDuplicateWindow)
 	}
@@ -97,7 +87,7 @@ func TestPublishOfARepeatIsDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	info, err := streamOf(t, srv.URL).Info(t.Context())
+	info, err := streamOf(t, srv).Info(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,16 +102,7 @@ func TestPublishOfARepeatIsDropped(t *testing.T) {
 func TestPublisherWidensAnExistingStreamAndKeepsItsSettings(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{
+	if _, err := srv.JetStream(t).CreateStream(t.Context(), jetstream.StreamConfig{
 		Name: "ACCOUNTS", Subjects: []string{"legacy.>"}, MaxAge: 48 * time.Hour, Storage: jetstream.MemoryStorage,
 	}); err != nil {
 		t.Fatal(err)
@@ -130,7 +111,7 @@ func TestPublisherWidensAnExistingStreamAndKeepsItsSettings(t *testing.T) {
 	if err := p.Publish("accounts.user.registered", msg(t.Context(), "0190a3b1-0000-7000-8000-0000000000cc", `{}`)); err != nil {
 		t.Fatal(err)
 	}
-	cfg := streamOf(t, srv.URL).CachedInfo().Config
+	cfg := streamOf(t, srv).CachedInfo().Config
 	if cfg.Duplicates != natsbroker.DefaultDuplicateWindow || cfg.MaxAge != 48*time.Hour || cfg.Storage != jetstream.MemoryStorage ||
 		strings.Join(cfg.Subjects, " ") != "legacy.> accounts.>" {
 		t.Errorf("stream after start: duplicates %s, max age %s, storage %s, subjects %v", cfg.Duplicates, cfg.MaxAge, cfg.Storage, cfg.Subjects)
@@ -143,16 +124,7 @@ func TestPublisherWidensAnExistingStreamAndKeepsItsSettings(t *testing.T) {
 func TestPublisherFitsTheWindowToAStreamThatKeepsLittle(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
-	nc, err := nats.Connect(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{
+	if _, err := srv.JetStream(t).CreateStream(t.Context(), jetstream.StreamConfig{
 		Name: "ACCOUNTS", Subjects: []string{"accounts.>"}, MaxAge: 5 * time.Minute, Duplicates: time.Minute,
 	}); err != nil {
 		t.Fatal(err)
@@ -161,7 +133,7 @@ func TestPublisherFitsTheWindowToAStreamThatKeepsLittle(t *testing.T) {
 	if err := p.Publish("accounts.user.registered", msg(t.Context(), "0190a3b1-0000-7000-8000-0000000000dd", `{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamOf(t, srv.URL).CachedInfo().Config.Duplicates; got != 5*time.Minute {
+	if got := streamOf(t, srv).CachedInfo().Config.Duplicates; got != 5*time.Minute {
 		t.Errorf("duplicate window %s, want the stream's max age of 5m", got)
 	}
 }
@@ -189,7 +161,7 @@ func TestPublisherOutlivesTheServer(t *testing.T) {
 	}
 	srv.Start()
 	publishSoon(t, try, "0190a3b1-0000-7000-8000-000000000004")
-	info, err := streamOf(t, srv.URL).Info(t.Context())
+	info, err := streamOf(t, srv).Info(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
