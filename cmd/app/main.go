@@ -15,6 +15,7 @@
 //	app bench latency      measure the time from commit to handler
 //	app bench signin       measure sign-in link requests through the API
 //	app bench projection   measure how fast the activity projection catches up, or (--lag) how far it trails commits
+//	app bench publish      measure how fast integration events reach the configured destination
 package main
 
 import (
@@ -55,6 +56,8 @@ commands:
   bench signin      measure sign-in link requests through the API
   bench projection  measure the activity projection's catch-up, or (--lag)
                     the time from commit to projection
+  bench publish     measure how fast integration events reach the
+                    configured destination (BROKER_URL, WEBHOOK_URL)
 
 Configuration comes from the environment; see 'app config'.
 `
