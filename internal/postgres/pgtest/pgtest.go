@@ -3,16 +3,21 @@
 // left behind.
 //
 // The server is the one at TEST_DATABASE_URL, by default the local
-// PostgreSQL's database "test". A test that cannot reach it fails; it is
-// never skipped.
+// PostgreSQL's database "test", which is created when the server lacks it.
+// A test that cannot reach it fails; it is never skipped.
 package pgtest
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/testproxy"
@@ -21,12 +26,52 @@ import (
 // DefaultURL is the server tests use when TEST_DATABASE_URL is unset.
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-// URL returns the URL of the test server.
+// URL returns the URL of the test server, whose database exists.
 func URL() string {
-	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
-		return u
+	u := DefaultURL
+	if env := os.Getenv("TEST_DATABASE_URL"); env != "" {
+		u = env
 	}
-	return DefaultURL
+	ensureOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// A failure shows when the test connects, with the server's
+		// own words.
+		_ = ensureDatabase(ctx, u)
+	})
+	return u
+}
+
+var ensureOnce sync.Once
+
+// ensureDatabase creates the database that u names unless it exists,
+// connecting to the server's "postgres" database to do so. Concurrent test
+// processes may race to create it; the loser finds it made.
+func ensureDatabase(ctx context.Context, u string) error {
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		return err
+	}
+	name := cfg.Database
+	if name == "" || name == "postgres" {
+		return nil
+	}
+	if conn, err := pgx.ConnectConfig(ctx, cfg); err == nil {
+		return conn.Close(ctx)
+	}
+	admin := cfg.Copy()
+	admin.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // duplicate_database
+		return nil
+	}
+	return err
 }
 
 // New returns a [postgres.DB] on a fresh, migrated schema, opened with
