@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -47,6 +48,26 @@ func TestConfigListsEveryVariableWithItsDefault(t *testing.T) {
 		if !want.MatchString(out) {
 			t.Errorf("app config output lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// LOG_FORMAT=json writes each log line as one JSON object.
+func TestLogFormatJSON(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	env := map[string]string{"DATABASE_URL": pgtest.NewURL(t), "LOG_FORMAT": "json"}
+	if err := run(t.Context(), []string{"migrate"}, getenv(env), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	for _, l := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(l), &entry); err != nil || entry["msg"] == nil || entry["level"] == nil {
+			t.Errorf("log line %q is not a JSON entry: %v", l, err)
+		}
+	}
+	if !strings.Contains(stderr.String(), `"msg":"migrated database"`) {
+		t.Errorf("no migration logged:\n%s", stderr.String())
 	}
 }
 

@@ -32,7 +32,12 @@ func load(getenv func(string) string, stderr io.Writer) (env, error) {
 	if err != nil {
 		return env{}, err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	log := slog.New(h)
 	return env{cfg: cfg, log: log}, nil
 }
 

@@ -26,6 +26,8 @@ import (
 type Config struct {
 	// DatabaseURL selects the backend and its database.
 	DatabaseURL string `env:"DATABASE_URL" desc:"postgres://... selects PostgreSQL; sqlite:PATH selects SQLite; unset: a SQLite file under ./data/."`
+	// LogFormat is how log lines are written.
+	LogFormat string `env:"LOG_FORMAT" envDefault:"text" desc:"How log lines are written: text (key=value) or json (one object a line)."`
 	// LogLevel is the least severe level that is logged.
 	LogLevel slog.Level `env:"LOG_LEVEL" envDefault:"INFO" desc:"Least severe log level written: DEBUG, INFO, WARN or ERROR."`
 	// API serves the HTTP API in this process.
@@ -88,6 +90,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.MailFrom == "" {
 		c.MailFrom = "accounts@" + base.Hostname()
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return Config{}, fmt.Errorf("config: LOG_FORMAT must be text or json, got %q", c.LogFormat)
 	}
 	if c.HTTPRateLimit < 0 {
 		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)

@@ -62,6 +62,7 @@ func TestLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"OUTBOX_INTERVAL": "-1s"}, "OUTBOX_INTERVAL"},
 		{map[string]string{"OUTBOX_BATCH": "ten"}, "OUTBOX_BATCH"},
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
 		{map[string]string{"BROKER_URL": "amqp://localhost:5672"}, "BROKER_URL"},
 		{map[string]string{"BROKER_URL": "nats://localhost"}, "BROKER_URL"},
 		{map[string]string{"BROKER_URL": "kafka://a:9092,b"}, "BROKER_URL"},
