@@ -71,6 +71,33 @@ func TestLogFormatJSON(t *testing.T) {
 	}
 }
 
+// A DATABASE_URL that is wrong or leads nowhere is named in the error,
+// its password masked, and the driver's error is said once.
+func TestDatabaseURLErrorsNameTheVariableAndHideThePassword(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"mysql://u:s3cret@x/db",
+		"mysql://u:s3cret@[x/db",
+		"postgres://u:s3cret@127.0.0.1:1/x?sslmode=prefer&connect_timeout=5",
+	} {
+		_, err := runApp(t, t.Context(), map[string]string{"DATABASE_URL": raw}, "migrate")
+		if err == nil {
+			t.Errorf("%s: migrate succeeded", raw)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "DATABASE_URL") || strings.Contains(msg, "s3cret") {
+			t.Errorf("%s: error %q, want one that names DATABASE_URL without the password", raw, msg)
+		}
+		lines := strings.Split(msg, "\n")
+		for i := 1; i < len(lines); i++ {
+			if lines[i] == lines[i-1] {
+				t.Errorf("%s: error repeats the line %q", raw, lines[i])
+			}
+		}
+	}
+}
+
 func TestConfigThatCannotWorkStopsTheStart(t *testing.T) {
 	t.Parallel()
 	_, err := runApp(t, t.Context(), map[string]string{

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,23 +119,56 @@ func parseDatabaseURL(url string) (database, error) {
 		}
 		return database{sqlitePath: path}, nil
 	default:
-		return database{}, fmt.Errorf("DATABASE_URL must start with postgres://, postgresql:// or sqlite:, got %q", url)
+		return database{}, fmt.Errorf("DATABASE_URL must start with postgres://, postgresql:// or sqlite:, got %s", redactURL(url))
 	}
 }
+
+// redactURL returns u quoted with its password masked, or only its scheme
+// when it does not parse, since the parser's error would repeat it.
+func redactURL(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		scheme, _, _ := strings.Cut(raw, ":")
+		return fmt.Sprintf("a %q URL that does not parse", scheme)
+	}
+	return strconv.Quote(u.Redacted())
+}
+
+// databaseError is an error of the database that DATABASE_URL names. It
+// names the variable and the database, without a password, and says each
+// line of the driver's error once: pgx lists every attempt to connect,
+// and with sslmode=prefer it makes two alike.
+type databaseError struct {
+	where string
+	err   error
+}
+
+func (e *databaseError) Error() string {
+	var lines []string
+	for _, l := range strings.Split(e.err.Error(), "\n") {
+		if len(lines) == 0 || l != lines[len(lines)-1] {
+			lines = append(lines, l)
+		}
+	}
+	return "DATABASE_URL " + e.where + ": " + strings.Join(lines, "\n")
+}
+
+func (e *databaseError) Unwrap() error { return e.err }
 
 // open connects to the database, creating a SQLite file and its folder if
 // need be, and migrates it. The backend logs to log what it works around,
 // such as a lost LISTEN connection on PostgreSQL.
 func (d database) open(ctx context.Context, log *slog.Logger) (backend, []int64, error) {
 	if d.postgresURL != "" {
+		where := redactURL(d.postgresURL)
 		db, err := postgres.Open(ctx, d.postgresURL, postgres.WithLogger(log))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, &databaseError{where, err}
 		}
 		applied, err := db.Migrate(ctx)
 		if err != nil {
 			db.Close()
-			return nil, nil, err
+			return nil, nil, &databaseError{where, err}
 		}
 		return postgresBackend{db}, applied, nil
 	}
