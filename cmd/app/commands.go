@@ -74,11 +74,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	var srv *http.Server
 	var ln net.Listener
 	if e.cfg.API {
-		if srv, err = e.apiServer(db, metricsHandler); err != nil {
-			return err
-		}
 		if ln, err = net.Listen("tcp", e.cfg.HTTPAddr); err != nil {
 			return fmt.Errorf("http: %w", err)
+		}
+		if e.cfg.BaseURLFromAddr {
+			// The port may have been 0: point the links at the one taken.
+			e.cfg.BaseURL = config.BaseURLOf(ln.Addr().String())
+		}
+		if srv, err = e.apiServer(db, metricsHandler); err != nil {
+			_ = ln.Close()
+			return err
 		}
 	}
 

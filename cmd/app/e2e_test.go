@@ -540,3 +540,21 @@ func e2eMailRelay(t *testing.T, store outbox.Store, mx *smtptest.Server, clock *
 	t.Cleanup(func() { _ = relay.Close() })
 	return relay
 }
+
+// With BASE_URL unset, the links in the mails point at the address the app
+// listens on, even one whose port the system chose.
+func TestLinksPointAtTheListenAddressByDefault(t *testing.T) {
+	t.Parallel()
+	mx := smtptest.NewServer(t)
+	app := e2eStart(t, map[string]string{
+		"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "accounts.db"),
+		"HTTP_ADDR":    "127.0.0.1:0",
+		"SMTP_URL":     mx.URL(),
+	})
+	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"ada@example.com"}`, http.StatusAccepted, nil)
+	code := e2eLinkCode(t, mx.Wait(t, 1, e2eWait)[0], app.base+"/sign-in?code=")
+	if code == "" {
+		t.Fatal("no code in the link")
+	}
+	app.stop(t)
+}

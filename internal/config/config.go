@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"reflect"
 	"strings"
@@ -39,7 +40,11 @@ type Config struct {
 	// HTTPAddr is where the API listens.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080" desc:"Listen address of the HTTP API."`
 	// BaseURL is where the links in mails point.
-	BaseURL string `env:"BASE_URL" envDefault:"http://localhost:8080" desc:"Where links point: BASE_URL/sign-in?code=... and BASE_URL/confirm-email?code=...."`
+	BaseURL string `env:"BASE_URL" desc:"Where links point: BASE_URL/sign-in?code=... and BASE_URL/confirm-email?code=...; unset: http://localhost:PORT, the port of HTTP_ADDR."`
+	// BaseURLFromAddr reports that BASE_URL was unset, so BaseURL points
+	// at HTTP_ADDR: a server listening on port 0 sets it once it knows
+	// its port.
+	BaseURLFromAddr bool
 	// HTTPRateLimit is the requests per minute one client address may make.
 	HTTPRateLimit int `env:"HTTP_RATE_LIMIT" envDefault:"600" desc:"Requests per minute per client address to /v1/; 0 turns the limit off."`
 	// SMTPURL is the mail server; empty writes mail to the log.
@@ -79,6 +84,9 @@ func Load(getenv func(string) string) (Config, error) {
 	var c Config
 	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
 		return Config{}, fmt.Errorf("config: %w", nameVariables(err))
+	}
+	if c.BaseURL == "" {
+		c.BaseURL, c.BaseURLFromAddr = BaseURLOf(c.HTTPAddr), true
 	}
 	base, err := url.Parse(c.BaseURL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
@@ -127,6 +135,20 @@ func (c Config) checkIntegration() error {
 		errs = append(errs, fmt.Errorf("PUBLISH_RETRY_FOR must be at least 1h, or a short outage of a destination buries its events; got %s", c.PublishRetryFor))
 	}
 	return errors.Join(errs...)
+}
+
+// BaseURLOf returns the base URL of links to a server listening on addr,
+// such as ":8080" or "127.0.0.1:9000": http, at localhost when addr names
+// no host or every interface.
+func BaseURLOf(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://localhost:8080"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // nameVariables rewrites the parse errors of caarlos0/env, which name the

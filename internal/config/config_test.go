@@ -144,3 +144,25 @@ func TestLoadNeverEchoesAPassword(t *testing.T) {
 		}
 	}
 }
+
+// Links point at the address the app listens on unless BASE_URL says
+// otherwise.
+func TestBaseURLFollowsHTTPAddrUnlessSet(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ addr, base, want string }{
+		{"", "", "http://localhost:8080"},
+		{":9090", "", "http://localhost:9090"},
+		{"0.0.0.0:9091", "", "http://localhost:9091"},
+		{"127.0.0.1:7000", "", "http://127.0.0.1:7000"},
+		{"[::1]:7001", "", "http://[::1]:7001"},
+		{":9090", "https://accounts.example.com/", "https://accounts.example.com"},
+	} {
+		c, err := config.Load(getenv(map[string]string{"HTTP_ADDR": tc.addr, "BASE_URL": tc.base}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.BaseURL != tc.want || c.BaseURLFromAddr != (tc.base == "") {
+			t.Errorf("HTTP_ADDR %q, BASE_URL %q: base %q (from addr %v), want %q", tc.addr, tc.base, c.BaseURL, c.BaseURLFromAddr, tc.want)
+		}
+	}
+}
