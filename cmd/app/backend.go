@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/jackc/pgx/v5"
 	"log/slog"
 	neturl "net/url"
 	"os"
@@ -121,6 +122,23 @@ func parseDatabaseURL(url string) (database, error) {
 	default:
 		return database{}, fmt.Errorf("DATABASE_URL must start with postgres://, postgresql:// or sqlite:, got %s", redactURL(url))
 	}
+}
+
+// logAttrs describes where the data is, for the log: the file, or the
+// server's host, port and database, never a password.
+func (d database) logAttrs() []any {
+	if d.postgresURL == "" {
+		path, err := filepath.Abs(d.sqlitePath)
+		if err != nil {
+			path = d.sqlitePath
+		}
+		return []any{"backend", "sqlite", "path", path}
+	}
+	cfg, err := pgx.ParseConfig(d.postgresURL)
+	if err != nil {
+		return []any{"backend", "postgres"}
+	}
+	return []any{"backend", "postgres", "host", cfg.Host, "port", cfg.Port, "database", cfg.Database, "user", cfg.User}
 }
 
 // redactURL returns u quoted with its password masked, or only its scheme

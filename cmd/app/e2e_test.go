@@ -557,4 +557,11 @@ func TestLinksPointAtTheListenAddressByDefault(t *testing.T) {
 		t.Fatal("no code in the link")
 	}
 	app.stop(t)
+	// The start-up lines say where the data is and where the links point.
+	logs := app.logs.String()
+	for _, want := range []string{`msg="database open" backend=sqlite path=/`, `base_url=` + app.base} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the logs lack %s:\n%s", want, logs)
+		}
+	}
 }

@@ -54,6 +54,7 @@ func (e env) openDB(ctx context.Context) (backend, error) {
 	if len(applied) > 0 {
 		e.log.Info("migrated database", "versions", applied)
 	}
+	e.log.Info("database open", d.logAttrs()...)
 	return b, nil
 }
 
