@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -34,32 +33,22 @@ import (
 // nothing but count, so the figures measure the outbox and the relay alone.
 const benchTopic = "bench.noop"
 
+// benchOptions are the flags of the benchmarks.
+type benchOptions struct {
+	messages, rate, events, batch, concurrency, users int
+	duration, poll, timeout                             time.Duration
+	lag, holdXmin                                       bool
+	cpuprofile                                          string
+}
+
 // bench runs a benchmark against the backend DATABASE_URL selects, in a
 // schema of its own on PostgreSQL or a temporary file on SQLite, which it
 // removes afterwards, so it leaves no trace in the app's data. Each
 // benchmark prints one summary line last.
-func bench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("bench: want a benchmark: drain, latency, signin, projection or publish")
-	}
-	name, args := args[0], args[1:]
-	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	messages := fs.Int("messages", 50000, "drain: messages to deliver; publish: events to publish to each destination")
-	rate := fs.Int("rate", 200, "latency, projection --lag: messages or events committed per second, one per transaction")
-	duration := fs.Duration("duration", 10*time.Second, "latency, signin, projection --lag: how long to send")
-	events := fs.Int("events", 50000, "projection: events to catch up on")
-	lag := fs.Bool("lag", false, "projection: time from commit to projection at --rate for --duration, instead of the catch-up")
-	poll := fs.Duration("poll", 0, "projection: the log's poll interval (0: the backend's default)")
-	logBatch := fs.Int("batch", 0, "projection: events a subscriber reads at a time (0: the backend's default)")
-	concurrency := fs.Int("concurrency", 16, "signin: requests in flight at once")
-	users := fs.Int("users", 10000, "publish: users the events are about, in turn")
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
-	holdXmin := fs.Bool("hold-xmin", false, "drain, latency, signin: hold PostgreSQL's xmin horizon for the whole run, as a long REPEATABLE READ transaction that has read something does")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+//
+// The options are the flags of `app bench NAME`; each benchmark reads
+// those it has.
+func bench(ctx context.Context, name string, o benchOptions, getenv func(string) string, stdout, stderr io.Writer) error {
 	e, err := load(getenv, stderr)
 	if err != nil {
 		return err
@@ -68,7 +57,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	db, drop, err := d.openScratch(ctx, e.log)
 	if err != nil {
@@ -79,7 +68,7 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 			e.log.Error("bench: clean up", "error", err)
 		}
 	}()
-	if *holdXmin {
+	if o.holdXmin {
 		release, err := holdXminHorizon(ctx, db)
 		if err != nil {
 			return err
@@ -87,21 +76,21 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 		defer release()
 	}
 	timed := func() (stop func()) { return func() {} }
-	if *cpuprofile != "" {
-		timed = func() func() { return profileCPU(*cpuprofile, e.log) }
+	if o.cpuprofile != "" {
+		timed = func() func() { return profileCPU(o.cpuprofile, e.log) }
 	}
 	cfg := e.cfg.Outbox
 	if name == "projection" {
-		if *poll < 0 || *logBatch < 0 {
+		if o.poll < 0 || o.batch < 0 {
 			return errors.New("bench projection: --poll and --batch must not be negative")
 		}
 		p := "backend default"
-		if *poll > 0 {
-			p = poll.String()
+		if o.poll > 0 {
+			p = o.poll.String()
 		}
 		b := "backend default"
-		if *logBatch > 0 {
-			b = strconv.Itoa(*logBatch)
+		if o.batch > 0 {
+			b = strconv.Itoa(o.batch)
 		}
 		fmt.Fprintf(stdout, "config: poll=%s batch=%s\n", p, b)
 	} else {
@@ -110,37 +99,37 @@ func bench(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	switch name {
 	case "drain":
-		if *messages < 1 {
+		if o.messages < 1 {
 			return errors.New("bench drain: --messages must be at least 1")
 		}
-		return benchDrain(ctx, db, cfg, *messages, timed, stdout)
+		return benchDrain(ctx, db, cfg, o.messages, timed, stdout)
 	case "latency":
-		if *rate < 1 || *duration <= 0 {
+		if o.rate < 1 || o.duration <= 0 {
 			return errors.New("bench latency: --rate and --duration must be positive")
 		}
-		return benchLatency(ctx, db, cfg, *rate, *duration, timed, stdout)
+		return benchLatency(ctx, db, cfg, o.rate, o.duration, timed, stdout)
 	case "signin":
-		if *concurrency < 1 || *duration <= 0 {
+		if o.concurrency < 1 || o.duration <= 0 {
 			return errors.New("bench signin: --concurrency and --duration must be positive")
 		}
-		return benchSignIn(ctx, e, db, *concurrency, *duration, timed, stdout)
+		return benchSignIn(ctx, e, db, o.concurrency, o.duration, timed, stdout)
 	case "publish":
-		if *messages < 1 || *users < 1 {
+		if o.messages < 1 || o.users < 1 {
 			return errors.New("bench publish: --messages and --users must be at least 1")
 		}
-		return benchPublish(ctx, e, db, cfg, *messages, *users, timed, stdout)
+		return benchPublish(ctx, e, db, cfg, o.messages, o.users, timed, stdout)
 	case "projection":
-		log := db.Log(projections.LogConfig{PollInterval: *poll, BatchSize: *logBatch})
-		if *lag {
-			if *rate < 1 || *duration <= 0 {
+		log := db.Log(projections.LogConfig{PollInterval: o.poll, BatchSize: o.batch})
+		if o.lag {
+			if o.rate < 1 || o.duration <= 0 {
 				return errors.New("bench projection --lag: --rate and --duration must be positive")
 			}
-			return benchProjectionLag(ctx, e, db, log, *rate, *duration, timed, stdout)
+			return benchProjectionLag(ctx, e, db, log, o.rate, o.duration, timed, stdout)
 		}
-		if *events < 1 {
+		if o.events < 1 {
 			return errors.New("bench projection: --events must be at least 1")
 		}
-		return benchProjection(ctx, e, db, log, *events, timed, stdout)
+		return benchProjection(ctx, e, db, log, o.events, timed, stdout)
 	default:
 		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin, projection or publish", name)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,12 +28,7 @@ import (
 // serve runs the HTTP API, the relay and the asynchronous projections until
 // ctx is done; API=false, RELAY=false or PROJECTIONS=false leaves a part to
 // other instances.
-func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	e, err := load(getenv, stderr)
 	if err != nil {
 		return err
@@ -169,7 +163,7 @@ func (e env) apiServer(db backend, metrics http.Handler) (*http.Server, error) {
 	}, nil
 }
 
-func migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func migrate(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	e, err := load(getenv, stderr)
 	if err != nil {
 		return err
@@ -196,86 +190,8 @@ func printConfig(stdout io.Writer) error {
 	return w.Flush()
 }
 
-func outboxCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("outbox: want a subcommand: drain, buried or requeue")
-	}
-	e, err := load(getenv, stderr)
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "drain":
-		db, err := e.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		meter, _, err := newMetrics()
-		if err != nil {
-			return err
-		}
-		relay, err := e.relay(db, meter)
-		if err != nil {
-			return err
-		}
-		defer relay.Close()
-		stats, err := relay.Drain(ctx)
-		if stats.Running > 0 {
-			// Their outcomes are recorded when they return; wait for them
-			// as long as a lease lasts, since the message is leased anyway.
-			fmt.Fprintf(stderr, "waiting for %d deliveries still running past their timeout\n", stats.Running)
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Outbox.Lease)
-			if werr := relay.Wait(wctx); werr != nil {
-				fmt.Fprintf(stderr, "stopped waiting: %v; their messages are due again when their leases end\n", werr)
-			}
-			cancel()
-		}
-		fmt.Fprintf(stdout, "claimed %d, delivered %d, retried %d, buried %d\n", stats.Claimed, stats.Delivered, stats.Retried, stats.Buried)
-		return err
-	case "buried":
-		fs := flag.NewFlagSet("outbox buried", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		limit := fs.Int("limit", 100, "most messages to list")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		db, err := e.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		buried, err := db.Outbox().Buried(ctx, *limit)
-		if err != nil {
-			return err
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tTOPIC\tATTEMPTS\tBURIED\tREASON")
-		for _, b := range buried {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", b.ID, b.Topic, b.Attempts, b.BuriedAt.Format("2006-01-02T15:04:05Z"), b.LastError)
-		}
-		return w.Flush()
-	case "requeue":
-		return requeue(ctx, e, args[1:], stdout, stderr)
-	default:
-		return fmt.Errorf("outbox: unknown subcommand %q: want drain, buried or requeue", args[0])
-	}
-}
-
-// projectionsCommand rebuilds a projection, or tells where each
-// asynchronous one stands.
-func projectionsCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	switch {
-	case len(args) == 1 && args[0] == "status":
-	case len(args) == 2 && args[0] == "rebuild":
-		if args[1] != "views" && args[1] != "activity" {
-			return fmt.Errorf("projections rebuild: unknown projection %q: want views (the inline user views) or activity", args[1])
-		}
-	case len(args) >= 1 && args[0] == "rebuild":
-		return errors.New("projections rebuild: want one projection: views (the inline user views) or activity")
-	default:
-		return errors.New("projections: want the subcommand rebuild NAME or status")
-	}
+// outboxDrain delivers what is due now in one synchronous pass.
+func outboxDrain(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	e, err := load(getenv, stderr)
 	if err != nil {
 		return err
@@ -285,10 +201,72 @@ func projectionsCommand(ctx context.Context, args []string, getenv func(string) 
 		return err
 	}
 	defer db.Close()
-	switch {
-	case args[0] == "status":
+	meter, _, err := newMetrics()
+	if err != nil {
+		return err
+	}
+	relay, err := e.relay(db, meter)
+	if err != nil {
+		return err
+	}
+	defer relay.Close()
+	stats, err := relay.Drain(ctx)
+	if stats.Running > 0 {
+		// Their outcomes are recorded when they return; wait for them
+		// as long as a lease lasts, since the message is leased anyway.
+		fmt.Fprintf(stderr, "waiting for %d deliveries still running past their timeout\n", stats.Running)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Outbox.Lease)
+		if werr := relay.Wait(wctx); werr != nil {
+			fmt.Fprintf(stderr, "stopped waiting: %v; their messages are due again when their leases end\n", werr)
+		}
+		cancel()
+	}
+	fmt.Fprintf(stdout, "claimed %d, delivered %d, retried %d, buried %d\n", stats.Claimed, stats.Delivered, stats.Retried, stats.Buried)
+	return err
+}
+
+// outboxBuried lists up to limit buried messages with their reasons.
+func outboxBuried(ctx context.Context, getenv func(string) string, limit int, stdout, stderr io.Writer) error {
+	e, err := load(getenv, stderr)
+	if err != nil {
+		return err
+	}
+	db, err := e.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	buried, err := db.Outbox().Buried(ctx, limit)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tTOPIC\tATTEMPTS\tBURIED\tREASON")
+	for _, b := range buried {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", b.ID, b.Topic, b.Attempts, b.BuriedAt.Format("2006-01-02T15:04:05Z"), b.LastError)
+	}
+	return w.Flush()
+}
+
+// projectionsCommand rebuilds a projection, or tells where each
+// asynchronous one stands.
+//
+// what is "status", "views" (rebuild the inline user views) or "activity"
+// (rebuild it blue/green).
+func projectionsCommand(ctx context.Context, what string, getenv func(string) string, stdout, stderr io.Writer) error {
+	e, err := load(getenv, stderr)
+	if err != nil {
+		return err
+	}
+	db, err := e.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	switch what {
+	case "status":
 		return projectionsStatus(ctx, db, stdout)
-	case args[1] == "activity":
+	case "activity":
 		return rebuildActivity(ctx, e, db, stdout, stderr)
 	}
 	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), db.Views())
@@ -402,23 +380,10 @@ func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error 
 
 // requeue makes buried messages due again now: those named by ID, or with
 // --all every buried one.
-func requeue(ctx context.Context, e env, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("outbox requeue", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	all := fs.Bool("all", false, "requeue every buried message")
-	if err := fs.Parse(args); err != nil {
+func requeue(ctx context.Context, getenv func(string) string, ids []uuid.UUID, all bool, stdout, stderr io.Writer) error {
+	e, err := load(getenv, stderr)
+	if err != nil {
 		return err
-	}
-	ids := make([]uuid.UUID, 0, fs.NArg())
-	for _, a := range fs.Args() {
-		id, err := uuid.Parse(a)
-		if err != nil {
-			return fmt.Errorf("outbox requeue: %q is not a message ID", a)
-		}
-		ids = append(ids, id)
-	}
-	if *all == (len(ids) > 0) {
-		return errors.New("outbox requeue: name message IDs or give --all, not both")
 	}
 	db, err := e.openDB(ctx)
 	if err != nil {
@@ -426,7 +391,7 @@ func requeue(ctx context.Context, e env, args []string, stdout, stderr io.Writer
 	}
 	defer db.Close()
 	store := db.Outbox()
-	if *all {
+	if all {
 		buried, err := store.Buried(ctx, math.MaxInt32)
 		if err != nil {
 			return err

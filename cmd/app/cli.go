@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+)
+
+// usageError is a command line that cannot be run: an unknown command or
+// flag, or arguments a command does not take. main exits 2 for it, after
+// the command's usage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// commands returns the command tree of one run of the program, whose
+// commands read the environment through getenv and write to stdout and
+// stderr. -h and --help print a command's usage, with its own flags, to
+// stdout and do nothing else.
+func commands(getenv func(string) string, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "app",
+		Short: "The account service, and the tools to run, inspect and measure it",
+		Long: `The account service: its HTTP API, its outbox relay and its asynchronous
+projections, and the tools to run, migrate, inspect and measure them.
+Configuration comes from the environment; see 'app config'.`,
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), getenv, stderr)
+		},
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.CompletionOptions.DisableDefaultCmd = true
+	leaf := func(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, args []string) error) *cobra.Command {
+		return &cobra.Command{Use: use, Short: short, Args: args,
+			RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), args) }}
+	}
+	group := func(use, short string, subs ...*cobra.Command) *cobra.Command {
+		c := &cobra.Command{Use: use, Short: short, Args: noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return &usageError{fmt.Errorf("%s: want a command: %s", strings.TrimPrefix(cmd.CommandPath(), "app "), strings.Join(subcommands(cmd), ", "))}
+			}}
+		c.AddCommand(subs...)
+		return c
+	}
+
+	root.AddCommand(
+		leaf("serve", "Run the service until SIGINT or SIGTERM (the default)", noArgs,
+			func(ctx context.Context, _ []string) error { return serve(ctx, getenv, stderr) }),
+		leaf("migrate", "Apply the database migrations", noArgs,
+			func(ctx context.Context, _ []string) error { return migrate(ctx, getenv, stdout, stderr) }),
+		leaf("config", "List every environment variable, its default and meaning", noArgs,
+			func(context.Context, []string) error { return printConfig(stdout) }),
+		leaf("version", "Print the module version and the revision it was built from", noArgs,
+			func(context.Context, []string) error { _, err := fmt.Fprintln(stdout, version()); return err }),
+		outboxCommands(getenv, stdout, stderr, leaf, group),
+		group("projections", "Rebuild projections, or say where each stands",
+			group("rebuild", "Rebuild a projection",
+				leaf("views", "Rebuild the inline user views from the events", noArgs,
+					func(ctx context.Context, _ []string) error {
+						return projectionsCommand(ctx, "views", getenv, stdout, stderr)
+					}),
+				leaf("activity", "Rebuild the activity blue/green while the service serves", noArgs,
+					func(ctx context.Context, _ []string) error {
+						return projectionsCommand(ctx, "activity", getenv, stdout, stderr)
+					}),
+			),
+			leaf("status", "Each asynchronous projection's versions, lag and state", noArgs,
+				func(ctx context.Context, _ []string) error {
+					return projectionsCommand(ctx, "status", getenv, stdout, stderr)
+				}),
+		),
+		benchCommands(getenv, stdout, stderr, group),
+	)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	return root
+}
+
+type (
+	leafFunc  = func(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, args []string) error) *cobra.Command
+	groupFunc = func(use, short string, subs ...*cobra.Command) *cobra.Command
+)
+
+func outboxCommands(getenv func(string) string, stdout, stderr io.Writer, leaf leafFunc, group groupFunc) *cobra.Command {
+	var limit int
+	buried := leaf("buried", "List buried messages with their reasons", noArgs,
+		func(ctx context.Context, _ []string) error { return outboxBuried(ctx, getenv, limit, stdout, stderr) })
+	buried.Flags().IntVar(&limit, "limit", 100, "most messages to list")
+	var all bool
+	requeueCmd := leaf("requeue ID... | --all", "Give buried messages another chance: those named, or --all", cobra.ArbitraryArgs,
+		func(ctx context.Context, args []string) error {
+			ids := make([]uuid.UUID, 0, len(args))
+			for _, a := range args {
+				id, err := uuid.Parse(a)
+				if err != nil {
+					return &usageError{fmt.Errorf("outbox requeue: %q is not a message ID", a)}
+				}
+				ids = append(ids, id)
+			}
+			if all == (len(ids) > 0) {
+				return &usageError{errors.New("outbox requeue: name the IDs of buried messages (app outbox buried lists them), or give --all")}
+			}
+			return requeue(ctx, getenv, ids, all, stdout, stderr)
+		})
+	requeueCmd.Flags().BoolVar(&all, "all", false, "requeue every buried message")
+	return group("outbox", "Deliver, inspect and requeue outbox messages",
+		leaf("drain", "Deliver the messages due now in one synchronous pass", noArgs,
+			func(ctx context.Context, _ []string) error { return outboxDrain(ctx, getenv, stdout, stderr) }),
+		buried,
+		requeueCmd,
+	)
+}
+
+func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group groupFunc) *cobra.Command {
+	var o benchOptions
+	b := func(name, short string, flags func(*cobra.Command)) *cobra.Command {
+		c := &cobra.Command{Use: name, Short: short, Args: noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return bench(cmd.Context(), name, o, getenv, stdout, stderr)
+			}}
+		c.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
+		c.Flags().StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
+		flags(c)
+		return c
+	}
+	holdXmin := func(c *cobra.Command) {
+		c.Flags().BoolVar(&o.holdXmin, "hold-xmin", false, "hold PostgreSQL's xmin horizon for the whole run, as a long REPEATABLE READ transaction that has read something does")
+	}
+	rate := func(c *cobra.Command, what string) {
+		c.Flags().IntVar(&o.rate, "rate", 200, what+" committed per second, one per transaction")
+		c.Flags().DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
+	}
+	return group("bench", "Measure the relay, the API and the projections",
+		b("drain", "How fast the relay empties a full outbox", func(c *cobra.Command) {
+			c.Flags().IntVar(&o.messages, "messages", 50000, "messages to deliver")
+			holdXmin(c)
+		}),
+		b("latency", "Time from commit to handler", func(c *cobra.Command) {
+			rate(c, "messages")
+			holdXmin(c)
+		}),
+		b("signin", "Sign-in link requests through the HTTP API", func(c *cobra.Command) {
+			c.Flags().IntVar(&o.concurrency, "concurrency", 16, "requests in flight at once")
+			c.Flags().DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
+			holdXmin(c)
+		}),
+		b("projection", "How fast the activity projection catches up, or (--lag) how far it trails commits", func(c *cobra.Command) {
+			c.Flags().IntVar(&o.events, "events", 50000, "events to catch up on")
+			c.Flags().BoolVar(&o.lag, "lag", false, "time from commit to projection at --rate for --duration, instead of the catch-up")
+			rate(c, "events")
+			c.Flags().DurationVar(&o.poll, "poll", 0, "the log's poll interval (0: the backend's default)")
+			c.Flags().IntVar(&o.batch, "batch", 0, "events a subscriber reads at a time (0: the backend's default)")
+		}),
+		b("publish", "How fast integration events reach the configured destination", func(c *cobra.Command) {
+			c.Flags().IntVar(&o.messages, "messages", 50000, "events to publish to each destination")
+			c.Flags().IntVar(&o.users, "users", 10000, "users the events are about, in turn")
+		}),
+	)
+}
+
+// noArgs refuses positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if !cmd.HasSubCommands() {
+		return &usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])}
+	}
+	err := fmt.Errorf("unknown command %q; want one of %s", args[0], strings.Join(subcommands(cmd), ", "))
+	if cmd.HasParent() {
+		err = fmt.Errorf("%s: %w", strings.TrimPrefix(cmd.CommandPath(), "app "), err)
+	}
+	return &usageError{err}
+}
+
+// subcommands returns the names of cmd's commands.
+func subcommands(cmd *cobra.Command) []string {
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return names
+}
+
+// version returns the module version and the VCS revision of the build.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "app (no build information)"
+	}
+	v := "app " + info.Main.Version
+	var rev, at, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = " (modified)"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev + dirty
+	}
+	if at != "" {
+		v += " " + at
+	}
+	return v + " " + info.GoVersion
+}
