@@ -36,9 +36,9 @@ const benchTopic = "bench.noop"
 // benchOptions are the flags of the benchmarks.
 type benchOptions struct {
 	messages, rate, events, batch, concurrency, users int
-	duration, poll, timeout                             time.Duration
-	lag, holdXmin                                       bool
-	cpuprofile                                          string
+	duration, poll, timeout                           time.Duration
+	lag, holdXmin                                     bool
+	cpuprofile                                        string
 }
 
 // bench runs a benchmark against the backend DATABASE_URL selects, in a
