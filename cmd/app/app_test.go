@@ -36,7 +36,7 @@ func runApp(t *testing.T, ctx context.Context, env map[string]string, args ...st
 
 func TestConfigListsEveryVariableWithItsDefault(t *testing.T) {
 	t.Parallel()
-	out, err := runApp(t, t.Context(), nil, "config")
+	out, err := runApp(t, t.Context(), nil, "config", "--defaults")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +45,35 @@ func TestConfigListsEveryVariableWithItsDefault(t *testing.T) {
 		regexp.MustCompile(`(?m)^OUTBOX_BATCH\s+10\s+Messages claimed per poll\.$`),
 		regexp.MustCompile(`(?m)^OUTBOX_LEASE\s+2m\s+`),
 		regexp.MustCompile(`(?m)^OUTBOX_MAX_ATTEMPTS\s+8\s+`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("app config output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// app config shows each value in effect and where it comes from, never a
+// secret or a password.
+func TestConfigShowsTheValuesInEffectWithSecretsMasked(t *testing.T) {
+	t.Parallel()
+	out, err := runApp(t, t.Context(), map[string]string{
+		"OUTBOX_BATCH":   "500",
+		"DATABASE_URL":   "postgres://ops:hunter2@db.example.com:5432/accounts",
+		"SMTP_URL":       "smtp://mailer:hunter2@smtp.example.com:587",
+		"WEBHOOK_SECRET": "whsec_hunter2hunter2hunter2hunter2",
+		"BROKER_URL":     "nats://ops:hunter2@[broken",
+	}, "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "hunter2") {
+		t.Errorf("app config shows a secret:\n%s", out)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^OUTBOX_BATCH\s+500\s+environment\s+Messages claimed per poll\.$`),
+		regexp.MustCompile(`(?m)^OUTBOX_LEASE\s+2m\s+default\s+`),
+		regexp.MustCompile(`(?m)^DATABASE_URL\s+postgres://ops:xxxxx@db\.example\.com:5432/accounts\s+environment\s+`),
+		regexp.MustCompile(`(?m)^WEBHOOK_SECRET\s+\*+\s+environment\s+`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("app config output lacks %s:\n%s", want, out)

@@ -60,8 +60,7 @@ Configuration comes from the environment; see 'app config'.`,
 			func(ctx context.Context, _ []string) error { return serve(ctx, getenv, stderr) }),
 		leaf("migrate", "Apply the database migrations", noArgs,
 			func(ctx context.Context, _ []string) error { return migrate(ctx, getenv, stdout, stderr) }),
-		leaf("config", "List every environment variable, its default and meaning", noArgs,
-			func(context.Context, []string) error { return printConfig(stdout) }),
+		configCommand(getenv, stdout, leaf),
 		leaf("version", "Print the module version and the revision it was built from", noArgs,
 			func(context.Context, []string) error { _, err := fmt.Fprintln(stdout, version()); return err }),
 		outboxCommands(getenv, stdout, stderr, leaf, group),
@@ -91,6 +90,17 @@ type (
 	leafFunc  = func(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, args []string) error) *cobra.Command
 	groupFunc = func(use, short string, subs ...*cobra.Command) *cobra.Command
 )
+
+func configCommand(getenv func(string) string, stdout io.Writer, leaf leafFunc) *cobra.Command {
+	var defaults bool
+	c := leaf("config", "Every environment variable: its value in effect, from where, and its meaning", noArgs,
+		func(context.Context, []string) error { return printConfig(stdout, getenv, defaults) })
+	c.Long = `Every environment variable with the value in effect, from the environment or
+the default, and its meaning. Secrets are masked, and so are the passwords of
+URLs. --defaults lists the defaults instead.`
+	c.Flags().BoolVar(&defaults, "defaults", false, "list each variable's default instead of its value")
+	return c
+}
 
 func outboxCommands(getenv func(string) string, stdout, stderr io.Writer, leaf leafFunc, group groupFunc) *cobra.Command {
 	var limit int

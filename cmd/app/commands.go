@@ -177,15 +177,27 @@ func migrate(ctx context.Context, getenv func(string) string, stdout, stderr io.
 	return nil
 }
 
-func printConfig(stdout io.Writer) error {
+func printConfig(stdout io.Writer, getenv func(string) string, defaults bool) error {
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "VARIABLE\tDEFAULT\tMEANING")
+	if defaults {
+		fmt.Fprintln(w, "VARIABLE\tDEFAULT\tMEANING")
+	} else {
+		fmt.Fprintln(w, "VARIABLE\tVALUE\tFROM\tMEANING")
+	}
 	for _, v := range config.Describe() {
 		def := v.Default
 		if def == "" {
 			def = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", v.Name, def, v.Description)
+		if defaults {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", v.Name, def, v.Description)
+			continue
+		}
+		value, from := v.Shown(getenv(v.Name)), "environment"
+		if value == "" {
+			value, from = def, "default"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", v.Name, value, from, v.Description)
 	}
 	return w.Flush()
 }

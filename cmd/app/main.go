@@ -6,7 +6,7 @@
 //	app [serve]            run the service until SIGINT or SIGTERM
 //	app version            print the module version and VCS revision
 //	app migrate            apply the database migrations
-//	app config             list every environment variable, its default and meaning
+//	app config             every environment variable: value in effect, from where, meaning
 //	app outbox drain       deliver what is due in one synchronous pass
 //	app outbox buried      list buried messages with their reasons
 //	app outbox requeue     give buried messages (IDs, or --all) another chance

@@ -62,7 +62,7 @@ type Config struct {
 	// WebhookURL is the endpoint integration events are posted to.
 	WebhookURL string `env:"WEBHOOK_URL" desc:"http(s) endpoint to POST each integration event to, signed to the Standard Webhooks spec; unset: none."`
 	// WebhookSecret signs every post to WebhookURL.
-	WebhookSecret string `env:"WEBHOOK_SECRET" desc:"The webhook's signing secret: whsec_ and the base64 of 24 to 64 random bytes. Required with WEBHOOK_URL."`
+	WebhookSecret string `env:"WEBHOOK_SECRET" secret:"true" desc:"The webhook's signing secret: whsec_ and the base64 of 24 to 64 random bytes. Required with WEBHOOK_URL."`
 	// PublishRetryFor is how long an integration event is retried.
 	PublishRetryFor time.Duration `env:"PUBLISH_RETRY_FOR" envDefault:"72h" desc:"How long an integration event that cannot be published is retried, at most every 5 minutes, before it is buried."`
 	// Policy holds the limits of sign-in links and sessions.
@@ -178,7 +178,26 @@ type Var struct {
 	Name        string
 	Default     string
 	Description string
-	field       string
+	// Secret marks a value that is never shown, such as a signing key.
+	Secret bool
+	field  string
+}
+
+// Shown returns value as it may be shown: masked when v is a secret, and
+// with any password of a URL masked.
+func (v Var) Shown(value string) string {
+	if value == "" {
+		return ""
+	}
+	if v.Secret {
+		return "********"
+	}
+	if u, err := url.Parse(value); err == nil && u.User != nil {
+		return u.Redacted()
+	} else if err != nil && strings.Contains(value, "@") {
+		return "(set; not shown: it does not parse and may hold a password)"
+	}
+	return value
 }
 
 // Describe lists every variable of [Config] in field order.
@@ -201,6 +220,7 @@ func describe(t reflect.Type, prefix string) []Var {
 			Name:        prefix + name,
 			Default:     f.Tag.Get("envDefault"),
 			Description: f.Tag.Get("desc"),
+			Secret:      f.Tag.Get("secret") == "true",
 			field:       f.Name,
 		})
 	}
