@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -170,6 +171,22 @@ func TestCommandLineNeverSurprises(t *testing.T) {
 	}
 	if _, err := runApp(t, t.Context(), env, "outbox", "requeue"); err == nil || !strings.Contains(err.Error(), "--all") {
 		t.Errorf("outbox requeue with nothing: %v, want it to say what to give", err)
+	}
+}
+
+// The commands that only read refuse a SQLite file that does not exist
+// rather than make and migrate one.
+func TestReadOnlyCommandsDoNotCreateADatabase(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "missing.db")
+	for _, args := range [][]string{{"outbox", "buried"}, {"projections", "status"}} {
+		_, err := runApp(t, t.Context(), map[string]string{"DATABASE_URL": "sqlite:" + path}, args...)
+		if err == nil || !strings.Contains(err.Error(), "no database at "+path) {
+			t.Errorf("app %s on a missing file: %v, want an error that says so", strings.Join(args, " "), err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("app %s made %s", strings.Join(args, " "), path)
+		}
 	}
 }
 

@@ -243,7 +243,7 @@ func outboxBuried(ctx context.Context, getenv func(string) string, limit int, st
 	if err != nil {
 		return err
 	}
-	db, err := e.openDB(ctx)
+	db, err := e.openExistingDB(ctx)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,11 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 	if err != nil {
 		return err
 	}
-	db, err := e.openDB(ctx)
+	open := e.openDB
+	if what == "status" {
+		open = e.openExistingDB
+	}
+	db, err := open(ctx)
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -43,9 +45,24 @@ func load(getenv func(string) string, stderr io.Writer) (env, error) {
 
 // openDB connects to the configured database and migrates it.
 func (e env) openDB(ctx context.Context) (backend, error) {
+	return e.open(ctx, false)
+}
+
+// openExistingDB is openDB for the commands that only read: a SQLite file
+// that does not exist is an error, not a new database.
+func (e env) openExistingDB(ctx context.Context) (backend, error) {
+	return e.open(ctx, true)
+}
+
+func (e env) open(ctx context.Context, existing bool) (backend, error) {
 	d, err := parseDatabaseURL(e.cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
+	}
+	if existing && d.sqlitePath != "" {
+		if _, err := os.Stat(d.sqlitePath); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("DATABASE_URL: there is no database at %s (app migrate or app serve makes one)", d.sqlitePath)
+		}
 	}
 	b, applied, err := d.open(ctx, e.log)
 	if err != nil {
