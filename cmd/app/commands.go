@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/schollz/progressbar/v3"
+	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/term"
 
 	"github.com/eventsourced/accounts/internal/config"
@@ -75,7 +76,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			// The port may have been 0: point the links at the one taken.
 			e.cfg.BaseURL = config.BaseURLOf(ln.Addr().String())
 		}
-		if srv, err = e.apiServer(db, metricsHandler); err != nil {
+		if srv, err = e.apiServer(db, metricsHandler, meter); err != nil {
 			_ = ln.Close()
 			return err
 		}
@@ -133,7 +134,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 // apiServer returns the HTTP server of the API, with timeouts on every
 // stage of a request.
-func (e env) apiServer(db backend, metrics http.Handler) (*http.Server, error) {
+func (e env) apiServer(db backend, metrics http.Handler, meter metric.MeterProvider) (*http.Server, error) {
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(nil),
 		Events: db.Events(),
@@ -154,6 +155,7 @@ func (e env) apiServer(db backend, metrics http.Handler) (*http.Server, error) {
 			Metrics:   metrics,
 			Log:       e.log,
 			RateLimit: e.cfg.HTTPRateLimit,
+			Meter:     meter.Meter("github.com/eventsourced/accounts/internal/httpapi"),
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -556,10 +556,36 @@ func TestLinksPointAtTheListenAddressByDefault(t *testing.T) {
 	if code == "" {
 		t.Fatal("no code in the link")
 	}
+	// Requests are counted by route and status, beside the Go runtime's
+	// metrics, under the service's name.
+	resp, err := app.client.Get(app.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`http_server_requests_total{http_response_status_code="202",http_route="POST /v1/sign-in-links"} 1`,
+		`http_server_request_duration_seconds_bucket{`,
+		"go_goroutines ",
+		`service_name="accounts"`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	app.stop(t)
-	// The start-up lines say where the data is and where the links point.
+	// The start-up lines say where the data is and where the links point;
+	// each request and each mail delivered is logged, never with its code.
 	logs := app.logs.String()
-	for _, want := range []string{`msg="database open" backend=sqlite path=/`, `base_url=` + app.base} {
+	if strings.Contains(logs, code) {
+		t.Errorf("the logs hold the code:\n%s", logs)
+	}
+	for _, want := range []string{
+		`msg="database open" backend=sqlite path=/`, `base_url=` + app.base,
+		`level=INFO msg=http method=POST route="POST /v1/sign-in-links" path=/v1/sign-in-links status=202`,
+		`level=INFO msg="mail: delivered" topic=mail.login_link`,
+	} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the logs lack %s:\n%s", want, logs)
 		}

@@ -12,10 +12,13 @@ import (
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/outbox"
@@ -135,10 +138,13 @@ func (e env) relay(db backend, meter metric.MeterProvider) (relay, error) {
 // the Prometheus text format.
 func newMetrics() (*sdkmetric.MeterProvider, http.Handler, error) {
 	reg := prometheus.NewRegistry()
+	// The Go runtime's and the process's own metrics, beside the service's.
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exporter, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics: %w", err)
 	}
-	return sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter)),
+	res := resource.NewSchemaless(attribute.String("service.name", "accounts"), attribute.String("service.version", version()))
+	return sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res)),
 		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
 }

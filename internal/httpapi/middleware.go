@@ -1,6 +1,10 @@
 package httpapi
 
 import (
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"log/slog"
 	"net"
 	"net/http"
@@ -44,22 +48,56 @@ func (w *statusWriter) WriteHeader(status int) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// logRequests logs each request at debug level, and each 5xx at warn.
-func logRequests(log *slog.Logger, next http.Handler) http.Handler {
+// requestMetrics are the API's instruments.
+type requestMetrics struct {
+	requests metric.Int64Counter
+	duration metric.Float64Histogram
+}
+
+func newRequestMetrics(m metric.Meter) (*requestMetrics, error) {
+	requests, err := m.Int64Counter("http.server.requests",
+		metric.WithDescription("Requests answered, by route and status."), metric.WithUnit("{request}"))
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: metrics: %w", err)
+	}
+	duration, err := m.Float64Histogram("http.server.request.duration",
+		metric.WithDescription("How long requests took, by route and status."), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: metrics: %w", err)
+	}
+	return &requestMetrics{requests: requests, duration: duration}, nil
+}
+
+// observeRequests logs each request at info, and each 5xx at warn, with
+// its method, route, status and duration, and counts it by route and
+// status. It logs the route pattern and the path, never the query, where a
+// page's code travels.
+func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
+		took := time.Since(start)
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK
 		}
-		level := slog.LevelDebug
+		// The mux set the pattern it matched on r; none is a 404 of no
+		// route, counted under one name so paths cannot grow the series.
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		attrs := metric.WithAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
+		m.requests.Add(r.Context(), 1, attrs)
+		m.duration.Record(r.Context(), took.Seconds(), attrs)
+		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
-		log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path,
-			"status", status, "duration", time.Since(start))
+		log.Log(r.Context(), level, "http", "method", r.Method, "route", route, "path", r.URL.Path,
+			"status", status, "duration", took)
 	})
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -40,6 +42,10 @@ type Deps struct {
 	RateLimit int
 	// Now tells the time to the rate limiter; nil means time.Now.
 	Now func() time.Time
+	// Meter records the requests (http.server.requests and
+	// http.server.request.duration, by route and status); nil records
+	// nothing.
+	Meter metric.Meter
 }
 
 // NewServer returns the API's handler.
@@ -53,11 +59,19 @@ func NewServer(d Deps) http.Handler {
 	if d.Metrics == nil {
 		d.Metrics = http.NotFoundHandler()
 	}
+	if d.Meter == nil {
+		d.Meter = noop.NewMeterProvider().Meter("")
+	}
+	m, err := newRequestMetrics(d.Meter)
+	if err != nil {
+		d.Log.Error("httpapi: requests are not counted", "error", err)
+		m, _ = newRequestMetrics(noop.NewMeterProvider().Meter(""))
+	}
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
 	var h http.Handler = mux
 	h = recoverPanics(d.Log, h)
-	h = logRequests(d.Log, h)
+	h = observeRequests(d.Log, m, h)
 	return h
 }
 

@@ -43,7 +43,8 @@ type Config struct {
 	// Now tells the time, to drop links that expired before delivery; nil
 	// means time.Now.
 	Now func() time.Time
-	// Log receives a line for each dropped link; nil discards it.
+	// Log receives a line for each mail delivered and each dropped link;
+	// nil discards them.
 	Log *slog.Logger
 	// Meter counts dropped links as mail.dropped; nil counts nothing.
 	Meter metric.Meter
@@ -94,16 +95,22 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 			if err := l.html.Execute(&html, link); err != nil {
 				return fmt.Errorf("mail: %s %s: compose: %w", topic, m.ID, err)
 			}
-			return s.Send(ctx, Mail{
+			msgID := m.ID.String() + "@" + cfg.Domain
+			if err := s.Send(ctx, Mail{
 				From:      cfg.From,
 				To:        link.To,
 				Subject:   l.subject,
-				MessageID: m.ID.String() + "@" + cfg.Domain,
+				MessageID: msgID,
 				Text:      text.String(),
 				HTML:      html.String(),
 				Link:      link.URL,
 				Code:      link.Code,
-			})
+			}); err != nil {
+				return err
+			}
+			// Never the link or the code: the log outlives the message.
+			cfg.Log.InfoContext(ctx, "mail: delivered", "topic", topic, "id", m.ID, "message_id", msgID, "attempts", m.Attempts)
+			return nil
 		}
 	}
 	return map[string]outbox.Handler{
