@@ -64,6 +64,14 @@ type outboxStore interface {
 	// Lookup returns the message with id as the store holds it, or an error
 	// wrapping [outbox.ErrNotFound].
 	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
+	// List returns the messages that f admits, earliest due first.
+	List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record, error)
+	// Discard deletes a buried message; one still to deliver is an error
+	// wrapping [outbox.ErrNotBuried].
+	Discard(ctx context.Context, id uuid.UUID) error
+	// DiscardBuried deletes the buried messages of topic (every topic
+	// when empty) buried before before.
+	DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error)
 	// Requeue makes a buried message due at at, with its attempts counted
 	// from zero again and its last error kept. It returns an error wrapping
 	// [outbox.ErrNotFound] for a message that is not buried.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+
+	"github.com/eventsourced/accounts/internal/outbox"
 )
 
 // usageError is a command line that cannot be run: an unknown command or
@@ -124,11 +126,59 @@ func outboxCommands(getenv func(string) string, stdout, stderr io.Writer, leaf l
 			return requeue(ctx, getenv, ids, all, stdout, stderr)
 		})
 	requeueCmd.Flags().BoolVar(&all, "all", false, "requeue every buried message")
-	return group("outbox", "Deliver, inspect and requeue outbox messages",
+	var f outbox.ListFilter
+	var asJSON bool
+	list := leaf("list", "List messages: due, waiting (leased or to retry) and buried", noArgs,
+		func(ctx context.Context, _ []string) error {
+			switch f.State {
+			case "", outbox.StateDue, outbox.StateWaiting, outbox.StateBuried:
+			default:
+				return &usageError{fmt.Errorf("outbox list: --state must be due, waiting or buried, got %q", f.State)}
+			}
+			return outboxList(ctx, getenv, f, asJSON, stdout, stderr)
+		})
+	list.Flags().StringVar(&f.State, "state", "", "only messages in this state: due, waiting or buried")
+	list.Flags().StringVar(&f.Topic, "topic", "", "only messages of this topic")
+	list.Flags().IntVar(&f.Limit, "limit", 100, "most messages to list")
+	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object a line instead of a table")
+	show := leaf("show ID", "Show one message: its attempts, due time, last error and payload (secrets redacted)", oneArg,
+		func(ctx context.Context, args []string) error {
+			id, err := uuid.Parse(args[0])
+			if err != nil {
+				return &usageError{fmt.Errorf("outbox show: %q is not a message ID", args[0])}
+			}
+			return outboxShow(ctx, getenv, id, asJSON, stdout, stderr)
+		})
+	show.Flags().BoolVar(&asJSON, "json", false, "a JSON object instead of a table")
+	var buriedAll bool
+	var topic string
+	var olderThan time.Duration
+	discard := leaf("discard ID... | --buried [--topic T] [--older-than D]", "Throw buried messages away: those named, or every one buried (of a topic, longer ago than D)", cobra.ArbitraryArgs,
+		func(ctx context.Context, args []string) error {
+			ids := make([]uuid.UUID, 0, len(args))
+			for _, a := range args {
+				id, err := uuid.Parse(a)
+				if err != nil {
+					return &usageError{fmt.Errorf("outbox discard: %q is not a message ID", a)}
+				}
+				ids = append(ids, id)
+			}
+			if buriedAll == (len(ids) > 0) || (!buriedAll && (topic != "" || olderThan != 0)) {
+				return &usageError{errors.New("outbox discard: name the IDs of buried messages, or give --buried (with --topic and --older-than to narrow it)")}
+			}
+			return outboxDiscard(ctx, getenv, ids, buriedAll, topic, olderThan, stdout, stderr)
+		})
+	discard.Flags().BoolVar(&buriedAll, "buried", false, "every buried message")
+	discard.Flags().StringVar(&topic, "topic", "", "with --buried: only this topic")
+	discard.Flags().DurationVar(&olderThan, "older-than", 0, "with --buried: only those buried longer ago than this")
+	return group("outbox", "Deliver, inspect, requeue and discard outbox messages",
 		leaf("drain", "Deliver the messages due now in one synchronous pass", noArgs,
 			func(ctx context.Context, _ []string) error { return outboxDrain(ctx, getenv, stdout, stderr) }),
+		list,
+		show,
 		buried,
 		requeueCmd,
+		discard,
 	)
 }
 
@@ -177,6 +227,14 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 			c.Flags().IntVar(&o.users, "users", 10000, "users the events are about, in turn")
 		}),
 	)
+}
+
+// oneArg takes exactly one positional argument, or is a usage error.
+func oneArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return &usageError{fmt.Errorf("%s takes one argument, got %d", strings.TrimPrefix(cmd.CommandPath(), "app "), len(args))}
+	}
+	return nil
 }
 
 // noArgs refuses positional arguments as a usage error.

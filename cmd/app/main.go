@@ -8,8 +8,11 @@
 //	app migrate            apply the database migrations
 //	app config             every environment variable: value in effect, from where, meaning
 //	app outbox drain       deliver what is due in one synchronous pass
+//	app outbox list        list messages: due, waiting and buried
+//	app outbox show ID     show one message, its secrets redacted
 //	app outbox buried      list buried messages with their reasons
 //	app outbox requeue     give buried messages (IDs, or --all) another chance
+//	app outbox discard     throw buried messages away
 //	app projections rebuild NAME  rebuild the inline user views (views), or a projection blue/green (activity)
 //	app projections status   each asynchronous projection's versions, lag and state
 //	app bench drain        measure how fast the relay empties a full outbox

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +63,76 @@ func TestOperatorListsAndRequeuesBuriedMessages(t *testing.T) {
 	}
 	if _, err := runApp(t, t.Context(), env, "outbox", "requeue", m.ID.String()); err == nil {
 		t.Error("requeue of a message that is no longer buried: accepted")
+	}
+}
+
+// An operator lists messages by state, looks at one without seeing its
+// code, and throws buried ones away, never one still to deliver.
+func TestOperatorListsShowsAndDiscards(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "accounts.db")
+	env := map[string]string{"DATABASE_URL": "sqlite:" + path}
+	if _, err := runApp(t, t.Context(), env, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const code = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	lost, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100", "code": code}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := outbox.NewMessage("mail.login_link", map[string]string{"to": "ada@example.com", "url": "https://accounts.test/sign-in?code=" + code}, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		return db.Outbox().Add(ctx, tx, lost, kept)
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runApp(t, t.Context(), env, "outbox", "drain"); err != nil { // buries lost: no handler
+		t.Fatal(err)
+	}
+
+	out, err := runApp(t, t.Context(), env, "outbox", "list")
+	if err != nil || !strings.Contains(out, lost.ID.String()+"  sms.login_code   buried") || !strings.Contains(out, kept.ID.String()+"  mail.login_link  waiting") {
+		t.Errorf("outbox list: %q, %v; want both with their states", out, err)
+	}
+	out, err = runApp(t, t.Context(), env, "outbox", "list", "--state", "buried", "--json")
+	var rec recordJSON
+	if err != nil || json.Unmarshal([]byte(out), &rec) != nil || rec.ID != lost.ID || rec.State != "buried" {
+		t.Errorf("outbox list --state buried --json: %q, %v; want the buried one as JSON", out, err)
+	}
+	for _, id := range []string{lost.ID.String(), kept.ID.String()} {
+		for _, args := range [][]string{{"outbox", "show", id}, {"outbox", "show", id, "--json"}} {
+			out, err := runApp(t, t.Context(), env, args...)
+			if err != nil || !strings.Contains(out, id) || strings.Contains(out, code) || !strings.Contains(out, "REDACTED") {
+				t.Errorf("%v: %q, %v; want the message with its code redacted", args, out, err)
+			}
+		}
+	}
+	if _, err := runApp(t, t.Context(), env, "outbox", "discard", kept.ID.String()); !errors.Is(err, outbox.ErrNotBuried) {
+		t.Errorf("discard of a message still to deliver: %v, want outbox.ErrNotBuried", err)
+	}
+	for _, bad := range [][]string{{"discard"}, {"discard", "--topic", "x"}, {"discard", "--buried", lost.ID.String()}, {"show"}, {"list", "--state", "asleep"}} {
+		var ue *usageError
+		if _, err := runApp(t, t.Context(), env, append([]string{"outbox"}, bad...)...); !errors.As(err, &ue) {
+			t.Errorf("outbox %v: %v, want a usage error", bad, err)
+		}
+	}
+	out, err = runApp(t, t.Context(), env, "outbox", "discard", "--buried", "--topic", "sms.login_code")
+	if err != nil || out != "discarded 1 buried messages\n" {
+		t.Errorf("outbox discard --buried: %q, %v", out, err)
+	}
+	out, err = runApp(t, t.Context(), env, "outbox", "list")
+	if err != nil || strings.Contains(out, lost.ID.String()) || !strings.Contains(out, kept.ID.String()) {
+		t.Errorf("outbox list after the discard: %q, %v; want only the message still to deliver", out, err)
 	}
 }

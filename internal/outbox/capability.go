@@ -68,3 +68,43 @@ type Record struct {
 	// BuriedAt is when the message was buried; zero while it is not.
 	BuriedAt time.Time
 }
+
+// The states of a message as operators see them.
+const (
+	// StateDue is a message that may be claimed now.
+	StateDue = "due"
+	// StateWaiting is a message leased by a relay or waiting for its
+	// retry time.
+	StateWaiting = "waiting"
+	// StateBuried is a message the relay stopped delivering.
+	StateBuried = "buried"
+)
+
+// State returns the state of r at now.
+func (r Record) State(now time.Time) string {
+	switch {
+	case !r.BuriedAt.IsZero():
+		return StateBuried
+	case r.DueAt.After(now):
+		return StateWaiting
+	default:
+		return StateDue
+	}
+}
+
+// ListFilter says which messages an operator lists.
+type ListFilter struct {
+	// State, when not empty, is the only state listed: [StateDue],
+	// [StateWaiting] or [StateBuried], judged at Now.
+	State string
+	// Topic, when not empty, is the only topic listed.
+	Topic string
+	// Now is the time the states are judged at.
+	Now time.Time
+	// Limit bounds how many are listed.
+	Limit int
+}
+
+// ErrNotBuried is returned by the backends' Discard for a message that is
+// not buried: a message still to deliver is never thrown away.
+var ErrNotBuried = errors.New("outbox: message is not buried")

@@ -382,6 +382,71 @@ WHERE buried_at IS NOT NULL ORDER BY buried_at, id LIMIT $1`, limit)
 	return recs, nil
 }
 
+// List returns up to f.Limit messages that f admits, earliest due first
+// (buried ones by their due time too).
+func (o *Outbox) List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record, error) {
+	q, args := `SELECT `+recordColumns+` FROM outbox_messages WHERE true`, []any{}
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	switch f.State {
+	case "":
+	case outbox.StateBuried:
+		q += ` AND buried_at IS NOT NULL`
+	case outbox.StateDue:
+		q += ` AND buried_at IS NULL AND due_at <= ` + param(f.Now)
+	case outbox.StateWaiting:
+		q += ` AND buried_at IS NULL AND due_at > ` + param(f.Now)
+	default:
+		return nil, fmt.Errorf("outbox: list: unknown state %q", f.State)
+	}
+	if f.Topic != "" {
+		q += ` AND topic = ` + param(f.Topic)
+	}
+	q += ` ORDER BY due_at, id LIMIT ` + param(f.Limit)
+	rows, err := o.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	return recs, nil
+}
+
+// Discard deletes a buried message. It returns [outbox.ErrNotFound] for a
+// message the store does not hold and [outbox.ErrNotBuried] for one still
+// to deliver, which it leaves alone.
+func (o *Outbox) Discard(ctx context.Context, id uuid.UUID) error {
+	var buried bool
+	err := o.pool.QueryRow(ctx, `
+WITH gone AS (DELETE FROM outbox_messages WHERE id = $1 AND buried_at IS NOT NULL RETURNING id)
+SELECT EXISTS (SELECT 1 FROM gone)`, id).Scan(&buried)
+	if err != nil {
+		return fmt.Errorf("outbox: discard %s: %w", id, err)
+	}
+	if buried {
+		return nil
+	}
+	if _, err := o.Lookup(ctx, id); err != nil {
+		return fmt.Errorf("outbox: discard %s: %w", id, outbox.ErrNotFound)
+	}
+	return fmt.Errorf("outbox: discard %s: %w", id, outbox.ErrNotBuried)
+}
+
+// DiscardBuried deletes the buried messages of topic (every topic when
+// empty) buried before before, and returns how many.
+func (o *Outbox) DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error) {
+	tag, err := o.pool.Exec(ctx, `DELETE FROM outbox_messages
+WHERE buried_at IS NOT NULL AND buried_at < $1 AND ($2 = '' OR topic = $2)`, before, topic)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: discard buried: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // Lookup returns the message with id and its delivery state.
 func (o *Outbox) Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error) {
 	rows, err := o.pool.Query(ctx, `SELECT `+recordColumns+` FROM outbox_messages WHERE id = $1`, id)

@@ -428,6 +428,87 @@ WHERE buried_at IS NOT NULL ORDER BY buried_at, id LIMIT ?`, limit)
 	return recs, nil
 }
 
+// List returns up to f.Limit messages that f admits, earliest due first
+// (buried ones by their due time too).
+func (o *Outbox) List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record, error) {
+	q, args := `SELECT `+recordColumns+` FROM outbox_messages WHERE true`, []any{}
+	switch f.State {
+	case "":
+	case outbox.StateBuried:
+		q += ` AND buried_at IS NOT NULL`
+	case outbox.StateDue:
+		q, args = q+` AND buried_at IS NULL AND due_at <= ?`, append(args, micros(f.Now))
+	case outbox.StateWaiting:
+		q, args = q+` AND buried_at IS NULL AND due_at > ?`, append(args, micros(f.Now))
+	default:
+		return nil, fmt.Errorf("outbox: list: unknown state %q", f.State)
+	}
+	if f.Topic != "" {
+		q, args = q+` AND topic = ?`, append(args, f.Topic)
+	}
+	rows, err := o.db.read.QueryContext(ctx, q+` ORDER BY due_at, id LIMIT ?`, append(args, f.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	defer rows.Close()
+	var recs []outbox.Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: list: %w", err)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	return recs, nil
+}
+
+// Discard deletes a buried message. It returns [outbox.ErrNotFound] for a
+// message the store does not hold and [outbox.ErrNotBuried] for one still
+// to deliver, which it leaves alone.
+func (o *Outbox) Discard(ctx context.Context, id uuid.UUID) error {
+	var n int64
+	err := o.db.bookkeep(ctx, func(c conn) error {
+		res, err := c.ExecContext(ctx, `DELETE FROM outbox_messages WHERE id = ? AND buried_at IS NOT NULL`, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: discard %s: %w", id, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := o.Lookup(ctx, id); err != nil {
+		return fmt.Errorf("outbox: discard %s: %w", id, outbox.ErrNotFound)
+	}
+	return fmt.Errorf("outbox: discard %s: %w", id, outbox.ErrNotBuried)
+}
+
+// DiscardBuried deletes the buried messages of topic (every topic when
+// empty) buried before before, and returns how many.
+func (o *Outbox) DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error) {
+	var n int64
+	err := o.db.bookkeep(ctx, func(c conn) error {
+		res, err := c.ExecContext(ctx, `DELETE FROM outbox_messages
+WHERE buried_at IS NOT NULL AND buried_at < ? AND (? = '' OR topic = ?)`, micros(before), topic, topic)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: discard buried: %w", err)
+	}
+	return n, nil
+}
+
 // Lookup returns the message with id and its delivery state.
 func (o *Outbox) Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error) {
 	rec, err := scanRecord(o.db.read.QueryRowContext(ctx,

@@ -42,6 +42,13 @@ type inspector interface {
 	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
 }
 
+// operator lists messages and throws buried ones away.
+type operator interface {
+	List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record, error)
+	Discard(ctx context.Context, id uuid.UUID) error
+	DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error)
+}
+
 // requeuer gives a buried message another chance.
 type requeuer interface {
 	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
@@ -118,6 +125,7 @@ var cases = []struct {
 	{"Operator/Buried", testBuried},
 	{"Operator/Lookup", testLookup},
 	{"Operator/BuriedMessageIsDueAgain", testRequeue},
+	{"Operator/ListAndDiscard", testListAndDiscard},
 	{"Key/RoundTrips", testKeyRoundTrips},
 	{"Key/OneAtATimeInTheOrderAdded", testKeyOneAtATime},
 	{"Key/BuriedStopsHolding", testKeyBuriedStopsHolding},
@@ -914,4 +922,81 @@ func testBuried(t *testing.T, s suite) {
 	if len(got) != 2 || got[0].ID != m[0].ID || got[1].ID != m[1].ID {
 		t.Errorf("Buried(2) = %+v, want %s and %s", got, m[0].ID, m[1].ID)
 	}
+}
+
+// Operator: List narrows by state, topic and limit; Discard throws away
+// only buried messages, never one still to deliver.
+func testListAndDiscard(t *testing.T, s suite) {
+	op, ok := s.Store.(operator)
+	if !ok {
+		t.Skip("store does not implement operator")
+	}
+	due := s.msg(t, "test.a", nil, base)
+	waiting := s.msg(t, "test.a", nil, base)
+	buried := s.msg(t, "test.b", nil, base)
+	s.add(t, due, waiting, buried)
+	s.claimIDs(t, base, 10, due, waiting, buried)
+	s.retry(t, due.ID, base, "421")
+	s.retry(t, waiting.ID, base.Add(time.Hour), "421")
+	s.bury(t, buried.ID, "550")
+	list := func(f outbox.ListFilter, want ...outbox.Message) {
+		t.Helper()
+		f.Now = base
+		if f.Limit == 0 {
+			f.Limit = 10
+		}
+		got, err := op.List(t.Context(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []uuid.UUID
+		for _, r := range got {
+			ids = append(ids, r.ID)
+		}
+		if !slices.Equal(ids, ids2(want)) {
+			t.Errorf("List(%+v) = %v, want %v", f, ids, ids2(want))
+		}
+	}
+	list(outbox.ListFilter{}, due, buried, waiting)
+	list(outbox.ListFilter{Limit: 1}, due)
+	list(outbox.ListFilter{State: outbox.StateDue}, due)
+	list(outbox.ListFilter{State: outbox.StateWaiting}, waiting)
+	list(outbox.ListFilter{State: outbox.StateBuried}, buried)
+	list(outbox.ListFilter{Topic: "test.a"}, due, waiting)
+	if _, err := op.List(t.Context(), outbox.ListFilter{State: "sleeping", Limit: 1}); err == nil {
+		t.Error("List of an unknown state succeeded")
+	}
+
+	if err := op.Discard(t.Context(), due.ID); !errors.Is(err, outbox.ErrNotBuried) {
+		t.Errorf("Discard of a message still to deliver = %v, want outbox.ErrNotBuried", err)
+	}
+	if err := op.Discard(t.Context(), uuid.New()); !errors.Is(err, outbox.ErrNotFound) {
+		t.Errorf("Discard of an unknown message = %v, want outbox.ErrNotFound", err)
+	}
+	if err := op.Discard(t.Context(), buried.ID); err != nil {
+		t.Fatal(err)
+	}
+	list(outbox.ListFilter{}, due, waiting)
+
+	// DiscardBuried: only buried messages, of the topic, buried before.
+	s.claimIDs(t, base.Add(time.Hour), 10, due, waiting)
+	s.bury(t, due.ID, "gone")
+	s.bury(t, waiting.ID, "gone")
+	if n, err := op.DiscardBuried(t.Context(), "test.other", farFuture); err != nil || n != 0 {
+		t.Errorf("DiscardBuried of another topic = %d, %v; want 0", n, err)
+	}
+	if n, err := op.DiscardBuried(t.Context(), "", time.Now().Add(-24*time.Hour)); err != nil || n != 0 {
+		t.Errorf("DiscardBuried of those buried before yesterday = %d, %v; want 0", n, err)
+	}
+	if n, err := op.DiscardBuried(t.Context(), "test.a", farFuture); err != nil || n != 2 {
+		t.Errorf("DiscardBuried = %d, %v; want 2", n, err)
+	}
+	list(outbox.ListFilter{})
+}
+
+func ids2(msgs []outbox.Message) []uuid.UUID {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return ids(msgs)
 }
