@@ -149,13 +149,14 @@ func (e env) apiServer(db backend, metrics http.Handler, meter metric.MeterProvi
 	}
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
-			Users:     users,
-			Activity:  db.Activity(),
-			Ready:     db.Ping,
-			Metrics:   metrics,
-			Log:       e.log,
-			RateLimit: e.cfg.HTTPRateLimit,
-			Meter:     meter.Meter("github.com/eventsourced/accounts/internal/httpapi"),
+			Users:          users,
+			Activity:       db.Activity(),
+			Ready:          db.Ping,
+			Metrics:        metrics,
+			Log:            e.log,
+			RateLimit:      e.cfg.HTTPRateLimit,
+			TrustedProxies: e.cfg.TrustedProxies,
+			Meter:          meter.Meter("github.com/eventsourced/accounts/internal/httpapi"),
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"strings"
@@ -47,6 +48,10 @@ type Config struct {
 	BaseURLFromAddr bool
 	// HTTPRateLimit is the requests per minute one client address may make.
 	HTTPRateLimit int `env:"HTTP_RATE_LIMIT" envDefault:"600" desc:"Requests per minute per client address to /v1/; 0 turns the limit off."`
+	// HTTPTrustedProxies are the proxies whose X-Forwarded-For is believed.
+	HTTPTrustedProxies []string `env:"HTTP_TRUSTED_PROXIES" desc:"CIDRs (or addresses) of the proxies in front of the service: from them only, the client that HTTP_RATE_LIMIT counts is the rightmost untrusted hop of X-Forwarded-For; unset: the header is ignored."`
+	// TrustedProxies is HTTPTrustedProxies parsed.
+	TrustedProxies []netip.Prefix
 	// SMTPURL is the mail server; empty writes mail to the log.
 	SMTPURL string `env:"SMTP_URL" desc:"smtp://[user:pass@]host:port (STARTTLS when offered) or smtps://...; unset: mails go to the log."`
 	// SMTPTimeout bounds each exchange with the mail server.
@@ -98,6 +103,18 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.MailFrom == "" {
 		c.MailFrom = "accounts@" + base.Hostname()
+	}
+	for _, p := range c.HTTPTrustedProxies {
+		p = strings.TrimSpace(p)
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return Config{}, fmt.Errorf("config: HTTP_TRUSTED_PROXIES: %q is neither a CIDR nor an address", p)
+			}
+			prefix = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return Config{}, fmt.Errorf("config: LOG_FORMAT must be text or json, got %q", c.LogFormat)

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -63,6 +64,7 @@ func TestLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"OUTBOX_BATCH": "ten"}, "OUTBOX_BATCH"},
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		{map[string]string{"LOG_FORMAT": "xml"}, "LOG_FORMAT"},
+		{map[string]string{"HTTP_TRUSTED_PROXIES": "10.0.0.0/8,proxy.internal"}, "HTTP_TRUSTED_PROXIES"},
 		{map[string]string{"BROKER_URL": "amqp://localhost:5672"}, "BROKER_URL"},
 		{map[string]string{"BROKER_URL": "nats://localhost"}, "BROKER_URL"},
 		{map[string]string{"BROKER_URL": "kafka://a:9092,b"}, "BROKER_URL"},
@@ -164,5 +166,16 @@ func TestBaseURLFollowsHTTPAddrUnlessSet(t *testing.T) {
 		if c.BaseURL != tc.want || c.BaseURLFromAddr != (tc.base == "") {
 			t.Errorf("HTTP_ADDR %q, BASE_URL %q: base %q (from addr %v), want %q", tc.addr, tc.base, c.BaseURL, c.BaseURLFromAddr, tc.want)
 		}
+	}
+}
+
+func TestLoadParsesTrustedProxies(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(getenv(map[string]string{"HTTP_TRUSTED_PROXIES": "10.1.2.3/8, 192.0.2.7,2001:db8::/32"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(c.TrustedProxies); got != "[10.0.0.0/8 192.0.2.7/32 2001:db8::/32]" {
+		t.Errorf("trusted proxies %s", got)
 	}
 }

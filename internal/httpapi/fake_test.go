@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -200,5 +201,52 @@ func TestFakeSuccessBodies(t *testing.T) {
 	}
 	if cc := r.header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("a session token is sent with Cache-Control %q, want no-store", cc)
+	}
+}
+
+// TestClientRateLimitBehindTrustedProxies: from a trusted proxy the client
+// is the rightmost hop of X-Forwarded-For that is no trusted proxy; from
+// anyone else the header changes nothing.
+func TestClientRateLimitBehindTrustedProxies(t *testing.T) {
+	t.Parallel()
+	now := start
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, RateLimit: 1, Now: func() time.Time { return now },
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}})
+	me := func(remote, xff string) int {
+		headers := map[string]string{"Authorization": "Bearer " + fakeToken}
+		if xff != "" {
+			headers["X-Forwarded-For"] = xff
+		}
+		return serve(t, h, "GET", "/v1/me", remote, headers, nil).status
+	}
+	// Two clients behind one proxy each have their budget.
+	if me("10.0.0.5:1000", "198.51.100.1") != http.StatusOK || me("10.0.0.5:1000", "198.51.100.2") != http.StatusOK {
+		t.Fatal("two clients behind the proxy share a budget")
+	}
+	if got := me("10.0.0.6:1000", "198.51.100.1"); got != http.StatusTooManyRequests {
+		t.Errorf("the first client again, through another proxy: %d, want 429", got)
+	}
+	// A client cannot escape by putting made-up hops to the left: the
+	// rightmost untrusted hop counts, through a chain of trusted proxies.
+	if got := me("10.0.0.5:1000", "203.0.113.9, 198.51.100.2, 10.0.0.7"); got != http.StatusTooManyRequests {
+		t.Errorf("a made-up hop left of the second client: %d, want 429", got)
+	}
+	// From a peer that is not a trusted proxy, the header is ignored.
+	if me("192.0.2.50:1000", "198.51.100.3") != http.StatusOK {
+		t.Fatal("first request of an untrusted peer refused")
+	}
+	if got := me("192.0.2.50:1000", "198.51.100.4"); got != http.StatusTooManyRequests {
+		t.Errorf("an untrusted peer changed its client by the header: %d, want 429", got)
+	}
+	// A hop that is no address ends the walk: the hop right of it counts.
+	if got := me("10.0.0.5:1000", "garbage, 198.51.100.5"); got != http.StatusOK {
+		t.Errorf("a new client behind a garbage hop: %d, want 200", got)
+	}
+	// IPv6 proxies too, and the client's /64.
+	if me("[2001:db8:ffff::1]:1000", "2001:db8:1::1") != http.StatusOK {
+		t.Fatal("first request of an IPv6 client behind an IPv6 proxy refused")
+	}
+	if got := me("[2001:db8:ffff::2]:1000", "2001:db8:1::2"); got != http.StatusTooManyRequests {
+		t.Errorf("another address of the client's /64: %d, want 429", got)
 	}
 }

@@ -104,7 +104,7 @@ func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) htt
 // limitClients returns middleware that allows each client address perMinute
 // requests a minute, in bursts of up to perMinute, and answers the rest
 // with 429 and Retry-After. perMinute 0 allows everything.
-func limitClients(perMinute int, now func() time.Time) func(http.Handler) http.Handler {
+func limitClients(perMinute int, now func() time.Time, trusted []netip.Prefix) func(http.Handler) http.Handler {
 	if perMinute <= 0 {
 		return func(h http.Handler) http.Handler { return h }
 	}
@@ -116,7 +116,7 @@ func limitClients(perMinute int, now func() time.Time) func(http.Handler) http.H
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if wait := l.reserve(clientAddress(r)); wait > 0 {
+			if wait := l.reserve(clientAddress(r, trusted)); wait > 0 {
 				writeTooMany(w, wait, "this client sent too many requests")
 				return
 			}
@@ -126,9 +126,15 @@ func limitClients(perMinute int, now func() time.Time) func(http.Handler) http.H
 }
 
 // clientAddress is the IP address the request came from, or for IPv6 its
-// /64 network, which one client commonly holds whole. Behind a proxy it is
-// the proxy's: the limit is then per proxy, which errs on the safe side.
-func clientAddress(r *http.Request) string {
+// /64 network, which one client commonly holds whole. From a peer in
+// trusted (the proxies in front of the service), it is the rightmost
+// address of X-Forwarded-For that is not itself a trusted proxy: each
+// proxy appends the address it received from, so the hops to the right of
+// that one were added by proxies the service trusts and the ones to its
+// left by whoever sent the request, who may have made them up. From any
+// other peer the header is ignored, and behind an untrusted proxy the limit
+// is per proxy, which errs on the safe side.
+func clientAddress(r *http.Request, trusted []netip.Prefix) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
@@ -138,11 +144,33 @@ func clientAddress(r *http.Request) string {
 		return strings.ToLower(host)
 	}
 	addr = addr.Unmap()
+	if isTrusted(addr, trusted) {
+		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+		for i := len(hops) - 1; i >= 0; i-- {
+			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+			if err != nil {
+				break // What is left of a hop that is no address is not to be believed.
+			}
+			addr = hop.Unmap()
+			if !isTrusted(addr, trusted) {
+				break
+			}
+		}
+	}
 	if addr.Is6() {
 		prefix, _ := addr.Prefix(64)
 		return prefix.String()
 	}
 	return addr.String()
+}
+
+func isTrusted(addr netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 type client struct {

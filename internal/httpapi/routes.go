@@ -4,7 +4,7 @@ import "net/http"
 
 // addRoutes declares every route of the API in one place.
 func addRoutes(mux *http.ServeMux, d Deps) {
-	limit := limitClients(d.RateLimit, d.Now)
+	limit := limitClients(d.RateLimit, d.Now, d.TrustedProxies)
 	v1 := func(method, path string, h http.HandlerFunc) {
 		mux.Handle(method+" "+path, limit(h))
 		allowed := method

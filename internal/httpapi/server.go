@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,6 +41,10 @@ type Deps struct {
 	// RateLimit is how many requests one client address may make to /v1/
 	// per minute; 0 turns the limit off.
 	RateLimit int
+	// TrustedProxies are the proxies in front of the service, whose
+	// X-Forwarded-For names the client the limit counts; from any other
+	// peer the header is ignored.
+	TrustedProxies []netip.Prefix
 	// Now tells the time to the rate limiter; nil means time.Now.
 	Now func() time.Time
 	// Meter records the requests (http.server.requests and
