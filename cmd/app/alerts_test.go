@@ -1,0 +1,73 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
+)
+
+const alertRules = "../../deploy/prometheus/alerts.yml"
+
+// The shipped alert rules pass promtool's check, and its unit tests show
+// each alert firing on a synthetic series (deploy/prometheus/alerts_test.yml).
+// promtool comes with Debian's package prometheus, which .ci/run installs.
+func TestAlertRulesPassPromtool(t *testing.T) {
+	t.Parallel()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("%v (Debian's package prometheus provides it)", err)
+	}
+	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
+		cmd := exec.CommandContext(t.Context(), promtool, args...)
+		cmd.Dir = filepath.Dir(alertRules)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// Every metric the alert rules read is one the app serves, and every alert
+// has its runbook in docs/operations.md.
+func TestAlertRulesReadMetricsTheAppServes(t *testing.T) {
+	t.Parallel()
+	rules, err := os.ReadFile(alertRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mx := smtptest.NewServer(t)
+	app := e2eStart(t, map[string]string{
+		"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "accounts.db"),
+		"HTTP_ADDR":    "127.0.0.1:0",
+		"SMTP_URL":     mx.URL(),
+	})
+	resp, err := app.client.Get(app.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	app.stop(t)
+	used := regexp.MustCompile(`\b(?:outbox|projections|http_server)_[a-z_]+\b`).FindAllString(string(rules), -1)
+	slices.Sort(used)
+	for _, name := range slices.Compact(used) {
+		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
+			t.Errorf("the rules read %s, which /metrics does not serve", name)
+		}
+	}
+	runbook, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`alert: (\w+)`).FindAllStringSubmatch(string(rules), -1) {
+		if !strings.Contains(string(runbook), "### "+m[1]+"\n") {
+			t.Errorf("docs/operations.md has no section for %s", m[1])
+		}
+	}
+}
