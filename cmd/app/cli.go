@@ -66,6 +66,7 @@ Configuration comes from the environment; see 'app config'.`,
 		leaf("version", "Print the module version and the revision it was built from", noArgs,
 			func(context.Context, []string) error { _, err := fmt.Fprintln(stdout, version()); return err }),
 		outboxCommands(getenv, stdout, stderr, leaf, group),
+		devmailCommand(stdout, stderr, leaf),
 		group("projections", "Rebuild projections, or say where each stands",
 			group("rebuild", "Rebuild a projection",
 				leaf("views", "Rebuild the inline user views from the events", noArgs,
@@ -92,6 +93,14 @@ type (
 	leafFunc  = func(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, args []string) error) *cobra.Command
 	groupFunc = func(use, short string, subs ...*cobra.Command) *cobra.Command
 )
+
+func devmailCommand(stdout, stderr io.Writer, leaf leafFunc) *cobra.Command {
+	var addr string
+	c := leaf("devmail", "A mail catcher for trying the service: an SMTP server on loopback that prints each mail", noArgs,
+		func(ctx context.Context, _ []string) error { return devmail(ctx, addr, stdout, stderr) })
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:1025", "loopback address to listen on")
+	return c
+}
 
 func configCommand(getenv func(string) string, stdout io.Writer, leaf leafFunc) *cobra.Command {
 	var defaults bool

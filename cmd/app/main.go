@@ -5,6 +5,7 @@
 //
 //	app [serve]            run the service until SIGINT or SIGTERM
 //	app version            print the module version and VCS revision
+//	app devmail            a mail catcher on loopback that prints each mail
 //	app migrate            apply the database migrations
 //	app config             every environment variable: value in effect, from where, meaning
 //	app outbox drain       deliver what is due in one synchronous pass
