@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 )
@@ -47,19 +48,37 @@ func TestAlertRulesReadMetricsTheAppServes(t *testing.T) {
 		"HTTP_ADDR":    "127.0.0.1:0",
 		"SMTP_URL":     mx.URL(),
 	})
-	resp, err := app.client.Get(app.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	app.stop(t)
 	used := regexp.MustCompile(`\b(?:outbox|projections|http_server)_[a-z_]+\b`).FindAllString(string(rules), -1)
 	slices.Sort(used)
-	for _, name := range slices.Compact(used) {
-		if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
-			t.Errorf("the rules read %s, which /metrics does not serve", name)
+	used = slices.Compact(used)
+	// The projections' gauges appear once their runner has read the
+	// registry, a moment after the start: scrape until every series is
+	// there, for at most e2eWait.
+	var missing []string
+	deadline := time.Now().Add(e2eWait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := app.client.Get(app.base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		missing = missing[:0]
+		for _, name := range used {
+			if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		<-tick.C
+	}
+	app.stop(t)
+	for _, name := range missing {
+		t.Errorf("the rules read %s, which /metrics does not serve", name)
 	}
 	runbook, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {

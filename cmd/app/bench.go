@@ -172,6 +172,11 @@ func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, 
 		return err
 	}
 	elapsed, err := runUntilDone(ctx, "bench drain", store, relay, done, &seen, n, timed)
+	if cut := (*cutShortError)(nil); errors.As(err, &cut) {
+		fmt.Fprintf(stdout, "drain: %d messages in %.2fs, %.0f msgs/s (cut short: %d of %d)\n",
+			cut.done, elapsed.Seconds(), float64(cut.done)/elapsed.Seconds(), cut.done, n)
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -179,9 +184,26 @@ func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, 
 	return nil
 }
 
+// cutShortError is a benchmark that ctx ended (Ctrl-C or --timeout) before
+// it was done; its partial summary line is still printed.
+type cutShortError struct {
+	name     string
+	done, of int64
+	err      error
+}
+
+func (e *cutShortError) Error() string {
+	return fmt.Sprintf("%s: cut short after %d of %d: %v", e.name, e.done, e.of, e.err)
+}
+
+func (e *cutShortError) Unwrap() error { return e.err }
+
 // runUntilDone runs relay until done is closed, timing it, then stops it
 // and checks that it left none of the n messages unacknowledged and that
 // seen, its handlers' count of deliveries, reached n.
+//
+// When ctx ends first, it returns the time until then and a
+// [*cutShortError].
 func runUntilDone(ctx context.Context, name string, store outbox.Store, relay *outbox.Relay, done <-chan struct{}, seen *atomic.Int64, n int, timed func() func()) (time.Duration, error) {
 	stopProfile := timed()
 	began := time.Now()
@@ -193,7 +215,11 @@ func runUntilDone(ctx context.Context, name string, store outbox.Store, relay *o
 	case err := <-ran:
 		return 0, fmt.Errorf("%s: relay stopped after %d of %d messages: %v", name, seen.Load(), n, err)
 	case <-ctx.Done():
-		return 0, fmt.Errorf("%s: %d of %d messages delivered: %w", name, seen.Load(), n, ctx.Err())
+		stopProfile()
+		elapsed := time.Since(began)
+		stop()
+		<-ran
+		return elapsed, &cutShortError{name: name, done: seen.Load(), of: int64(n), err: ctx.Err()}
 	}
 	elapsed := time.Since(began)
 	stop()

@@ -79,6 +79,11 @@ func benchPublish(ctx context.Context, e env, db backend, cfg outbox.RelayConfig
 	}
 	defer relay.Close()
 	elapsed, err := runUntilDone(ctx, "bench publish", store, relay, done, &published, total, timed)
+	if cut := (*cutShortError)(nil); errors.As(err, &cut) {
+		fmt.Fprintf(stdout, "publish: %d messages in %.2fs, %.0f msgs/s (cut short: %d of %d)\n",
+			cut.done, elapsed.Seconds(), float64(cut.done)/elapsed.Seconds(), cut.done, total)
+		return err
+	}
 	if err != nil {
 		return err
 	}
