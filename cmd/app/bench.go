@@ -302,25 +302,46 @@ func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate 
 
 	stopProfile := timed()
 	defer stopProfile()
-	if err := paced(n, rate, send); err != nil {
-		return fmt.Errorf("bench latency: send: %w", err)
+	var cut error
+	if err := paced(ctx, n, rate, send); err != nil {
+		if ctx.Err() == nil {
+			return fmt.Errorf("bench latency: send: %w", err)
+		}
+		cut = ctx.Err()
 	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("bench latency: %d of %d messages delivered: %w", seen.Load(), n, ctx.Err())
+	if cut == nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			cut = ctx.Err()
+		}
 	}
 	stop()
-	if err := <-ran; err != nil {
+	if err := <-ran; err != nil && cut == nil {
 		return err
 	}
-	lat := make([]time.Duration, n)
+	// The relay has stopped: what its handlers wrote is all there is.
+	var lat []time.Duration
 	for i := range n {
-		lat[i] = received[i].Sub(sent[i])
+		if !sent[i].IsZero() && !received[i].IsZero() {
+			lat = append(lat, received[i].Sub(sent[i]))
+		}
+	}
+	if len(lat) == 0 {
+		if cut != nil {
+			fmt.Fprintf(stdout, "latency: rate=%d/s n=0 (cut short: 0 of %d)\n", rate, n)
+			return &cutShortError{name: "bench latency", of: int64(n), err: cut}
+		}
+		return errors.New("bench latency: nothing was delivered")
 	}
 	slices.Sort(lat)
-	fmt.Fprintf(stdout, "latency: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s\n",
-		rate, n, percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), ms(lat[n-1]))
+	line := fmt.Sprintf("latency: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s",
+		rate, len(lat), percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), ms(lat[len(lat)-1]))
+	if cut != nil {
+		fmt.Fprintf(stdout, "%s (cut short: %d of %d)\n", line, len(lat), n)
+		return &cutShortError{name: "bench latency", done: int64(len(lat)), of: int64(n), err: cut}
+	}
+	fmt.Fprintln(stdout, line)
 	return nil
 }
 
@@ -660,7 +681,7 @@ func benchProjectionLag(ctx context.Context, e env, db backend, log projections.
 
 	stopProfile := timed()
 	defer stopProfile()
-	if err := paced(n, rate, send); err != nil {
+	if err := paced(ctx, n, rate, send); err != nil {
 		return fmt.Errorf("bench projection: send: %w", err)
 	}
 	select {
@@ -746,14 +767,25 @@ func holdXminHorizon(ctx context.Context, db backend) (func(), error) {
 
 // paced calls send(i) for i from 0 to n-1, rate times a second on a
 // schedule that does not wait for earlier calls to return, and returns the
-// first error once all have returned.
-func paced(n, rate int, send func(i int) error) error {
+// first error once all have returned. It calls no more once ctx ends, and
+// then returns ctx's error.
+func paced(ctx context.Context, n, rate int, send func(i int) error) error {
 	var senders sync.WaitGroup
-	errs := make(chan error, n)
+	errs := make(chan error, n+1)
 	period := time.Second / time.Duration(rate)
 	began := time.Now()
+	next := time.NewTimer(0)
+	defer next.Stop()
 	for i := range n {
-		time.Sleep(time.Until(began.Add(time.Duration(i) * period)))
+		next.Reset(time.Until(began.Add(time.Duration(i) * period)))
+		select {
+		case <-next.C:
+		case <-ctx.Done():
+			errs <- ctx.Err()
+			senders.Wait()
+			close(errs)
+			return <-errs
+		}
 		senders.Go(func() {
 			if err := send(i); err != nil {
 				errs <- err
