@@ -193,6 +193,9 @@ type cutShortError struct {
 }
 
 func (e *cutShortError) Error() string {
+	if e.of == 0 {
+		return fmt.Sprintf("%s: cut short after %d: %v", e.name, e.done, e.err)
+	}
 	return fmt.Sprintf("%s: cut short after %d of %d: %v", e.name, e.done, e.of, e.err)
 }
 
@@ -395,7 +398,18 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 			for i := 0; time.Now().Before(until) && ctx.Err() == nil; i++ {
 				body := fmt.Sprintf(`{"email":"bench-%d-%d@example.com"}`, w, i)
 				start := time.Now()
-				resp, err := client.Post(url, "application/json", strings.NewReader(body))
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil && ctx.Err() != nil {
+					break // Cut short: this request does not count.
+				}
 				if err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					_ = resp.Body.Close()
@@ -423,11 +437,20 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 		return fmt.Errorf("bench signin: %d requests failed, the first: %w", len(errs), errs[0])
 	}
 	if len(lat) == 0 {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stdout, "signin: 0 requests in %.2fs (cut short)\n", elapsed.Seconds())
+			return &cutShortError{name: "bench signin", err: ctx.Err()}
+		}
 		return errors.New("bench signin: no request completed")
 	}
 	slices.Sort(lat)
-	fmt.Fprintf(stdout, "signin: %d requests in %.2fs, %.0f req/s, p50=%s p99=%s\n",
+	line := fmt.Sprintf("signin: %d requests in %.2fs, %.0f req/s, p50=%s p99=%s",
 		len(lat), elapsed.Seconds(), float64(len(lat))/elapsed.Seconds(), percentile(lat, 0.50), percentile(lat, 0.99))
+	if ctx.Err() != nil && elapsed < d {
+		fmt.Fprintf(stdout, "%s (cut short: %.1fs of %s)\n", line, elapsed.Seconds(), d)
+		return &cutShortError{name: "bench signin", done: int64(len(lat)), err: ctx.Err()}
+	}
+	fmt.Fprintln(stdout, line)
 	return nil
 }
 
@@ -591,7 +614,14 @@ func benchProjection(ctx context.Context, e env, db backend, log projections.Log
 	case err := <-ran:
 		return fmt.Errorf("bench projection: runner stopped after %d of %d events: %v", w.count(), n, err)
 	case <-ctx.Done():
-		return fmt.Errorf("bench projection: %d of %d events applied: %w", w.count(), n, ctx.Err())
+		elapsed := time.Since(began)
+		stopProfile()
+		stop()
+		<-ran
+		done := w.count()
+		fmt.Fprintf(stdout, "projection: %d events in %.2fs, %.0f events/s (cut short: %d of %d)\n",
+			done, elapsed.Seconds(), float64(done)/elapsed.Seconds(), done, n)
+		return &cutShortError{name: "bench projection", done: int64(done), of: int64(n), err: ctx.Err()}
 	}
 	// The last batch commits after its last event is applied: the figure
 	// counts up to that commit.
@@ -681,32 +711,50 @@ func benchProjectionLag(ctx context.Context, e env, db backend, log projections.
 
 	stopProfile := timed()
 	defer stopProfile()
+	var cut error
 	if err := paced(ctx, n, rate, send); err != nil {
-		return fmt.Errorf("bench projection: send: %w", err)
+		if ctx.Err() == nil {
+			return fmt.Errorf("bench projection: send: %w", err)
+		}
+		cut = ctx.Err()
 	}
-	select {
-	case <-w.all:
-	case err := <-ran:
-		return fmt.Errorf("bench projection: runner stopped after %d of %d events: %v", w.count()-1, n, err)
-	case <-ctx.Done():
-		return fmt.Errorf("bench projection: %d of %d events applied: %w", w.count()-1, n, ctx.Err())
+	if cut == nil {
+		select {
+		case <-w.all:
+		case err := <-ran:
+			return fmt.Errorf("bench projection: runner stopped after %d of %d events: %v", w.count()-1, n, err)
+		case <-ctx.Done():
+			cut = ctx.Err()
+		}
 	}
 	stopProfile()
 	stop()
-	if err := <-ran; err != nil {
+	if err := <-ran; err != nil && cut == nil {
 		return err
 	}
-	lat := make([]time.Duration, n)
+	var lat []time.Duration
 	for i := range n {
 		at, ok := w.appliedAt(ids[i])
-		if !ok {
-			return fmt.Errorf("bench projection: event %s was not applied", ids[i])
+		if !ok || sent[i].IsZero() {
+			if cut == nil {
+				return fmt.Errorf("bench projection: event %s was not applied", ids[i])
+			}
+			continue
 		}
-		lat[i] = at.Sub(sent[i])
+		lat = append(lat, at.Sub(sent[i]))
+	}
+	if len(lat) == 0 {
+		fmt.Fprintf(stdout, "projection lag: rate=%d/s n=0 (cut short: 0 of %d)\n", rate, n)
+		return &cutShortError{name: "bench projection", of: int64(n), err: cut}
 	}
 	slices.Sort(lat)
-	fmt.Fprintf(stdout, "projection lag: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s\n",
-		rate, n, percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), ms(lat[n-1]))
+	line := fmt.Sprintf("projection lag: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s",
+		rate, len(lat), percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), ms(lat[len(lat)-1]))
+	if cut != nil {
+		fmt.Fprintf(stdout, "%s (cut short: %d of %d)\n", line, len(lat), n)
+		return &cutShortError{name: "bench projection", done: int64(len(lat)), of: int64(n), err: cut}
+	}
+	fmt.Fprintln(stdout, line)
 	return nil
 }
 

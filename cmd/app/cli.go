@@ -196,7 +196,15 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 	b := func(name, short string, flags func(*cobra.Command)) *cobra.Command {
 		c := &cobra.Command{Use: name, Short: short, Args: noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return bench(cmd.Context(), name, o, getenv, stdout, stderr)
+				err := bench(cmd.Context(), name, o, getenv, stdout, stderr)
+				var cut *cutShortError
+				if err != nil && !errors.As(err, &cut) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+					// Ended while it filled its database, before it timed
+					// anything: the summary line says so.
+					fmt.Fprintf(stdout, "%s: nothing measured (cut short before timing began)\n", name)
+					return fmt.Errorf("cut short before timing began: %w", err)
+				}
+				return err
 			}}
 		c.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 		c.Flags().StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
