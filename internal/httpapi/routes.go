@@ -1,11 +1,44 @@
 package httpapi
 
-import "net/http"
+import (
+	_ "embed"
+	"net/http"
+	"strings"
+)
 
-// addRoutes declares every route of the API in one place.
-func addRoutes(mux *http.ServeMux, d Deps) {
+// openAPI is the OpenAPI 3.1 document of the API, served at /openapi.json.
+// TestOpenAPIDocumentsEveryRoute holds it to the routes declared here.
+//
+//go:embed openapi.json
+var openAPI []byte
+
+// Route is one method and path the API serves.
+type Route struct{ Method, Path string }
+
+// Routes returns every route the API serves, the activity included, from
+// the declarations of addRoutes.
+func Routes() []Route {
+	var routes []Route
+	mux := http.NewServeMux()
+	addRoutes(mux, Deps{Activity: routesOnly{}, Metrics: http.NotFoundHandler()}, func(pattern string) {
+		method, path, _ := strings.Cut(pattern, " ")
+		routes = append(routes, Route{Method: method, Path: path})
+	})
+	return routes
+}
+
+// routesOnly stands for an activity reader when only the routes are listed.
+type routesOnly struct{ ActivityReader }
+
+// addRoutes declares every route of the API in one place; declared, when
+// not nil, hears each "METHOD /path" pattern.
+func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
+	if declared == nil {
+		declared = func(string) {}
+	}
 	limit := limitClients(d.RateLimit, d.Now, d.TrustedProxies)
 	v1 := func(method, path string, h http.HandlerFunc) {
+		declared(method + " " + path)
 		mux.Handle(method+" "+path, limit(h))
 		allowed := method
 		if method == http.MethodGet {
@@ -24,6 +57,7 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	}
 
 	op := func(path string, h http.Handler) {
+		declared("GET " + path)
 		mux.Handle("GET "+path, h)
 		mux.Handle(path, methodNotAllowed("GET, HEAD"))
 	}
@@ -32,6 +66,10 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	}))
 	op("/readyz", handleReady(d.Ready, d.Log))
 	op("/metrics", d.Metrics)
+	op("/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openAPI)
+	}))
 	op("/sign-in", handlePage("Sign in", "Sign in", "/v1/sessions"))
 	op("/confirm-email", handlePage("Confirm your new address", "Confirm", "/v1/email-changes"))
 	op("/assets/pages.js", http.HandlerFunc(handlePagesJS))

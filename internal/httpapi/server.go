@@ -73,7 +73,7 @@ func NewServer(d Deps) http.Handler {
 		m, _ = newRequestMetrics(noop.NewMeterProvider().Meter(""))
 	}
 	mux := http.NewServeMux()
-	addRoutes(mux, d)
+	addRoutes(mux, d, nil)
 	var h http.Handler = mux
 	h = recoverPanics(d.Log, h)
 	h = observeRequests(d.Log, m, h)
