@@ -125,7 +125,9 @@ func serve(t *testing.T, h http.Handler, method, path, remote string, header map
 	h.ServeHTTP(rec, req)
 	res := rec.Result()
 	b, _ := io.ReadAll(res.Body)
-	return response{status: res.StatusCode, header: res.Header, body: b}
+	out := response{status: res.StatusCode, header: res.Header, body: b}
+	checkContract(t, method, path, body, out)
+	return out
 }
 
 // TestClientRateLimitPerClient: each client address has its own budget.

@@ -179,6 +179,7 @@ func (e *env) send(t *testing.T, r request) response {
 		t.Fatalf("%s %s: read body: %v", r.method, r.path, err)
 	}
 	out := response{status: res.StatusCode, header: res.Header, body: b}
+	checkContract(t, r.method, r.path, []byte(r.body), out)
 	if out.status >= 500 && out.status != http.StatusServiceUnavailable {
 		t.Errorf("%s %s: server error %s", r.method, r.path, out)
 	}
