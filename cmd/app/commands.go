@@ -242,11 +242,7 @@ func outboxDrain(ctx context.Context, getenv func(string) string, stdout, stderr
 
 // outboxBuried lists up to limit buried messages with their reasons.
 func outboxBuried(ctx context.Context, getenv func(string) string, limit int, stdout, stderr io.Writer) error {
-	e, err := load(getenv, stderr)
-	if err != nil {
-		return err
-	}
-	db, err := e.openExistingDB(ctx)
+	db, err := existingDB(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}

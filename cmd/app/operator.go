@@ -93,13 +93,19 @@ func redact(v any) any {
 	}
 }
 
-// outboxList prints the messages that f admits, as a table or JSON lines.
-func outboxList(ctx context.Context, getenv func(string) string, f outbox.ListFilter, asJSON bool, stdout, stderr io.Writer) error {
+// existingDB loads the configuration and opens the database it names,
+// which must exist, for the operators' commands.
+func existingDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (backend, error) {
 	e, err := load(getenv, stderr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	db, err := e.openExistingDB(ctx)
+	return e.openExistingDB(ctx)
+}
+
+// outboxList prints the messages that f admits, as a table or JSON lines.
+func outboxList(ctx context.Context, getenv func(string) string, f outbox.ListFilter, asJSON bool, stdout, stderr io.Writer) error {
+	db, err := existingDB(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -128,11 +134,7 @@ func outboxList(ctx context.Context, getenv func(string) string, f outbox.ListFi
 
 // outboxShow prints one message with its payload, secrets redacted.
 func outboxShow(ctx context.Context, getenv func(string) string, id uuid.UUID, asJSON bool, stdout, stderr io.Writer) error {
-	e, err := load(getenv, stderr)
-	if err != nil {
-		return err
-	}
-	db, err := e.openExistingDB(ctx)
+	db, err := existingDB(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}
@@ -164,11 +166,7 @@ func outboxShow(ctx context.Context, getenv func(string) string, id uuid.UUID, a
 // outboxDiscard deletes buried messages: those named, or with buried every
 // one of topic buried longer ago than olderThan.
 func outboxDiscard(ctx context.Context, getenv func(string) string, ids []uuid.UUID, buried bool, topic string, olderThan time.Duration, stdout, stderr io.Writer) error {
-	e, err := load(getenv, stderr)
-	if err != nil {
-		return err
-	}
-	db, err := e.openExistingDB(ctx)
+	db, err := existingDB(ctx, getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,10 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// An operator sees what the relay buried and gives it another chance.
-func TestOperatorListsAndRequeuesBuriedMessages(t *testing.T) {
-	t.Parallel()
+// sqliteWith makes a migrated SQLite database holding msgs, and returns
+// the environment of an app on it.
+func sqliteWith(t *testing.T, msgs ...outbox.Message) map[string]string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "accounts.db")
 	env := map[string]string{"DATABASE_URL": "sqlite:" + path}
 	if _, err := runApp(t, t.Context(), env, "migrate"); err != nil {
@@ -26,12 +27,8 @@ func TestOperatorListsAndRequeuesBuriedMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		return db.Outbox().Add(ctx, tx, m)
+		return db.Outbox().Add(ctx, tx, msgs...)
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr
@@ -39,6 +36,17 @@ func TestOperatorListsAndRequeuesBuriedMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return env
+}
+
+// An operator sees what the relay buried and gives it another chance.
+func TestOperatorListsAndRequeuesBuriedMessages(t *testing.T) {
+	t.Parallel()
+	m, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := sqliteWith(t, m)
 
 	out, err := runApp(t, t.Context(), env, "outbox", "drain")
 	if err != nil || out != "claimed 1, delivered 0, retried 0, buried 1\n" {
@@ -70,15 +78,6 @@ func TestOperatorListsAndRequeuesBuriedMessages(t *testing.T) {
 // code, and throws buried ones away, never one still to deliver.
 func TestOperatorListsShowsAndDiscards(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "accounts.db")
-	env := map[string]string{"DATABASE_URL": "sqlite:" + path}
-	if _, err := runApp(t, t.Context(), env, "migrate"); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlite.Open(t.Context(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const code = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 	lost, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100", "code": code}, time.Now())
 	if err != nil {
@@ -88,15 +87,7 @@ func TestOperatorListsShowsAndDiscards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		return db.Outbox().Add(ctx, tx, lost, kept)
-	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := sqliteWith(t, lost, kept)
 	if _, err := runApp(t, t.Context(), env, "outbox", "drain"); err != nil { // buries lost: no handler
 		t.Fatal(err)
 	}
