@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"go.opentelemetry.io/otel/metric/noop"
+	"golang.org/x/term"
 	"io"
 	"log/slog"
 	"math"
@@ -76,9 +77,17 @@ func bench(ctx context.Context, name string, o benchOptions, getenv func(string)
 		}
 		defer release()
 	}
-	timed := func() (stop func()) { return func() {} }
-	if o.cpuprofile != "" {
-		timed = func() func() { return profileCPU(o.cpuprofile, e.log) }
+	// timed starts the timed part of a benchmark, whose progress count
+	// tells: it profiles it (--cpuprofile) and, on a terminal, shows a
+	// progress line, until the returned function is called.
+	timed := func(count func() int64) (stop func()) {
+		stopProfile := func() {}
+		if o.cpuprofile != "" {
+			stopProfile = profileCPU(o.cpuprofile, e.log)
+		}
+		stopProgress := showProgress(stderr, name, count)
+		var once sync.Once
+		return func() { once.Do(func() { stopProgress(); stopProfile() }) }
 	}
 	cfg := e.cfg.Outbox
 	if name == "projection" {
@@ -139,7 +148,7 @@ func bench(ctx context.Context, name string, o benchOptions, getenv func(string)
 // benchDrain fills the outbox with n messages, then times a relay with cfg
 // until its handler has seen all of them, and checks that all were
 // acknowledged.
-func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, timed func() func(), stdout io.Writer) error {
+func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, timed func(func() int64) func(), stdout io.Writer) error {
 	store, runner := db.Outbox(), db.Runner(nil)
 	const perTx = 1000
 	for start := 0; start < n; start += perTx {
@@ -184,6 +193,38 @@ func benchDrain(ctx context.Context, db backend, cfg outbox.RelayConfig, n int, 
 	return nil
 }
 
+// showProgress writes, once a second while the timed part runs and only
+// when w is a terminal, a line that says how far the benchmark has come,
+// and clears it when the returned function is called.
+func showProgress(w io.Writer, name string, count func() int64) (stop func()) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	began := time.Now()
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(f, "\r\033[K")
+				return
+			case <-tick.C:
+				n, secs := count(), time.Since(began).Seconds()
+				fmt.Fprintf(f, "\r\033[K%s: %d in %.0fs, %.0f/s", name, n, secs, float64(n)/secs)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
 // cutShortError is a benchmark that ctx ended (Ctrl-C or --timeout) before
 // it was done; its partial summary line is still printed.
 type cutShortError struct {
@@ -207,8 +248,8 @@ func (e *cutShortError) Unwrap() error { return e.err }
 //
 // When ctx ends first, it returns the time until then and a
 // [*cutShortError].
-func runUntilDone(ctx context.Context, name string, store outbox.Store, relay *outbox.Relay, done <-chan struct{}, seen *atomic.Int64, n int, timed func() func()) (time.Duration, error) {
-	stopProfile := timed()
+func runUntilDone(ctx context.Context, name string, store outbox.Store, relay *outbox.Relay, done <-chan struct{}, seen *atomic.Int64, n int, timed func(func() int64) func()) (time.Duration, error) {
+	stopProfile := timed(seen.Load)
 	began := time.Now()
 	stop, ran := start(ctx, relay)
 	defer stop()
@@ -243,7 +284,7 @@ func runUntilDone(ctx context.Context, name string, store outbox.Store, relay *o
 // transaction, on a schedule that does not wait for the relay, and measures
 // for each the time from the moment its transaction asked to commit to the
 // moment its handler ran.
-func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate int, d time.Duration, timed func() func(), stdout io.Writer) error {
+func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate int, d time.Duration, timed func(func() int64) func(), stdout io.Writer) error {
 	store, runner := db.Outbox(), db.Runner(nil)
 	n := int(d.Seconds() * float64(rate))
 	n = max(n, 1)
@@ -303,7 +344,7 @@ func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate 
 		return fmt.Errorf("bench latency: warm-up: %w", ctx.Err())
 	}
 
-	stopProfile := timed()
+	stopProfile := timed(seen.Load)
 	defer stopProfile()
 	var cut error
 	if err := paced(ctx, n, rate, send); err != nil {
@@ -323,6 +364,7 @@ func benchLatency(ctx context.Context, db backend, cfg outbox.RelayConfig, rate 
 	if err := <-ran; err != nil && cut == nil {
 		return err
 	}
+	stopProfile()
 	// The relay has stopped: what its handlers wrote is all there is.
 	var lat []time.Duration
 	for i := range n {
@@ -359,7 +401,7 @@ func percentile(lat []time.Duration, p float64) string {
 // ask for sign-in links for distinct addresses for d, each request one unit
 // of work with its events and its outbox message. The relay does not run,
 // so the figure is the API's and its database's alone.
-func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time.Duration, timed func() func(), stdout io.Writer) error {
+func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time.Duration, timed func(func() int64) func(), stdout io.Writer) error {
 	e.cfg.HTTPRateLimit = 0 // Every request comes from one client.
 	// The API logs each request at info; the benchmark measures serving
 	// them, not writing a line for each.
@@ -387,8 +429,9 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 		lat  []time.Duration
 		errs []error
 		wg   sync.WaitGroup
+		done atomic.Int64
 	)
-	stopProfile := timed()
+	stopProfile := timed(done.Load)
 	defer stopProfile()
 	began := time.Now()
 	until := began.Add(d)
@@ -424,6 +467,7 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 					return
 				}
 				mine = append(mine, time.Since(start))
+				done.Add(1)
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
@@ -570,7 +614,7 @@ func runProjection(ctx context.Context, e env, log projections.Log, p projection
 // benchUsers accounts, in units of work of 1000, then times a runner of the
 // activity projection alone until it has applied all of them and its
 // offset, committed, leaves none behind.
-func benchProjection(ctx context.Context, e env, db backend, log projections.Log, n int, timed func() func(), stdout io.Writer) error {
+func benchProjection(ctx context.Context, e env, db backend, log projections.Log, n int, timed func(func() int64) func(), stdout io.Writer) error {
 	store, runner := db.Events(), db.Runner(nil)
 	users := make([]uuid.UUID, benchUsers)
 	for u := range users {
@@ -601,7 +645,7 @@ func benchProjection(ctx context.Context, e env, db backend, log projections.Log
 	}
 	activity := db.Activity()
 	w := watch(activity, n)
-	stopProfile := timed()
+	stopProfile := timed(func() int64 { return int64(w.count()) })
 	defer stopProfile()
 	began := time.Now()
 	stop, ran, err := runProjection(ctx, e, log, w)
@@ -658,7 +702,7 @@ func benchProjection(ctx context.Context, e env, db backend, log projections.Log
 // that does not wait for the projection, and measures for each event the
 // time from the moment its transaction asked to commit to the moment the
 // projection applied it.
-func benchProjectionLag(ctx context.Context, e env, db backend, log projections.Log, rate int, d time.Duration, timed func() func(), stdout io.Writer) error {
+func benchProjectionLag(ctx context.Context, e env, db backend, log projections.Log, rate int, d time.Duration, timed func(func() int64) func(), stdout io.Writer) error {
 	store, runner := db.Events(), db.Runner(nil)
 	n := max(int(d.Seconds()*float64(rate)), 1)
 	users := make([]uuid.UUID, benchUsers)
@@ -709,7 +753,7 @@ func benchProjectionLag(ctx context.Context, e env, db backend, log projections.
 		return fmt.Errorf("bench projection: warm-up: %w", ctx.Err())
 	}
 
-	stopProfile := timed()
+	stopProfile := timed(func() int64 { return int64(w.count()) })
 	defer stopProfile()
 	var cut error
 	if err := paced(ctx, n, rate, send); err != nil {

@@ -19,7 +19,7 @@ import (
 // cfg, publishing through the configured publishers, until every message
 // is published and acknowledged. Each user's events go out one at a time,
 // in order, so fewer users mean less parallelism.
-func benchPublish(ctx context.Context, e env, db backend, cfg outbox.RelayConfig, n, publishUsers int, timed func() func(), stdout io.Writer) error {
+func benchPublish(ctx context.Context, e env, db backend, cfg outbox.RelayConfig, n, publishUsers int, timed func(func() int64) func(), stdout io.Writer) error {
 	events := e.integrationEvents()
 	if !events.Enabled() {
 		return errors.New("bench publish: no destination: set BROKER_URL, or WEBHOOK_URL and WEBHOOK_SECRET")

@@ -132,7 +132,7 @@ func TestBenchmarkCutShortSaysSo(t *testing.T) {
 		cancel()
 		close(release)
 	}()
-	elapsed, err := runUntilDone(ctx, "bench drain", store, relay, make(chan struct{}), &seen, 3, func() func() { return func() {} })
+	elapsed, err := runUntilDone(ctx, "bench drain", store, relay, make(chan struct{}), &seen, 3, func(func() int64) func() { return func() {} })
 	var cut *cutShortError
 	if !errors.As(err, &cut) || !errors.Is(err, context.Canceled) || cut.of != 3 || cut.done < 1 || elapsed <= 0 {
 		t.Fatalf("cut short: %v (%+v) after %s, want a cutShortError with the count so far", err, cut, elapsed)
