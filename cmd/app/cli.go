@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/eventsourced/accounts/internal/outbox"
 )
@@ -150,15 +151,16 @@ func outboxCommands(getenv func(string) string, stdout, stderr io.Writer, leaf l
 	list.Flags().StringVar(&f.Topic, "topic", "", "only messages of this topic")
 	list.Flags().IntVar(&f.Limit, "limit", 100, "most messages to list")
 	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object a line instead of a table")
+	var showJSON bool
 	show := leaf("show ID", "Show one message: its attempts, due time, last error and payload (secrets redacted)", oneArg,
 		func(ctx context.Context, args []string) error {
 			id, err := uuid.Parse(args[0])
 			if err != nil {
 				return &usageError{fmt.Errorf("outbox show: %q is not a message ID", args[0])}
 			}
-			return outboxShow(ctx, getenv, id, asJSON, stdout, stderr)
+			return outboxShow(ctx, getenv, id, showJSON, stdout, stderr)
 		})
-	show.Flags().BoolVar(&asJSON, "json", false, "a JSON object instead of a table")
+	show.Flags().BoolVar(&showJSON, "json", false, "a JSON object instead of a table")
 	var buriedAll bool
 	var topic string
 	var olderThan time.Duration
@@ -192,11 +194,13 @@ func outboxCommands(getenv func(string) string, stdout, stderr io.Writer, leaf l
 }
 
 func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group groupFunc) *cobra.Command {
-	var o benchOptions
-	b := func(name, short string, flags func(*cobra.Command)) *cobra.Command {
+	// Each benchmark binds its flags to options of its own: flags that
+	// share a name would otherwise write one another's defaults.
+	b := func(name, short string, flags func(*pflag.FlagSet, *benchOptions)) *cobra.Command {
+		o := &benchOptions{}
 		c := &cobra.Command{Use: name, Short: short, Args: noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				err := bench(cmd.Context(), name, o, getenv, stdout, stderr)
+				err := bench(cmd.Context(), name, *o, getenv, stdout, stderr)
 				var cut *cutShortError
 				if err != nil && !errors.As(err, &cut) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 					// Ended while it filled its database, before it timed
@@ -208,40 +212,40 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 			}}
 		c.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 		c.Flags().StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
-		flags(c)
+		flags(c.Flags(), o)
 		return c
 	}
-	holdXmin := func(c *cobra.Command) {
-		c.Flags().BoolVar(&o.holdXmin, "hold-xmin", false, "hold PostgreSQL's xmin horizon for the whole run, as a long REPEATABLE READ transaction that has read something does")
+	holdXmin := func(f *pflag.FlagSet, o *benchOptions) {
+		f.BoolVar(&o.holdXmin, "hold-xmin", false, "hold PostgreSQL's xmin horizon for the whole run, as a long REPEATABLE READ transaction that has read something does")
 	}
-	rate := func(c *cobra.Command, what string) {
-		c.Flags().IntVar(&o.rate, "rate", 200, what+" committed per second, one per transaction")
-		c.Flags().DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
+	rate := func(f *pflag.FlagSet, o *benchOptions, what string) {
+		f.IntVar(&o.rate, "rate", 200, what+" committed per second, one per transaction")
+		f.DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
 	}
 	return group("bench", "Measure the relay, the API and the projections",
-		b("drain", "How fast the relay empties a full outbox", func(c *cobra.Command) {
-			c.Flags().IntVar(&o.messages, "messages", 50000, "messages to deliver")
-			holdXmin(c)
+		b("drain", "How fast the relay empties a full outbox", func(f *pflag.FlagSet, o *benchOptions) {
+			f.IntVar(&o.messages, "messages", 50000, "messages to deliver")
+			holdXmin(f, o)
 		}),
-		b("latency", "Time from commit to handler", func(c *cobra.Command) {
-			rate(c, "messages")
-			holdXmin(c)
+		b("latency", "Time from commit to handler", func(f *pflag.FlagSet, o *benchOptions) {
+			rate(f, o, "messages")
+			holdXmin(f, o)
 		}),
-		b("signin", "Sign-in link requests through the HTTP API", func(c *cobra.Command) {
-			c.Flags().IntVar(&o.concurrency, "concurrency", 16, "requests in flight at once")
-			c.Flags().DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
-			holdXmin(c)
+		b("signin", "Sign-in link requests through the HTTP API", func(f *pflag.FlagSet, o *benchOptions) {
+			f.IntVar(&o.concurrency, "concurrency", 16, "requests in flight at once")
+			f.DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
+			holdXmin(f, o)
 		}),
-		b("projection", "How fast the activity projection catches up, or (--lag) how far it trails commits", func(c *cobra.Command) {
-			c.Flags().IntVar(&o.events, "events", 50000, "events to catch up on")
-			c.Flags().BoolVar(&o.lag, "lag", false, "time from commit to projection at --rate for --duration, instead of the catch-up")
-			rate(c, "events")
-			c.Flags().DurationVar(&o.poll, "poll", 0, "the log's poll interval (0: the backend's default)")
-			c.Flags().IntVar(&o.batch, "batch", 0, "events a subscriber reads at a time (0: the backend's default)")
+		b("projection", "How fast the activity projection catches up, or (--lag) how far it trails commits", func(f *pflag.FlagSet, o *benchOptions) {
+			f.IntVar(&o.events, "events", 50000, "events to catch up on")
+			f.BoolVar(&o.lag, "lag", false, "time from commit to projection at --rate for --duration, instead of the catch-up")
+			rate(f, o, "events")
+			f.DurationVar(&o.poll, "poll", 0, "the log's poll interval (0: the backend's default)")
+			f.IntVar(&o.batch, "batch", 0, "events a subscriber reads at a time (0: the backend's default)")
 		}),
-		b("publish", "How fast integration events reach the configured destination", func(c *cobra.Command) {
-			c.Flags().IntVar(&o.messages, "messages", 50000, "events to publish to each destination")
-			c.Flags().IntVar(&o.users, "users", 10000, "users the events are about, in turn")
+		b("publish", "How fast integration events reach the configured destination", func(f *pflag.FlagSet, o *benchOptions) {
+			f.IntVar(&o.messages, "messages", 50000, "events to publish to each destination")
+			f.IntVar(&o.users, "users", 10000, "users the events are about, in turn")
 		}),
 	)
 }
