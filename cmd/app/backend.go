@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/jackc/pgx/v5"
 	"log/slog"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/outbox"
@@ -149,15 +149,14 @@ func (d database) logAttrs() []any {
 	return []any{"backend", "postgres", "host", cfg.Host, "port", cfg.Port, "database", cfg.Database, "user", cfg.User}
 }
 
-// redactURL returns u quoted with its password masked, or only its scheme
-// when it does not parse, since the parser's error would repeat it.
+// redactURL returns raw quoted with its password masked, or its scheme
+// alone when it does not parse ([config.RedactURL]).
 func redactURL(raw string) string {
-	u, err := neturl.Parse(raw)
-	if err != nil {
-		scheme, _, _ := strings.Cut(raw, ":")
-		return fmt.Sprintf("a %q URL that does not parse", scheme)
+	shown, parsed := config.RedactURL(raw)
+	if parsed {
+		return strconv.Quote(shown)
 	}
-	return strconv.Quote(u.Redacted())
+	return shown
 }
 
 // databaseError is an error of the database that DATABASE_URL names. It

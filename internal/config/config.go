@@ -209,12 +209,22 @@ func (v Var) Shown(value string) string {
 	if v.Secret {
 		return "********"
 	}
-	if u, err := url.Parse(value); err == nil && u.User != nil {
-		return u.Redacted()
-	} else if err != nil && strings.Contains(value, "@") {
-		return "(set; not shown: it does not parse and may hold a password)"
+	if shown, parsed := RedactURL(value); parsed || strings.Contains(value, "@") {
+		return shown
 	}
 	return value
+}
+
+// RedactURL returns raw with the password of a URL masked, and whether raw
+// parses as a URL; one that does not is shown by its scheme alone, since
+// the parser's error, like the text itself, may repeat the password.
+func RedactURL(raw string) (shown string, parsed bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		scheme, _, _ := strings.Cut(raw, ":")
+		return fmt.Sprintf("(a %q URL that does not parse, not shown: it may hold a password)", scheme), false
+	}
+	return u.Redacted(), true
 }
 
 // Describe lists every variable of [Config] in field order.
