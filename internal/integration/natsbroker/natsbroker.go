@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -173,8 +172,8 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		}
 		nm := nats.NewMsg(topic)
 		nm.Data = m.Payload
-		for _, k := range slices.Sorted(maps.Keys(m.Metadata)) {
-			nm.Header.Set(k, m.Metadata[k])
+		for k, v := range m.Metadata {
+			nm.Header.Set(k, v)
 		}
 		_, err := p.js.PublishMsg(ctx, nm, jetstream.WithMsgID(m.UUID), jetstream.WithExpectStream(p.cfg.Stream))
 		if err != nil {
