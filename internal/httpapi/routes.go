@@ -3,7 +3,6 @@ package httpapi
 import (
 	_ "embed"
 	"net/http"
-	"strings"
 )
 
 // openAPI is the OpenAPI 3.1 document of the API, served at /openapi.json.
@@ -11,24 +10,6 @@ import (
 //
 //go:embed openapi.json
 var openAPI []byte
-
-// Route is one method and path the API serves.
-type Route struct{ Method, Path string }
-
-// Routes returns every route the API serves, the activity included, from
-// the declarations of addRoutes.
-func Routes() []Route {
-	var routes []Route
-	mux := http.NewServeMux()
-	addRoutes(mux, Deps{Activity: routesOnly{}, Metrics: http.NotFoundHandler()}, func(pattern string) {
-		method, path, _ := strings.Cut(pattern, " ")
-		routes = append(routes, Route{Method: method, Path: path})
-	})
-	return routes
-}
-
-// routesOnly stands for an activity reader when only the routes are listed.
-type routesOnly struct{ ActivityReader }
 
 // addRoutes declares every route of the API in one place; declared, when
 // not nil, hears each "METHOD /path" pattern.

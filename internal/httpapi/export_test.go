@@ -1,0 +1,24 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Route is one method and path the API serves.
+type Route struct{ Method, Path string }
+
+// Routes returns every route the API serves, the activity included, from
+// the declarations of addRoutes.
+func Routes() []Route {
+	var routes []Route
+	mux := http.NewServeMux()
+	addRoutes(mux, Deps{Activity: routesOnly{}, Metrics: http.NotFoundHandler()}, func(pattern string) {
+		method, path, _ := strings.Cut(pattern, " ")
+		routes = append(routes, Route{Method: method, Path: path})
+	})
+	return routes
+}
+
+// routesOnly stands for an activity reader when only the routes are listed.
+type routesOnly struct{ ActivityReader }
