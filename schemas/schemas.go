@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -31,6 +32,36 @@ func Types() ([]string, error) {
 	return types, nil
 }
 
+// compiled holds each type's schema once compiled.
+var compiled sync.Map // type -> *jsonschema.Schema
+
+// schema returns the compiled schema of typ.
+func schema(typ string) (*jsonschema.Schema, error) {
+	if sch, ok := compiled.Load(typ); ok {
+		return sch.(*jsonschema.Schema), nil
+	}
+	raw, err := files.ReadFile(typ + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("schemas: no schema for type %q", typ)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schemas: %s: %w", typ, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	url := typ + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("schemas: %s: %w", typ, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schemas: %s: %w", typ, err)
+	}
+	compiled.Store(typ, sch)
+	return sch, nil
+}
+
 // Check validates the CloudEvent payload against the schema of its type,
 // formats (uuid, date-time, email) included.
 func Check(payload []byte) error {
@@ -40,23 +71,9 @@ func Check(payload []byte) error {
 	if err := json.Unmarshal(payload, &head); err != nil {
 		return fmt.Errorf("schemas: %w", err)
 	}
-	raw, err := files.ReadFile(head.Type + ".json")
+	sch, err := schema(head.Type)
 	if err != nil {
-		return fmt.Errorf("schemas: no schema for type %q", head.Type)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return fmt.Errorf("schemas: %s: %w", head.Type, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	url := head.Type + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return fmt.Errorf("schemas: %s: %w", head.Type, err)
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return fmt.Errorf("schemas: %s: %w", head.Type, err)
+		return err
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
 	if err != nil {
