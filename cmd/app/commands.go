@@ -156,6 +156,7 @@ func (e env) apiServer(db backend, metrics http.Handler, meter metric.MeterProvi
 			Log:            e.log,
 			RateLimit:      e.cfg.HTTPRateLimit,
 			TrustedProxies: e.cfg.TrustedProxies,
+			BaseURL:        e.cfg.BaseURL,
 			Meter:          meter.Meter("github.com/eventsourced/accounts/internal/httpapi"),
 		}),
 		ReadHeaderTimeout: 5 * time.Second,

@@ -18,45 +18,76 @@ import (
 // as a database takes to restart or a lock holder to let go.
 const unavailableRetry = 5 * time.Second
 
-// writeError maps an error of the user domain to its problem. invalidCode is
-// the status of [user.ErrInvalidCode], which differs by endpoint.
-func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error, invalidCode int) {
+// failure is how the service answers an error: the status, the problem
+// type and detail, and the headers the status needs.
+type failure struct {
+	status int
+	typ    string
+	detail string
+	// retryAfter, when not 0, is sent as Retry-After.
+	retryAfter time.Duration
+	// challenge sends WWW-Authenticate with a 401.
+	challenge bool
+}
+
+// failureOf maps an error of the user domain to its answer, and logs what
+// an operator must see. invalidCode is the status of [user.ErrInvalidCode],
+// which differs by endpoint. It returns false when nobody reads the answer.
+func failureOf(r *http.Request, log *slog.Logger, err error, invalidCode int) (failure, bool) {
 	var tooMany *user.TooManyRequestsError
 	var bad *decodeError
 	switch {
 	case errors.As(err, &bad):
-		writeProblem(w, bad.status, bad.typ, bad.detail)
+		return failure{status: bad.status, typ: bad.typ, detail: bad.detail}, true
 	case errors.As(err, &tooMany):
-		writeTooMany(w, tooMany.RetryAfter, "too many links asked for; retry after the time given")
+		return failure{status: http.StatusTooManyRequests, typ: TypeTooManyRequests,
+			detail: "too many links asked for; retry after the time given", retryAfter: tooMany.RetryAfter}, true
 	case errors.Is(err, user.ErrBadEmail):
-		writeProblem(w, http.StatusBadRequest, TypeBadEmail, err.Error())
+		return failure{status: http.StatusBadRequest, typ: TypeBadEmail, detail: err.Error()}, true
 	case errors.Is(err, user.ErrInvalidCode):
-		if invalidCode == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="accounts"`)
-		}
-		writeProblem(w, invalidCode, TypeInvalidCode, "")
+		return failure{status: invalidCode, typ: TypeInvalidCode, challenge: invalidCode == http.StatusUnauthorized}, true
 	case errors.Is(err, user.ErrUnauthenticated):
-		w.Header().Set("WWW-Authenticate", `Bearer realm="accounts"`)
-		writeProblem(w, http.StatusUnauthorized, TypeUnauthenticated, "")
+		return failure{status: http.StatusUnauthorized, typ: TypeUnauthenticated, challenge: true}, true
 	case errors.Is(err, user.ErrEmailTaken):
-		writeProblem(w, http.StatusConflict, TypeEmailTaken, "")
+		return failure{status: http.StatusConflict, typ: TypeEmailTaken}, true
 	case errors.Is(err, eventstore.ErrConcurrency):
 		// The command lost its race with others too often; it changed
 		// nothing and may be sent again.
-		w.Header().Set("Retry-After", "1")
-		writeProblem(w, http.StatusServiceUnavailable, TypeBusy, "too many concurrent changes; try again")
+		return failure{status: http.StatusServiceUnavailable, typ: TypeBusy,
+			detail: "too many concurrent changes; try again", retryAfter: time.Second}, true
 	case errors.Is(err, uow.ErrUnavailable):
 		// The database cannot be reached or is busy; the command was not
 		// done (or rolled back) and may be sent again once it is back.
 		log.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
-		w.Header().Set("Retry-After", strconv.Itoa(int(unavailableRetry/time.Second)))
-		writeProblem(w, http.StatusServiceUnavailable, TypeUnavailable, "the database cannot be reached or is busy; try again")
+		return failure{status: http.StatusServiceUnavailable, typ: TypeUnavailable,
+			detail: "the database cannot be reached or is busy; try again", retryAfter: unavailableRetry}, true
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads the answer.
+		return failure{}, false
 	default:
 		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-		writeProblem(w, http.StatusInternalServerError, TypeInternal, "")
+		return failure{status: http.StatusInternalServerError, typ: TypeInternal}, true
 	}
+}
+
+// setHeaders sets the headers f's status needs.
+func (f failure) setHeaders(w http.ResponseWriter) {
+	if f.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(f.retryAfter)))
+	}
+	if f.challenge {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="accounts"`)
+	}
+}
+
+// writeError answers err as a problem (see [failureOf]).
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error, invalidCode int) {
+	f, ok := failureOf(r, log, err, invalidCode)
+	if !ok {
+		return
+	}
+	f.setHeaders(w)
+	writeProblem(w, f.status, f.typ, f.detail)
 }
 
 // bearer returns the token of an Authorization: Bearer header, or "".

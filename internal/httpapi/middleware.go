@@ -2,9 +2,6 @@ package httpapi
 
 import (
 	"fmt"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/time/rate"
 )
 
@@ -101,28 +100,36 @@ func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) htt
 	})
 }
 
-// limitClients returns middleware that allows each client address perMinute
-// requests a minute, in bursts of up to perMinute, and answers the rest
-// with 429 and Retry-After. perMinute 0 allows everything.
-func limitClients(perMinute int, now func() time.Time, trusted []netip.Prefix) func(http.Handler) http.Handler {
+// newClientLimiter returns a limiter that allows each client address
+// perMinute requests a minute, in bursts of up to perMinute; perMinute 0
+// allows everything. The API and the pages share one, so a client's
+// requests count against one budget whichever it uses.
+func newClientLimiter(perMinute int, now func() time.Time, trusted []netip.Prefix) *clientLimiter {
 	if perMinute <= 0 {
-		return func(h http.Handler) http.Handler { return h }
+		return nil
 	}
-	l := &clientLimiter{
+	return &clientLimiter{
 		every:   time.Minute / time.Duration(perMinute),
 		burst:   perMinute,
 		now:     now,
+		trusted: trusted,
 		clients: map[string]*client{},
 	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if wait := l.reserve(clientAddress(r, trusted)); wait > 0 {
-				writeTooMany(w, wait, "this client sent too many requests")
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
+}
+
+// limit returns next behind the limit; refuse answers a request over it,
+// which may come again after wait.
+func (l *clientLimiter) limit(next http.Handler, refuse func(w http.ResponseWriter, r *http.Request, wait time.Duration)) http.Handler {
+	if l == nil {
+		return next
 	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if wait := l.reserve(clientAddress(r, l.trusted)); wait > 0 {
+			refuse(w, r, wait)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // clientAddress is the IP address the request came from, or for IPv6 its
@@ -184,6 +191,7 @@ type clientLimiter struct {
 	every   time.Duration
 	burst   int
 	now     func() time.Time
+	trusted []netip.Prefix
 	mu      sync.Mutex
 	clients map[string]*client
 	swept   time.Time

@@ -1,64 +1,443 @@
 package httpapi
 
 import (
-	_ "embed"
+	"bytes"
+	"embed"
+	"errors"
 	"html/template"
+	"log/slog"
+	"mime"
 	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/user"
 )
 
-// The pages the mailed links open when BASE_URL points at this service, as
-// it does by default. Opening a link changes nothing: a mail scanner that
-// follows every link must not use up the code. The person presses a button,
-// and the page's script sends the code to the API.
+// The browser pages: / asks for a sign-in link, /sign-in and
+// /confirm-email are the pages the mailed links open, and /account shows
+// the signed-in person their address, its change, their recent activity and
+// a way to sign out. They are plain HTML forms that work without
+// JavaScript; pages.js only keeps a form from being sent twice.
+//
+// Opening a page changes nothing: a GET never uses a code up, so a mail
+// scanner that follows every link is harmless. The person presses a button,
+// which POSTs the form.
+//
+// A sign-in through the pages sets a session cookie that holds the same
+// session token the API hands out ([sessionCookie]); only the pages read it,
+// and the API takes bearer tokens alone, so no API request is ever
+// authenticated by a cookie. Every POST of the pages is refused when it
+// comes from another site (http.CrossOriginProtection): the account's forms
+// are what the cookie authenticates, and a forged sign-in would put the
+// victim into the forger's account.
 
-//go:embed pages.js
-var pagesJS []byte
+//go:embed pages
+var pageFiles embed.FS
 
-var page = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en">
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Title}}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}
-input{font:inherit;width:100%;box-sizing:border-box}button{font:inherit;margin-top:1rem}
-pre{white-space:pre-wrap;word-break:break-all;background:#f4f4f4;padding:.5rem}</style>
-<h1>{{.Title}}</h1>
-<form id="use-code" data-endpoint="{{.Endpoint}}">
-<label for="code">Code</label>
-<input id="code" name="code" value="{{.Code}}" autocomplete="one-time-code" spellcheck="false" required>
-<button type="submit">{{.Action}}</button>
-</form>
-<p id="result" role="status"></p>
-<pre id="detail" hidden></pre>
-<script src="/assets/pages.js"></script>
-</html>
-`))
+// pages are the page templates by name, each with the layout.
+var pages = func() map[string]*template.Template {
+	layout := template.Must(template.ParseFS(pageFiles, "pages/layout.html"))
+	m := map[string]*template.Template{}
+	for _, name := range []string{"home", "sent", "code", "account", "message"} {
+		m[name] = template.Must(template.Must(layout.Clone()).ParseFS(pageFiles, "pages/"+name+".html"))
+	}
+	return m
+}()
 
-type pageData struct {
-	Title, Action, Endpoint, Code string
+// Notices the pages show after a redirect, by the key in ?notice=; the key
+// is all a URL carries, so no one can put words on a page through a link.
+var notices = map[string]string{
+	"email-sent":    "We sent a confirmation link to your new address. Your address changes when you open it.",
+	"email-changed": "Your email address has been changed.",
+	"signed-out":    "You have signed out.",
+	"session-ended": "Your session has ended. Sign in again to go on.",
 }
 
-// handlePage serves one link page with the code from the link filled in.
-func handlePage(title, action, endpoint string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		pageHeaders(w)
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = page.Execute(w, pageData{Title: title, Action: action, Endpoint: endpoint, Code: r.URL.Query().Get("code")})
+// maxFormBytes bounds the body of a page's form.
+const maxFormBytes = 4 << 10
+
+// pageData is what the templates show.
+type pageData struct {
+	Title  string
+	Notice string
+	Error  string
+
+	// Email is the address of the sign-in form.
+	Email string
+
+	// Lead, Action, Code, Button and Busy fill the page of a code.
+	Lead, Action, Code, Button, Busy string
+
+	// User, NewEmail and the activity fill the account page.
+	User          user.User
+	NewEmail      string
+	ActivityShown bool
+	Activity      []activityLine
+	Behind        int64
+
+	// Next and NextLabel are the way on from a message page.
+	Next, NextLabel string
+}
+
+// activityLine is one item of the account page's activity.
+type activityLine struct {
+	What string
+	At   time.Time
+}
+
+// describeActivity says in words what an item of activity records.
+func describeActivity(a user.Activity) string {
+	switch a.Type {
+	case user.ActivityRegistered:
+		return "Account created"
+	case user.ActivitySignedIn:
+		return "Signed in"
+	case user.ActivitySignedOut:
+		return "Signed out"
+	case user.ActivityEmailChangeRequested:
+		return "Asked to change the address to " + a.Detail
+	case user.ActivityEmailChanged:
+		return "Address changed to " + a.Detail
+	default:
+		return a.Type
 	}
 }
 
-func handlePagesJS(w http.ResponseWriter, _ *http.Request) {
-	pageHeaders(w)
-	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-	_, _ = w.Write(pagesJS)
+// recentActivity is how many items the account page shows.
+const recentActivity = 10
+
+// site serves the pages.
+type site struct {
+	users    Users
+	activity ActivityReader
+	log      *slog.Logger
+	cookie   sessionCookie
+	now      func() time.Time
 }
 
-// pageHeaders keep the code in the page's address to this service: no
-// referrer, no framing, no scripts or connections but its own.
+// sessionCookie names and sets the cookie of a signed-in browser. Under an
+// https BASE_URL it is Secure and named with the __Host- prefix, which
+// browsers keep to a cookie set by this origin alone, over https, for every
+// path; under http (trying it on localhost) it is plain "session".
+type sessionCookie struct {
+	name   string
+	secure bool
+}
+
+func newSessionCookie(baseURL *url.URL) sessionCookie {
+	if baseURL != nil && baseURL.Scheme == "https" {
+		return sessionCookie{name: "__Host-session", secure: true}
+	}
+	return sessionCookie{name: "session"}
+}
+
+// set starts the browser's session s.
+func (c sessionCookie) set(w http.ResponseWriter, s user.Session, now time.Time) {
+	http.SetCookie(w, &http.Cookie{
+		Name: c.name, Value: s.Token, Path: "/",
+		Expires: s.ExpiresAt, MaxAge: max(int(s.ExpiresAt.Sub(now)/time.Second), 1),
+		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// clear ends the browser's session.
+func (c sessionCookie) clear(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{
+		Name: c.name, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: c.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// token returns the session token the browser sent, or "".
+func (c sessionCookie) token(r *http.Request) string {
+	k, err := r.Cookie(c.name)
+	if err != nil {
+		return ""
+	}
+	return k.Value
+}
+
+// render writes the page name with status.
+func (s *site) render(w http.ResponseWriter, r *http.Request, status int, name string, d pageData) {
+	var buf bytes.Buffer
+	if err := pages[name].ExecuteTemplate(&buf, "layout", d); err != nil {
+		s.log.ErrorContext(r.Context(), "page failed", "page", name, "error", err)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(pageMessages[TypeInternal])
+	}
+	pageHeaders(w)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// pageMessages are what the pages say of a problem, where the problem's
+// title is not meant for a person at a browser.
+var pageMessages = map[string]string{
+	TypeInvalidCode:          "This link is unknown, used or expired. Ask for a new one.",
+	TypeTooManyRequests:      "Too many requests. Wait a little, then try again.",
+	TypeBusy:                 "The service is busy. Nothing was changed; try again shortly.",
+	TypeUnavailable:          "The service is unavailable. Nothing was changed; try again shortly.",
+	TypeInternal:             "Something went wrong on our side. Try again.",
+	TypeUnsupportedMediaType: "A form must be sent as application/x-www-form-urlencoded.",
+}
+
+// fail answers err. A POSTed form is shown again (again, page name) with
+// what went wrong said above it, so what was typed is kept and pressing
+// the button again sends it again; a GET (name "") gets a page of its own.
+// A session that ended meanwhile sends the browser to the sign-in page.
+func (s *site) fail(w http.ResponseWriter, r *http.Request, err error, name string, again pageData) {
+	if errors.Is(err, user.ErrUnauthenticated) {
+		s.cookie.clear(w)
+		seeOther(w, "/?notice=session-ended")
+		return
+	}
+	f, ok := failureOf(r, s.log, err, http.StatusBadRequest)
+	if !ok {
+		return
+	}
+	f.setHeaders(w)
+	message, ok := pageMessages[f.typ]
+	if !ok {
+		message = titles[f.typ]
+	}
+	if name != "" {
+		again.Error = message
+		s.render(w, r, f.status, name, again)
+		return
+	}
+	s.render(w, r, f.status, "message", pageData{Title: message, Next: r.URL.Path, NextLabel: "Try again"})
+}
+
+// form reads the field of a POSTed form.
+func form(w http.ResponseWriter, r *http.Request, field string) (string, error) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
+		return "", &decodeError{status: http.StatusUnsupportedMediaType, typ: TypeUnsupportedMediaType,
+			detail: "a form must be sent as application/x-www-form-urlencoded"}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return "", &decodeError{status: http.StatusRequestEntityTooLarge, typ: TypeBodyTooLarge}
+		}
+		return "", &decodeError{status: http.StatusBadRequest, typ: TypeBadRequest, detail: "the form cannot be read"}
+	}
+	return r.PostForm.Get(field), nil
+}
+
+// seeOther sends the browser on to path, one of the pages, with a GET.
+func seeOther(w http.ResponseWriter, path string) {
+	pageHeaders(w)
+	w.Header().Set("Location", path)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+func (s *site) home(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "home", pageData{Title: "Sign in", Notice: notices[r.URL.Query().Get("notice")]})
+}
+
+func (s *site) askLink(w http.ResponseWriter, r *http.Request) {
+	email, err := form(w, r, "email")
+	again := pageData{Title: "Sign in", Email: email}
+	if err == nil {
+		err = s.users.RequestSignInLink(r.Context(), email)
+	}
+	if err != nil {
+		s.fail(w, r, err, "home", again)
+		return
+	}
+	s.render(w, r, http.StatusOK, "sent", pageData{Title: "Check your inbox", Email: email})
+}
+
+// codePage describes the page of a mailed link: what it says and does.
+type codePage struct {
+	title, lead, button, busy string
+}
+
+var (
+	signInPage = codePage{
+		title: "Sign in", lead: "Press the button to sign in with the link we sent you.",
+		button: "Sign in", busy: "Signing in…",
+	}
+	confirmPage = codePage{
+		title: "Confirm your new address", lead: "Press the button to make this your account's address.",
+		button: "Confirm", busy: "Confirming…",
+	}
+)
+
+func (p codePage) data(r *http.Request, code string) pageData {
+	return pageData{Title: p.title, Lead: p.lead, Action: r.URL.Path, Code: code, Button: p.button, Busy: p.busy}
+}
+
+// showCode serves the page of a mailed link with the code from the link
+// filled in; it uses nothing up.
+func (s *site) showCode(p codePage) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, http.StatusOK, "code", p.data(r, r.URL.Query().Get("code")))
+	}
+}
+
+func (s *site) signIn(w http.ResponseWriter, r *http.Request) {
+	code, err := form(w, r, "code")
+	var session user.Session
+	if err == nil {
+		session, err = s.users.SignIn(r.Context(), code)
+	}
+	if err != nil {
+		s.fail(w, r, err, "code", signInPage.data(r, code))
+		return
+	}
+	s.cookie.set(w, session, s.now())
+	seeOther(w, "/account")
+}
+
+func (s *site) confirmEmail(w http.ResponseWriter, r *http.Request) {
+	code, err := form(w, r, "code")
+	if err == nil {
+		_, err = s.users.ConfirmEmailChange(r.Context(), code)
+	}
+	if err != nil {
+		s.fail(w, r, err, "code", confirmPage.data(r, code))
+		return
+	}
+	seeOther(w, "/account?notice=email-changed")
+}
+
+// signedIn returns the person the browser's cookie signs in. Without a
+// session it sends the browser to the sign-in page, clearing a cookie that
+// no longer signs anyone in, and returns false.
+func (s *site) signedIn(w http.ResponseWriter, r *http.Request) (user.User, bool) {
+	token := s.cookie.token(r)
+	if token == "" {
+		where := "/"
+		if n := r.URL.Query().Get("notice"); n == "email-changed" {
+			where += "?notice=" + n
+		}
+		seeOther(w, where)
+		return user.User{}, false
+	}
+	u, err := s.users.Me(r.Context(), token)
+	if errors.Is(err, user.ErrUnauthenticated) {
+		s.cookie.clear(w)
+		seeOther(w, "/?notice=session-ended")
+		return user.User{}, false
+	}
+	if err != nil {
+		s.fail(w, r, err, "", pageData{})
+		return user.User{}, false
+	}
+	return u, true
+}
+
+// accountPage fills the account page of u.
+func (s *site) accountPage(r *http.Request, u user.User) (pageData, error) {
+	d := pageData{Title: "Your account", User: u}
+	if s.activity == nil {
+		return d, nil
+	}
+	items, _, err := s.activity.Page(r.Context(), u.ID, nil, recentActivity)
+	if err != nil {
+		return d, err
+	}
+	behind, err := s.activity.Behind(r.Context())
+	if err != nil {
+		return d, err
+	}
+	d.ActivityShown, d.Behind = true, behind
+	for _, it := range items {
+		d.Activity = append(d.Activity, activityLine{What: describeActivity(it), At: it.At})
+	}
+	return d, nil
+}
+
+func (s *site) account(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.signedIn(w, r)
+	if !ok {
+		return
+	}
+	d, err := s.accountPage(r, u)
+	if err != nil {
+		s.fail(w, r, err, "", pageData{})
+		return
+	}
+	d.Notice = notices[r.URL.Query().Get("notice")]
+	s.render(w, r, http.StatusOK, "account", d)
+}
+
+func (s *site) changeEmail(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.signedIn(w, r)
+	if !ok {
+		return
+	}
+	email, err := form(w, r, "new_email")
+	if err == nil {
+		err = s.users.RequestEmailChange(r.Context(), s.cookie.token(r), email)
+	}
+	if err != nil {
+		d, perr := s.accountPage(r, u)
+		if perr != nil {
+			err = perr
+		}
+		d.NewEmail = email
+		s.fail(w, r, err, "account", d)
+		return
+	}
+	seeOther(w, "/account?notice=email-sent")
+}
+
+func (s *site) signOut(w http.ResponseWriter, r *http.Request) {
+	if token := s.cookie.token(r); token != "" {
+		// A session that has ended already is as good as ended now.
+		if err := s.users.SignOut(r.Context(), token); err != nil && !errors.Is(err, user.ErrUnauthenticated) {
+			s.fail(w, r, err, "", pageData{})
+			return
+		}
+	}
+	s.cookie.clear(w)
+	seeOther(w, "/?notice=signed-out")
+}
+
+// refuseTooMany answers a page's request over the client's limit.
+func (s *site) refuseTooMany(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
+	s.render(w, r, http.StatusTooManyRequests, "message", pageData{
+		Title: "Too many requests", Lead: "Wait a little, then try again.", Next: "/", NextLabel: "Back to the start",
+	})
+}
+
+// refuseCrossOrigin answers a form sent from another site.
+func (s *site) refuseCrossOrigin(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusForbidden, "message", pageData{
+		Title: "This form came from another site", Lead: "Nothing was changed. Use the form on this site.",
+		Next: "/", NextLabel: "Go to the start",
+	})
+}
+
+// serveAsset serves one of the pages' static files.
+func serveAsset(name, contentType string) http.HandlerFunc {
+	body, err := pageFiles.ReadFile("pages/" + name)
+	if err != nil {
+		panic(err) // The embedded files are part of the binary.
+	}
+	return func(w http.ResponseWriter, _ *http.Request) {
+		pageHeaders(w)
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("Content-Type", contentType)
+		_, _ = w.Write(body)
+	}
+}
+
+// pageHeaders keep a page and the code in its address to this service: a
+// referrer only to its own origin, no framing, no scripts, styles, forms
+// or connections but its own.
 func pageHeaders(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
 }

@@ -2,14 +2,403 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail"
 )
+
+// browser is a client of the pages as a browser is one: it keeps the
+// cookies it is given, says that its forms come from the page's own origin
+// (Sec-Fetch-Site), and does not follow redirects, so that each answer can
+// be checked.
+type browser struct {
+	url     string
+	client  *http.Client
+	cookies map[string]*http.Cookie
+}
+
+func newBrowser(url string) *browser {
+	return &browser{url: url, cookies: map[string]*http.Cookie{}, client: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// page is what the browser was answered.
+type page struct {
+	response
+	cookies []*http.Cookie
+}
+
+func (b *browser) do(t *testing.T, method, path string, form url.Values, header map[string]string) page {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, b.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+	}
+	for _, c := range b.cookies {
+		req.AddCookie(c)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := b.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := page{response: response{status: res.StatusCode, header: res.Header, body: raw}, cookies: res.Cookies()}
+	checkContract(t, method, path, nil, p.response)
+	for _, c := range p.cookies {
+		if c.MaxAge < 0 {
+			delete(b.cookies, c.Name)
+		} else {
+			b.cookies[c.Name] = c
+		}
+	}
+	if !strings.HasPrefix(path, "/assets/") && p.status != http.StatusSeeOther {
+		if ct := p.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+			t.Errorf("%s %s: Content-Type %q, want HTML", method, path, ct)
+		}
+	}
+	return p
+}
+
+func (b *browser) get(t *testing.T, path string) page {
+	t.Helper()
+	return b.do(t, http.MethodGet, path, nil, nil)
+}
+
+func (b *browser) submit(t *testing.T, path string, form url.Values) page {
+	t.Helper()
+	return b.do(t, http.MethodPost, path, form, nil)
+}
+
+// wantPage checks p's status and that its body holds each of want.
+func wantPage(t *testing.T, what string, p page, status int, want ...string) {
+	t.Helper()
+	if p.status != status {
+		t.Fatalf("%s: status %d, want %d\n%s", what, p.status, status, p.body)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(p.body), w) {
+			t.Errorf("%s: the page lacks %q:\n%s", what, w, p.body)
+		}
+	}
+}
+
+// wantRedirect checks that p sends the browser to location.
+func wantRedirect(t *testing.T, what string, p page, location string) {
+	t.Helper()
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != location {
+		t.Fatalf("%s: %d to %q, want 303 to %q\n%s", what, p.status, p.header.Get("Location"), location, p.body)
+	}
+}
+
+// TestPagesWalkThroughSignInChangeOfAddressAndSignOut walks a person
+// through the pages alone, on the real service: ask for a link on /, open
+// it, sign in, see the account, change the address from its link, sign
+// out. The cookie holds the API's own session, which the API takes only as
+// a bearer token.
+func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := newBrowser(e.url)
+
+	wantPage(t, "GET /", b.get(t, "/"), http.StatusOK, `<form method="post" action="/">`, `<label for="email">`)
+	wantPage(t, "POST /", b.submit(t, "/", url.Values{"email": {"Ada@Example.com"}}), http.StatusOK,
+		"Check your inbox", "Ada@Example.com")
+	code := e.oneMail(t, mail.TopicLoginLink, "ada@example.com", "/sign-in")
+
+	// Opening the link, as often as a scanner likes, uses nothing up.
+	before := e.snapshot(t)
+	for range 3 {
+		wantPage(t, "GET /sign-in", b.get(t, "/sign-in?code="+code), http.StatusOK,
+			`<form method="post" action="/sign-in">`, `value="`+code+`"`)
+	}
+	e.unchanged(t, "opening the sign-in link", before)
+
+	signedIn := b.submit(t, "/sign-in", url.Values{"code": {code}})
+	wantRedirect(t, "POST /sign-in", signedIn, "/account")
+	cookie := b.cookies["session"]
+	if cookie == nil {
+		t.Fatalf("POST /sign-in set no session cookie: %v", signedIn.cookies)
+	}
+	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Secure || cookie.Path != "/" {
+		t.Errorf("session cookie %s, want HttpOnly, SameSite=Lax, Path=/ and (over http) not Secure", cookie)
+	}
+	if want := int(sessionTTL / time.Second); cookie.MaxAge != want {
+		t.Errorf("session cookie Max-Age %d, want the session's %d", cookie.MaxAge, want)
+	}
+	// The cookie's session is the API's: its token is a bearer token...
+	if who := e.me(t, cookie.Value); who.Email != "ada@example.com" {
+		t.Fatalf("GET /v1/me with the cookie's token: %+v", who)
+	}
+	// ...but the API does not take the cookie itself.
+	r := e.send(t, request{method: "GET", path: "/v1/me", header: map[string]string{"Cookie": cookie.String()}})
+	wantUnauthenticated(t, "GET /v1/me with the cookie alone", r)
+	wantPage(t, "POST /sign-in with the used code", b.submit(t, "/sign-in", url.Values{"code": {code}}),
+		http.StatusBadRequest, "unknown, used or expired", `aria-invalid="true"`)
+
+	wantPage(t, "GET /account", b.get(t, "/account"), http.StatusOK,
+		`<dd id="current-email">ada@example.com</dd>`, `action="/account/email"`, `action="/sign-out"`)
+
+	wantRedirect(t, "POST /account/email", b.submit(t, "/account/email", url.Values{"new_email": {"grace@example.com"}}),
+		"/account?notice=email-sent")
+	wantPage(t, "GET /account after asking", b.get(t, "/account?notice=email-sent"), http.StatusOK,
+		"We sent a confirmation link to your new address", "ada@example.com")
+	change := e.oneMail(t, mail.TopicEmailChange, "grace@example.com", "/confirm-email")
+	wantPage(t, "GET /confirm-email", b.get(t, "/confirm-email?code="+change), http.StatusOK, `action="/confirm-email"`)
+	wantRedirect(t, "POST /confirm-email", b.submit(t, "/confirm-email", url.Values{"code": {change}}),
+		"/account?notice=email-changed")
+	wantPage(t, "GET /account after the change", b.get(t, "/account?notice=email-changed"), http.StatusOK,
+		"Your email address has been changed.", `<dd id="current-email">grace@example.com</dd>`)
+
+	signedOut := b.submit(t, "/sign-out", nil)
+	wantRedirect(t, "POST /sign-out", signedOut, "/?notice=signed-out")
+	if len(signedOut.cookies) != 1 || signedOut.cookies[0].Name != "session" || signedOut.cookies[0].MaxAge >= 0 {
+		t.Errorf("POST /sign-out set %v, want the session cookie cleared", signedOut.cookies)
+	}
+	wantPage(t, "GET / after signing out", b.get(t, "/?notice=signed-out"), http.StatusOK, "You have signed out.")
+	wantUnauthenticated(t, "GET /v1/me after signing out", e.get(t, "/v1/me", cookie.Value))
+	wantRedirect(t, "GET /account after signing out", b.get(t, "/account"), "/")
+}
+
+// TestPagesSendAnEndedSessionToSignIn: a cookie whose session has ended or
+// expired is cleared, and the browser is sent to sign in again.
+func TestPagesSendAnEndedSessionToSignIn(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	s := e.signIn(t, "ada@example.com")
+	b := newBrowser(e.url)
+	b.cookies["session"] = &http.Cookie{Name: "session", Value: s.Token}
+	wantPage(t, "GET /account", b.get(t, "/account"), http.StatusOK, "ada@example.com")
+
+	e.clock.Set(start.Add(sessionTTL))
+	for _, visit := range []func() page{
+		func() page { return b.get(t, "/account") },
+		func() page { return b.submit(t, "/account/email", url.Values{"new_email": {"grace@example.com"}}) },
+	} {
+		b.cookies["session"] = &http.Cookie{Name: "session", Value: s.Token}
+		p := visit()
+		wantRedirect(t, "the expired session", p, "/?notice=session-ended")
+		if len(p.cookies) != 1 || p.cookies[0].MaxAge >= 0 {
+			t.Errorf("the expired session's cookie is not cleared: %v", p.cookies)
+		}
+	}
+	if ms := e.mails(t); len(ms) != 0 {
+		t.Errorf("an expired session asked for a change of address: %+v", ms)
+	}
+	wantPage(t, "GET /?notice=session-ended", b.get(t, "/?notice=session-ended"), http.StatusOK, "Your session has ended.")
+}
+
+// TestPagesRefuseFormsFromOtherSites: a form posted from another site,
+// as a browser says by Sec-Fetch-Site or, without it, by Origin, is
+// refused with 403 and changes nothing, the sign-in included (a forged one
+// would put the victim into the forger's account).
+func TestPagesRefuseFormsFromOtherSites(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	s := e.signIn(t, "ada@example.com")
+	code := e.link(t, "ada@example.com", "ada@example.com")
+	b := newBrowser(e.url)
+	b.cookies["session"] = &http.Cookie{Name: "session", Value: s.Token}
+	before := e.snapshot(t)
+	forms := map[string]url.Values{
+		"/":              {"email": {"grace@example.com"}},
+		"/sign-in":       {"code": {code}},
+		"/confirm-email": {"code": {code}},
+		"/account/email": {"new_email": {"grace@example.com"}},
+		"/sign-out":      {},
+	}
+	for path, form := range forms {
+		for _, from := range []map[string]string{
+			{"Sec-Fetch-Site": "cross-site"},
+			{"Sec-Fetch-Site": "same-site"},
+			{"Sec-Fetch-Site": "", "Origin": "https://evil.example"},
+		} {
+			p := b.do(t, http.MethodPost, path, form, from)
+			wantPage(t, fmt.Sprintf("POST %s with %v", path, from), p, http.StatusForbidden, "This form came from another site")
+		}
+	}
+	e.unchanged(t, "forms from other sites", before)
+	if ms := e.mails(t); len(ms) != 0 {
+		t.Errorf("forms from other sites sent mail: %+v", ms)
+	}
+	e.me(t, s.Token)
+}
+
+// TestPagesShowTheFormAgainWithTheProblem: bad input, a used code, a taken
+// address or too many requests show the form again with what was typed
+// and the problem said, with the status the API would give.
+func TestPagesShowTheFormAgainWithTheProblem(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, Now: func() time.Time { return start }}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(srv.URL)
+	b.cookies["session"] = &http.Cookie{Name: "session", Value: fakeToken}
+
+	p := b.submit(t, "/", url.Values{"email": {"not-an-address"}})
+	wantPage(t, "POST / with a bad address", p, http.StatusBadRequest,
+		"That is not an email address.", `value="not-an-address"`, `aria-invalid="true" aria-describedby="error"`)
+	p = b.submit(t, "/", url.Values{"email": {"limited@example.com"}})
+	wantPage(t, "POST / too often", p, http.StatusTooManyRequests, "Too many requests", `value="limited@example.com"`)
+	if p.header.Get("Retry-After") != "91" {
+		t.Errorf("POST / too often: Retry-After %q, want 91", p.header.Get("Retry-After"))
+	}
+	wantPage(t, "POST /sign-in with a bad code", b.submit(t, "/sign-in", url.Values{"code": {"nope"}}), http.StatusBadRequest,
+		"This link is unknown, used or expired.", `value="nope"`, `<a href="/">Ask for a new sign-in link</a>`)
+	wantPage(t, "POST /confirm-email taken meanwhile", b.submit(t, "/confirm-email", url.Values{"code": {"taken" + strings.Repeat("a", 27)}}),
+		http.StatusConflict, "That address belongs to an account already.")
+	wantPage(t, "POST /account/email taken", b.submit(t, "/account/email", url.Values{"new_email": {"taken@example.com"}}),
+		http.StatusConflict, "That address belongs to an account already.", `value="taken@example.com"`, "ada@example.com")
+	wantPage(t, "POST / with JSON", b.do(t, http.MethodPost, "/", nil, map[string]string{"Content-Type": "application/json"}),
+		http.StatusUnsupportedMediaType, "application/x-www-form-urlencoded")
+	big := url.Values{"email": {strings.Repeat("a", 5000) + "@example.com"}}
+	wantPage(t, "POST / too large", b.submit(t, "/", big), http.StatusRequestEntityTooLarge, "too large")
+}
+
+// unavailableUsers is a user domain whose database is gone.
+type unavailableUsers struct{ fakeUsers }
+
+func (unavailableUsers) RequestSignInLink(context.Context, string) error { return uow.ErrUnavailable }
+func (unavailableUsers) SignIn(context.Context, string) (user.Session, error) {
+	return user.Session{}, uow.ErrUnavailable
+}
+func (unavailableUsers) Me(context.Context, string) (user.User, error) {
+	return user.User{}, uow.ErrUnavailable
+}
+
+// TestPagesAnswerAnOutageWith503: while the database is gone a page says
+// so with 503 and Retry-After, and a form is shown again as it was sent, so
+// pressing its button again retries.
+func TestPagesAnswerAnOutageWith503(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Users: unavailableUsers{}}))
+	t.Cleanup(srv.Close)
+	b := newBrowser(srv.URL)
+	for what, p := range map[string]page{
+		"POST /":        b.submit(t, "/", url.Values{"email": {"ada@example.com"}}),
+		"POST /sign-in": b.submit(t, "/sign-in", url.Values{"code": {"abc"}}),
+	} {
+		wantPage(t, what, p, http.StatusServiceUnavailable, "The service is unavailable.", `value="`)
+		if p.header.Get("Retry-After") == "" {
+			t.Errorf("%s: no Retry-After", what)
+		}
+	}
+	b.cookies["session"] = &http.Cookie{Name: "session", Value: fakeToken}
+	p := b.get(t, "/account")
+	wantPage(t, "GET /account", p, http.StatusServiceUnavailable, "The service is unavailable.", `<a href="/account">Try again</a>`)
+}
+
+// TestPagesCookieUnderHTTPS: under an https BASE_URL the session cookie is
+// Secure and named __Host-session, and a form whose Origin is BASE_URL's is
+// taken behind a proxy that rewrites Host.
+func TestPagesCookieUnderHTTPS(t *testing.T) {
+	t.Parallel()
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, BaseURL: "https://accounts.example", Now: func() time.Time { return start }})
+	code := strings.Repeat("a", 32)
+	r := serve(t, h, "POST", "/sign-in", "", map[string]string{
+		"Content-Type": "application/x-www-form-urlencoded",
+		"Origin":       "https://accounts.example", // The proxy forwards to the app's own host name.
+	}, []byte("code="+code))
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("POST /sign-in from BASE_URL's origin: %s", r)
+	}
+	c := (&http.Response{Header: r.header}).Cookies()
+	if len(c) != 1 || c[0].Name != "__Host-session" || !c[0].Secure || !c[0].HttpOnly || c[0].SameSite != http.SameSiteLaxMode || c[0].Path != "/" || c[0].Domain != "" {
+		t.Errorf("cookies %v, want one __Host-session: Secure, HttpOnly, SameSite=Lax, Path=/, no Domain", c)
+	}
+	r = serve(t, h, "POST", "/sign-in", "", map[string]string{
+		"Content-Type": "application/x-www-form-urlencoded", "Origin": "https://evil.example",
+	}, []byte("code="+code))
+	if r.status != http.StatusForbidden {
+		t.Errorf("POST /sign-in from another origin: %d, want 403", r.status)
+	}
+}
+
+// TestPagesAreStrictAndEscaped: the pages run only their own script and
+// style sheet, send no referrer elsewhere, are never cached or framed,
+// escape what they show, and show notices only by their key.
+func TestPagesAreStrictAndEscaped(t *testing.T) {
+	t.Parallel()
+	var used atomic.Int32
+	h := httpapi.NewServer(httpapi.Deps{Users: countingUsers{used: &used}})
+	for _, path := range []string{"/", "/sign-in", "/confirm-email"} {
+		r := serve(t, h, "GET", path+`?code=abc%22%3E%3Cscript%3Ex()%3C/script%3E&notice=%3Cscript%3Ey()%3C/script%3E`, "", nil, nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, r)
+		}
+		body := string(r.body)
+		if strings.Contains(body, "<script>") || strings.Contains(body, "y()") {
+			t.Errorf("GET %s: what the address carries reached the page unescaped:\n%s", path, body)
+		}
+		if path != "/" && !strings.Contains(body, `value="abc&#34;&gt;&lt;script&gt;x()&lt;/script&gt;"`) {
+			t.Errorf("GET %s: the code is not escaped into the field:\n%s", path, body)
+		}
+		csp := r.header.Get("Content-Security-Policy")
+		for _, want := range []string{"default-src 'none'", "script-src 'self'", "style-src 'self'", "form-action 'self'", "frame-ancestors 'none'"} {
+			if !strings.Contains(csp, want) {
+				t.Errorf("GET %s: CSP %q lacks %q", path, csp, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe") {
+			t.Errorf("GET %s: CSP %q allows something unsafe", path, csp)
+		}
+		for header, want := range map[string]string{"Referrer-Policy": "same-origin", "Cache-Control": "no-store", "X-Frame-Options": "DENY"} {
+			if got := r.header.Get(header); got != want {
+				t.Errorf("GET %s: %s = %q, want %q", path, header, got, want)
+			}
+		}
+	}
+	if n := used.Load(); n != 0 {
+		t.Errorf("opening the pages used a code %d times, want never", n)
+	}
+	for path, ct := range map[string]string{"/assets/pages.js": "text/javascript; charset=utf-8", "/assets/pages.css": "text/css; charset=utf-8"} {
+		r := serve(t, h, "GET", path, "", nil, nil)
+		if r.status != http.StatusOK || r.header.Get("Content-Type") != ct || len(r.body) == 0 {
+			t.Errorf("GET %s: %d %s, want %s", path, r.status, r.header.Get("Content-Type"), ct)
+		}
+	}
+}
+
+// TestPagesShareTheClientLimit: the pages' forms count against the same
+// per-client budget as the API, and over it a page says so in HTML.
+func TestPagesShareTheClientLimit(t *testing.T) {
+	t.Parallel()
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, RateLimit: 2, Now: func() time.Time { return start }})
+	const remote = "192.0.2.7:1000"
+	for range 2 {
+		wantStatus(t, "API within the limit", serve(t, h, "POST", "/v1/sign-in-links", remote,
+			map[string]string{"Content-Type": "application/json"}, []byte(emailBody("ada@example.com"))), http.StatusAccepted)
+	}
+	r := serve(t, h, "POST", "/", remote, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, []byte("email=ada%40example.com"))
+	if r.status != http.StatusTooManyRequests || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || r.header.Get("Retry-After") == "" {
+		t.Errorf("POST / over the limit: %d %s Retry-After %q, want 429 HTML with Retry-After", r.status, r.header.Get("Content-Type"), r.header.Get("Retry-After"))
+	}
+}
 
 // countingUsers counts the commands that would use a code.
 type countingUsers struct {
@@ -25,44 +414,4 @@ func (c countingUsers) SignIn(ctx context.Context, code string) (user.Session, e
 func (c countingUsers) ConfirmEmailChange(ctx context.Context, code string) (user.User, error) {
 	c.used.Add(1)
 	return c.fakeUsers.ConfirmEmailChange(ctx, code)
-}
-
-// The mailed links open pages that show the code and use it only when the
-// person presses the button, so a mail scanner that follows links cannot
-// spend it; the pages keep the code to themselves.
-func TestLinkPagesShowTheCodeAndUseNothing(t *testing.T) {
-	t.Parallel()
-	var used atomic.Int32
-	h := httpapi.NewServer(httpapi.Deps{Users: countingUsers{used: &used}})
-	for path, endpoint := range map[string]string{"/sign-in": "/v1/sessions", "/confirm-email": "/v1/email-changes"} {
-		r := serve(t, h, "GET", path+`?code=abc%22%3E%3Cscript%3Ex()%3C/script%3E`, "", nil, nil)
-		if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
-			t.Fatalf("GET %s: %d %s", path, r.status, r.header.Get("Content-Type"))
-		}
-		body := string(r.body)
-		if strings.Contains(body, "<script>x()") || !strings.Contains(body, `value="abc&#34;&gt;&lt;script&gt;x()&lt;/script&gt;"`) {
-			t.Errorf("GET %s: the code is not escaped into the field:\n%s", path, body)
-		}
-		if !strings.Contains(body, `data-endpoint="`+endpoint+`"`) || !strings.Contains(body, `<script src="/assets/pages.js"></script>`) {
-			t.Errorf("GET %s: the page does not post to %s with its script:\n%s", path, endpoint, body)
-		}
-		for header, want := range map[string]string{
-			"Referrer-Policy":         "no-referrer",
-			"Content-Security-Policy": "script-src 'self'",
-			"Cache-Control":           "no-store",
-		} {
-			if !strings.Contains(r.header.Get(header), want) {
-				t.Errorf("GET %s: %s = %q, want %q in it", path, header, r.header.Get(header), want)
-			}
-		}
-		wantProblem(t, "POST "+path, serve(t, h, "POST", path, "", nil, nil), http.StatusMethodNotAllowed, httpapi.TypeMethodNotAllowed)
-	}
-	if n := used.Load(); n != 0 {
-		t.Errorf("opening the pages used a code %d times, want never", n)
-	}
-	js := serve(t, h, "GET", "/assets/pages.js", "", nil, nil)
-	if js.status != http.StatusOK || !strings.HasPrefix(js.header.Get("Content-Type"), "text/javascript") ||
-		!strings.Contains(string(js.body), "fetch(form.dataset.endpoint") {
-		t.Errorf("GET /assets/pages.js: %d %s", js.status, js.header.Get("Content-Type"))
-	}
 }

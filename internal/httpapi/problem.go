@@ -62,9 +62,14 @@ func writeProblem(w http.ResponseWriter, status int, typ, detail string) {
 
 // writeTooMany writes a 429 problem with Retry-After in whole seconds.
 func writeTooMany(w http.ResponseWriter, wait time.Duration, detail string) {
-	secs := int((wait + time.Second - 1) / time.Second)
-	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
 	writeProblem(w, http.StatusTooManyRequests, TypeTooManyRequests, detail)
+}
+
+// retryAfterSeconds rounds wait up to the whole seconds of Retry-After,
+// at least 1.
+func retryAfterSeconds(wait time.Duration) int {
+	return max(int((wait+time.Second-1)/time.Second), 1)
 }
 
 // writeJSON writes v as JSON with status.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	_ "embed"
 	"net/http"
+	"time"
 )
 
 // openAPI is the OpenAPI 3.1 document of the API, served at /openapi.json.
@@ -17,10 +18,12 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	if declared == nil {
 		declared = func(string) {}
 	}
-	limit := limitClients(d.RateLimit, d.Now, d.TrustedProxies)
+	limiter := newClientLimiter(d.RateLimit, d.Now, d.TrustedProxies)
 	v1 := func(method, path string, h http.HandlerFunc) {
 		declared(method + " " + path)
-		mux.Handle(method+" "+path, limit(h))
+		mux.Handle(method+" "+path, limiter.limit(h, func(w http.ResponseWriter, _ *http.Request, wait time.Duration) {
+			writeTooMany(w, wait, "this client sent too many requests")
+		}))
 		allowed := method
 		if method == http.MethodGet {
 			allowed = "GET, HEAD"
@@ -51,10 +54,51 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)
 	}))
-	op("/sign-in", handlePage("Sign in", "Sign in", "/v1/sessions"))
-	op("/confirm-email", handlePage("Confirm your new address", "Confirm", "/v1/email-changes"))
-	op("/assets/pages.js", http.HandlerFunc(handlePagesJS))
+
+	// The browser pages: GET shows a page, POST sends its form.
+	site := &site{users: d.Users, activity: d.Activity, log: d.Log, cookie: newSessionCookie(d.baseURL), now: d.Now}
+	forms := http.NewCrossOriginProtection()
+	if d.baseURL != nil {
+		// Behind a proxy that rewrites Host, a browser that sends no
+		// Sec-Fetch-Site is known by the Origin of BASE_URL.
+		_ = forms.AddTrustedOrigin(d.baseURL.Scheme + "://" + d.baseURL.Host)
+	}
+	forms.SetDenyHandler(http.HandlerFunc(site.refuseCrossOrigin))
+	page := func(path string, show, send http.HandlerFunc) {
+		declared("GET " + path)
+		pattern := path
+		if path == "/" {
+			pattern = "/{$}"
+		}
+		mux.Handle("GET "+pattern, show)
+		allowed := "GET, HEAD"
+		if send != nil {
+			declared("POST " + path)
+			mux.Handle("POST "+pattern, forms.Handler(limiter.limit(send, site.refuseTooMany)))
+			allowed += ", POST"
+		}
+		if path != "/" {
+			mux.Handle(pattern, methodNotAllowed(allowed))
+		}
+	}
+	page("/", site.home, site.askLink)
+	page("/sign-in", site.showCode(signInPage), site.signIn)
+	page("/confirm-email", site.showCode(confirmPage), site.confirmEmail)
+	page("/account", site.account, nil)
+	op("/assets/pages.js", serveAsset("pages.js", "text/javascript; charset=utf-8"))
+	op("/assets/pages.css", serveAsset("pages.css", "text/css; charset=utf-8"))
+	post := func(path string, send http.HandlerFunc) {
+		declared("POST " + path)
+		mux.Handle("POST "+path, forms.Handler(limiter.limit(send, site.refuseTooMany)))
+		mux.Handle(path, methodNotAllowed("POST"))
+	}
+	post("/account/email", site.changeEmail)
+	post("/sign-out", site.signOut)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			methodNotAllowed("GET, HEAD, POST").ServeHTTP(w, r)
+			return
+		}
 		writeProblem(w, http.StatusNotFound, TypeNotFound, "no route for "+r.URL.Path)
 	})
 }

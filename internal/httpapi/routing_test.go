@@ -19,7 +19,7 @@ func TestRouting(t *testing.T) {
 	s := e.signIn(t, "ada@example.com")
 	before := e.snapshot(t)
 
-	for _, path := range []string{"/", "/nope", "/v1", "/v1/", "/v2/me", "/v1/me/", "/v1/sessions/", "/v1/sessions/other", "/v1/sign-in-link", "/V1/me", "/v1/me/email-change/x"} {
+	for _, path := range []string{"/nope", "/index.html", "/account/", "/sign-in/x", "/v1", "/v1/", "/v2/me", "/v1/me/", "/v1/sessions/", "/v1/sessions/other", "/v1/sign-in-link", "/V1/me", "/v1/me/email-change/x"} {
 		r := e.get(t, path, s.Token)
 		wantProblem(t, "GET "+path, r, http.StatusNotFound, httpapi.TypeNotFound)
 		r = e.post(t, path, s.Token, emailBody("ada@example.com"))

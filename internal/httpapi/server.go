@@ -1,7 +1,8 @@
-// Package httpapi is the service's HTTP API (v1): JSON in and out, errors as
-// application/problem+json with a stable type per kind of error, strict
-// decoding, limits per address and per client, and the health, readiness
-// and metrics endpoints.
+// Package httpapi is the service's HTTP side: the API (v1), JSON in and
+// out, errors as application/problem+json with a stable type per kind of
+// error, strict decoding, limits per address and per client, and the
+// health, readiness and metrics endpoints; and the browser pages beside it
+// (pages.go), plain HTML forms over the same commands.
 package httpapi
 
 import (
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,10 +49,16 @@ type Deps struct {
 	TrustedProxies []netip.Prefix
 	// Now tells the time to the rate limiter; nil means time.Now.
 	Now func() time.Time
+	// BaseURL is the address the mailed links point at (BASE_URL). Under
+	// https the pages' session cookie is Secure, and its origin is trusted
+	// for the pages' forms; "" is plain http.
+	BaseURL string
 	// Meter records the requests (http.server.requests and
 	// http.server.request.duration, by route and status); nil records
 	// nothing.
 	Meter metric.Meter
+
+	baseURL *url.URL
 }
 
 // NewServer returns the API's handler.
@@ -66,6 +74,14 @@ func NewServer(d Deps) http.Handler {
 	}
 	if d.Meter == nil {
 		d.Meter = noop.NewMeterProvider().Meter("")
+	}
+	if d.BaseURL != "" {
+		u, err := url.Parse(d.BaseURL)
+		if err != nil || u.Host == "" {
+			d.Log.Error("httpapi: BASE_URL is no absolute URL; the pages take it for plain http", "base_url", d.BaseURL)
+		} else {
+			d.baseURL = u
+		}
 	}
 	m, err := newRequestMetrics(d.Meter)
 	if err != nil {
