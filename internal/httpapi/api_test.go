@@ -153,6 +153,7 @@ func TestSignInLinkBadEmail(t *testing.T) {
 		"ada@.example.com",
 		"ada@example..com",
 		"ada@[127.0.0.1]",
+		"a@127.0.0.1", "a@127.1", "a@2130706433", "a@0x7f.0x0.0x0.0x1", "a@[IPv6:::1]", "a@localhost", "a@example.123",
 		"ada@exa mple.com",
 		"ada (Ada) @example.com",
 		"ada@example.com\r\nBcc: eve@example.com",
@@ -344,7 +345,7 @@ func TestEmailChangeRefuses(t *testing.T) {
 	e.signIn(t, "bob@example.com")
 	before := e.snapshot(t)
 
-	for _, address := range []string{"", "not-an-email", "Bob <bob@example.com>", "a@b", "ada@example..com", strings.Repeat("a", 65) + "@example.com"} {
+	for _, address := range []string{"", "not-an-email", "Bob <bob@example.com>", "a@b", "ada@example..com", "a@127.0.0.1", "a@localhost", strings.Repeat("a", 65) + "@example.com"} {
 		r := e.post(t, "/v1/me/email-change", ada.Token, newEmailBody(address))
 		wantProblem(t, "email change to "+jsonString(address), r, http.StatusBadRequest, httpapi.TypeBadEmail)
 	}

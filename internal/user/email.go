@@ -47,10 +47,14 @@ func NormalizeEmail(s string) (string, error) {
 }
 
 // dnsName reports whether d is a DNS name of two labels or more, each of
-// ASCII letters, digits and inner hyphens.
+// ASCII letters, digits and inner hyphens, under a top-level label that a
+// top-level domain can have: letters, or an internationalised one
+// (xn--...). So no IP address passes, in any spelling a resolver takes
+// (127.0.0.1, 127.1, 2130706433, 0x7f.0x0.0x0.0x1, [::1]), nor a name of one
+// label (localhost) that only a local resolver knows.
 func dnsName(d string) bool {
 	labels := strings.Split(d, ".")
-	if len(labels) < 2 || len(d) > 253 {
+	if len(labels) < 2 || len(d) > 253 || !topLevel(labels[len(labels)-1]) {
 		return false
 	}
 	for _, l := range labels {
@@ -62,6 +66,23 @@ func dnsName(d string) bool {
 			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// topLevel reports whether l is a top-level label: two letters or more, or
+// xn-- and the punycode of an internationalised one.
+func topLevel(l string) bool {
+	if rest, ok := strings.CutPrefix(l, "xn--"); ok {
+		return rest != ""
+	}
+	if len(l) < 2 {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		if l[i] < 'a' || l[i] > 'z' {
+			return false
 		}
 	}
 	return true

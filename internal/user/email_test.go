@@ -15,6 +15,9 @@ func TestNormalizeEmail(t *testing.T) {
 		"  Ada.Lovelace@Example.COM ": "ada.lovelace@example.com",
 		"o'brien+tag@sub.example.org": "o'brien+tag@sub.example.org",
 		"x@xn--bcher-kva.example":     "x@xn--bcher-kva.example",
+		"a@1.2.3.4.nip.io":            "a@1.2.3.4.nip.io", // a name that resolves to an address is a name
+		"a@mail.xn--p1ai":             "a@mail.xn--p1ai",
+		"a@3com.com":                  "a@3com.com",
 	} {
 		got, err := user.NormalizeEmail(in)
 		if err != nil || got != want {
@@ -32,6 +35,11 @@ func TestNormalizeEmail(t *testing.T) {
 		"ada\u202e@example.com",  // right-to-left override
 		"ada@b\u00fccher.example", "ada\x00@example.com", "ada\t@example.com",
 		strings.Repeat("a", 65) + "@example.com",
+		// IP addresses in every spelling a resolver takes, and names that
+		// no mail domain has: mail must never go to a host by its number.
+		"a@127.0.0.1", "a@127.1", "a@2130706433", "a@0x7f000001", "a@0x7f.0x0.0x0.0x1", "a@0177.0.0.1",
+		"a@[127.0.0.1]", "a@[IPv6:::1]", "a@[::1]", "a@::1", "a@192.0.2.1", "a@example.123",
+		"a@localhost", "a@intranet", "a@com", "a@example.c0m1", "a@example.1com",
 		"a@" + strings.Repeat("b", 250) + ".com",
 	} {
 		if got, err := user.NormalizeEmail(in); !errors.Is(err, user.ErrBadEmail) {
