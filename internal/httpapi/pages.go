@@ -205,7 +205,9 @@ func (s *site) fail(w http.ResponseWriter, r *http.Request, err error, name stri
 		message = titles[f.typ]
 	}
 	if name != "" {
-		again.Error = message
+		if again.Error == "" {
+			again.Error = message
+		}
 		s.render(w, r, f.status, name, again)
 		return
 	}
@@ -382,6 +384,9 @@ func (s *site) changeEmail(w http.ResponseWriter, r *http.Request) {
 			err = perr
 		}
 		d.NewEmail = email
+		if errors.Is(err, user.ErrEmailTaken) {
+			d.Error = "That is your address already."
+		}
 		s.fail(w, r, err, "account", d)
 		return
 	}

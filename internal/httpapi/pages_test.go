@@ -272,8 +272,8 @@ func TestPagesShowTheFormAgainWithTheProblem(t *testing.T) {
 		"This link is unknown, used or expired.", `value="nope"`, `<a href="/">Ask for a new sign-in link</a>`)
 	wantPage(t, "POST /confirm-email taken meanwhile", b.submit(t, "/confirm-email", url.Values{"code": {"taken" + strings.Repeat("a", 27)}}),
 		http.StatusConflict, "That address belongs to an account already.")
-	wantPage(t, "POST /account/email taken", b.submit(t, "/account/email", url.Values{"new_email": {"taken@example.com"}}),
-		http.StatusConflict, "That address belongs to an account already.", `value="taken@example.com"`, "ada@example.com")
+	wantPage(t, "POST /account/email with one's own address", b.submit(t, "/account/email", url.Values{"new_email": {"Ada@example.com"}}),
+		http.StatusConflict, "That is your address already.", `value="Ada@example.com"`, "ada@example.com")
 	wantPage(t, "POST / with JSON", b.do(t, http.MethodPost, "/", nil, map[string]string{"Content-Type": "application/json"}),
 		http.StatusUnsupportedMediaType, "application/x-www-form-urlencoded")
 	big := url.Values{"email": {strings.Repeat("a", 5000) + "@example.com"}}

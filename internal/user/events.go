@@ -71,12 +71,19 @@ type SessionEnded struct {
 	TokenHash string    `json:"token_hash"`
 }
 
-// EmailChangeRequested records a confirmation link sent to a new address.
+// EmailChangeRequested records a request to move to a new address: a
+// confirmation link mailed to it, or, when the address had an account of
+// its own at the time (Taken), a mail to it that says so and carries no
+// link. Either way the request counts against the user's limit and shows
+// in their activity alike, so the answer tells nobody whether an address
+// has an account; a taken request's CodeHash is that of a code no mail
+// carries.
 type EmailChangeRequested struct {
 	UserID    uuid.UUID `json:"user_id"`
 	NewEmail  string    `json:"new_email"`
 	CodeHash  string    `json:"code_hash"`
 	ExpiresAt time.Time `json:"expires_at"`
+	Taken     bool      `json:"taken,omitempty"`
 }
 
 // EmailChanged records a confirmed change of address.

@@ -414,8 +414,13 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 
 // RequestEmailChange mails a confirmation link to the new address of the
 // session's user. Each user may ask as often as an address may ask for
-// sign-in links ([Policy]). It returns [ErrUnauthenticated], [ErrBadEmail],
-// a [*TooManyRequestsError] or [ErrEmailTaken].
+// sign-in links ([Policy]). When the address has an account already, the
+// mail to it says so instead of carrying a link, and the request is
+// recorded and answered as any other ([EmailChangeRequested]): whether an
+// address is taken is told only to its owner, and to the user when they
+// confirm a link ([Service.ConfirmEmailChange]). It returns
+// [ErrUnauthenticated], [ErrBadEmail], a [*TooManyRequestsError], or
+// [ErrEmailTaken] for the user's own address, which tells them nothing new.
 func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress string) error {
 	email, err := NormalizeEmail(newAddress)
 	if err != nil {
@@ -426,24 +431,29 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 		if err != nil {
 			return err
 		}
+		if email == acct.email {
+			return fmt.Errorf("%w: %s is the user's own address", ErrEmailTaken, email)
+		}
 		if wait := retryAfter(acct.changeRequests, tx.Now(), s.policy); wait > 0 {
 			return &TooManyRequestsError{RetryAfter: wait}
 		}
-		if _, taken, err := s.Views.UserByEmail(ctx, tx, email); err != nil {
+		_, taken, err := s.Views.UserByEmail(ctx, tx, email)
+		if err != nil {
 			return err
-		} else if taken {
-			return fmt.Errorf("%w: %s", ErrEmailTaken, email)
 		}
 		code, hash := newSecret()
 		expires := tx.Now().Add(s.policy.LinkTTL)
 		e, err := event(TypeEmailChangeRequested, EmailChangeRequested{
-			UserID: acct.id, NewEmail: email, CodeHash: hash, ExpiresAt: expires,
+			UserID: acct.id, NewEmail: email, CodeHash: hash, ExpiresAt: expires, Taken: taken,
 		})
 		if err != nil {
 			return err
 		}
 		if _, err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e); err != nil {
 			return err
+		}
+		if taken {
+			return s.addMail(ctx, tx, mail.TopicEmailTaken, mail.Link{To: email, ExpiresAt: expires})
 		}
 		return s.addMail(ctx, tx, mail.TopicEmailChange, mail.Link{
 			To: email, URL: s.baseURL + "/confirm-email?code=" + code, Code: code, ExpiresAt: expires,

@@ -116,6 +116,7 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 	return map[string]outbox.Handler{
 		TopicLoginLink:   h(TopicLoginLink, loginLink),
 		TopicEmailChange: h(TopicEmailChange, emailChange),
+		TopicEmailTaken:  h(TopicEmailTaken, emailTaken),
 	}, nil
 }
 
@@ -160,7 +161,19 @@ var (
 	emailChange = newLetter("Confirm your new email address",
 		"Confirm that this is your new email address:",
 		"If you did not ask to change your address, ignore this mail.")
+	emailTaken = newNotice("Your email address was given for another account",
+		"Someone signed in to an account asked to change its address to this one. This address has an account of its own already, so nothing was changed.",
+		"If it was you, sign in with this address to reach that account. If not, ignore this mail.")
 )
+
+// newNotice returns a letter that says something and carries no link.
+func newNotice(subject, what, next string) letter {
+	return letter{
+		subject: subject,
+		text:    texttemplate.Must(texttemplate.New("text").Parse(what + "\n\n" + next + "\n")),
+		html:    template.Must(template.New("html").Parse("<!doctype html>\n<p>" + what + "</p>\n<p>" + next + "</p>\n")),
+	}
+}
 
 // LogSender writes each mail to a log instead of sending it, so a person
 // trying the service sees the link. It is the sender when no SMTP server is

@@ -83,6 +83,32 @@ func TestMailsCarryLinkCodeAndMessageID(t *testing.T) {
 	}
 }
 
+// The mail to an address that a user asked to move to, but which has an
+// account, says so and carries no link, so nothing in it can move the
+// address.
+func TestTakenAddressMailSaysSoWithoutALink(t *testing.T) {
+	srv, handlers := setup(t)
+	m := message(t, mail.TopicEmailTaken, mail.Link{To: "bob@example.com", ExpiresAt: now.Add(15 * time.Minute)})
+	if err := handlers[mail.TopicEmailTaken](t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Messages()
+	if len(got) != 1 || len(got[0].To) != 1 || got[0].To[0] != "bob@example.com" {
+		t.Fatalf("mails %+v, want one to bob@example.com", got)
+	}
+	if s := got[0].Header.Get("Subject"); s != "Your email address was given for another account" {
+		t.Errorf("subject %q", s)
+	}
+	for part, body := range map[string]string{"text": got[0].Text, "HTML": got[0].HTML} {
+		if !strings.Contains(body, "has an account of its own already, so nothing was changed") {
+			t.Errorf("the %s part does not say the address is taken:\n%s", part, body)
+		}
+		if strings.Contains(body, "http") || strings.Contains(body, "code") {
+			t.Errorf("the %s part carries a link or a code:\n%s", part, body)
+		}
+	}
+}
+
 func TestExpiredLinkIsDroppedNotSent(t *testing.T) {
 	srv, handlers := setup(t)
 	link := mail.Link{To: "ada@example.com", URL: "https://accounts.test/sign-in?code=x", Code: "x", ExpiresAt: now}

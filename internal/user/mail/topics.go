@@ -11,11 +11,19 @@ const (
 	TopicLoginLink = "mail.login_link"
 	// TopicEmailChange is added when a user asks to change their address.
 	TopicEmailChange = "mail.email_change"
+	// TopicEmailTaken is added when a user asks to change their address to
+	// one that has an account already: the mail tells that address's owner
+	// so, and carries no link.
+	TopicEmailTaken = "mail.email_taken"
 )
 
-// Link is the payload of both topics: where to send which link. The plain
-// code lives only here, in the outbox message, which is deleted once the
-// mail is delivered.
+// Topics are every topic of this package, for the relay's scope.
+var Topics = []string{TopicLoginLink, TopicEmailChange, TopicEmailTaken}
+
+// Link is the payload of every topic: where to send which link (none for
+// [TopicEmailTaken]), and until when it is worth sending. The plain code
+// lives only here, in the outbox message, which is deleted once the mail
+// is delivered.
 type Link struct {
 	To        string    `json:"to"`
 	URL       string    `json:"url"`

@@ -43,7 +43,7 @@ func Take(t testing.TB, store outbox.Store, now time.Time) []Sent {
 	t.Helper()
 	var out []Sent
 	for {
-		ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: []string{mail.TopicLoginLink, mail.TopicEmailChange}})
+		ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: mail.Topics})
 		msgs, err := store.Claim(ctx, now, lease, batch)
 		if err != nil {
 			t.Fatalf("mailtest: claim: %v", err)
