@@ -108,6 +108,9 @@ func browserWalkThrough(t *testing.T, scripts bool, opts []browsertest.Option) {
 	if got := browsertest.Run(t, ctx, chromedp.Value(chromedp.ID("code"))); got != code {
 		t.Errorf("the sign-in page shows the code %q, want %q", got, code)
 	}
+	if got := text("#who"); got != "ada@example.com" {
+		t.Errorf("the sign-in page says it signs in %q, want ada@example.com", got)
+	}
 
 	signedIn := chromedp.WaitVisible(chromedp.ID("current-email"))
 	if scripts {
@@ -137,6 +140,9 @@ func browserWalkThrough(t *testing.T, scripts bool, opts []browsertest.Option) {
 		chromedp.Navigate(open(linkBase+"/confirm-email?code="+changeCode)),
 		chromedp.WaitVisible(chromedp.ID("code")),
 	)
+	if from, to := text("#from"), text("#to"); from != "ada@example.com" || to != "grace@example.com" {
+		t.Errorf("the confirmation page says it changes %q to %q, want ada@example.com to grace@example.com", from, to)
+	}
 	step("7-address-changed",
 		chromedp.Click(submit),
 		chromedp.WaitVisible(chromedp.ID("current-email")),

@@ -98,6 +98,20 @@ func (fakeUsers) RequestEmailChange(_ context.Context, token, address string) er
 	return nil
 }
 
+func (fakeUsers) SignInAddress(_ context.Context, code string) (string, error) {
+	if !fakeValidCode(code) {
+		return "", fmt.Errorf("%w: malformed", user.ErrInvalidCode)
+	}
+	return fakeUser.Email, nil
+}
+
+func (fakeUsers) EmailChangeOf(_ context.Context, code string) (string, string, error) {
+	if !fakeValidCode(code) {
+		return "", "", fmt.Errorf("%w: malformed", user.ErrInvalidCode)
+	}
+	return fakeUser.Email, "new@example.com", nil
+}
+
 func (fakeUsers) ConfirmEmailChange(_ context.Context, code string) (user.User, error) {
 	if !fakeValidCode(code) {
 		return user.User{}, fmt.Errorf("%w: malformed", user.ErrInvalidCode)

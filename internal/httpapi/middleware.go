@@ -82,8 +82,9 @@ func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) htt
 		if status == 0 {
 			status = http.StatusOK
 		}
-		// The mux set the pattern it matched on r; none is a 404 of no
-		// route, counted under one name so paths cannot grow the series.
+		// The mux set the pattern it matched on r. A path of no route
+		// matches the catch-all "/", so that paths cannot grow the series;
+		// "unmatched" is a request the mux never saw.
 		route := r.Pattern
 		if route == "" {
 			route = "unmatched"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"log/slog"
 	"mime"
@@ -46,8 +47,9 @@ var pages = func() map[string]*template.Template {
 	return m
 }()
 
-// Notices the pages show after a redirect, by the key in ?notice=; the key
-// is all a URL carries, so no one can put words on a page through a link.
+// notices are the notices the pages show after a redirect, by the key in
+// ?notice=; the key is all a URL carries, so no one can put words on a page
+// through a link.
 var notices = map[string]string{
 	"email-sent":    "We sent a confirmation link to your new address. Your address changes when you open it.",
 	"email-changed": "Your email address has been changed.",
@@ -63,12 +65,19 @@ type pageData struct {
 	Title  string
 	Notice string
 	Error  string
+	// Invalid says that Error is about the code, which is unknown, used or
+	// expired, so the page shows where to get a new one (Next).
+	Invalid bool
 
 	// Email is the address of the sign-in form.
 	Email string
 
 	// Lead, Action, Code, Button and Busy fill the page of a code.
 	Lead, Action, Code, Button, Busy string
+	// SignInAs names the account a sign-in code signs into, ChangeFrom and
+	// ChangeTo the change a confirmation code makes, and SignedInAs whom
+	// the browser is signed in as already.
+	SignInAs, ChangeFrom, ChangeTo, SignedInAs string
 
 	// User, NewEmail and the activity fill the account page.
 	User          user.User
@@ -77,7 +86,8 @@ type pageData struct {
 	Activity      []activityLine
 	Behind        int64
 
-	// Next and NextLabel are the way on from a message page.
+	// Next and NextLabel are the way on from a message page, or from a
+	// code that no longer works.
 	Next, NextLabel string
 }
 
@@ -126,6 +136,7 @@ type sessionCookie struct {
 	secure bool
 }
 
+// newSessionCookie returns the session cookie of a service at baseURL.
 func newSessionCookie(baseURL *url.URL) sessionCookie {
 	if baseURL != nil && baseURL.Scheme == "https" {
 		return sessionCookie{name: "__Host-session", secure: true}
@@ -166,7 +177,7 @@ func (s *site) render(w http.ResponseWriter, r *http.Request, status int, name s
 		s.log.ErrorContext(r.Context(), "page failed", "page", name, "error", err)
 		status = http.StatusInternalServerError
 		buf.Reset()
-		buf.WriteString(pageMessages[TypeInternal])
+		buf.WriteString("<!doctype html>\n<title>Error · Accounts</title>\n<p>" + pageMessages[TypeInternal] + "</p>\n")
 	}
 	pageHeaders(w)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -177,7 +188,7 @@ func (s *site) render(w http.ResponseWriter, r *http.Request, status int, name s
 // pageMessages are what the pages say of a problem, where the problem's
 // title is not meant for a person at a browser.
 var pageMessages = map[string]string{
-	TypeInvalidCode:          "This link is unknown, used or expired. Ask for a new one.",
+	TypeInvalidCode:          "This link is unknown, used or expired.",
 	TypeTooManyRequests:      "Too many requests. Wait a little, then try again.",
 	TypeBusy:                 "The service is busy. Nothing was changed; try again shortly.",
 	TypeUnavailable:          "The service is unavailable. Nothing was changed; try again shortly.",
@@ -185,14 +196,14 @@ var pageMessages = map[string]string{
 	TypeUnsupportedMediaType: "A form must be sent as application/x-www-form-urlencoded.",
 }
 
-// fail answers err. A POSTed form is shown again (again, page name) with
-// what went wrong said above it, so what was typed is kept and pressing
-// the button again sends it again; a GET (name "") gets a page of its own.
-// A session that ended meanwhile sends the browser to the sign-in page.
-func (s *site) fail(w http.ResponseWriter, r *http.Request, err error, name string, again pageData) {
+// fail answers err. A form is shown again (again, page name) with what went
+// wrong said above it, unless again says it already, so that what was
+// typed is kept and pressing the button again sends it again; with name ""
+// a page of its own says what went wrong and leads to next. A session that
+// ended meanwhile sends the browser to the sign-in page.
+func (s *site) fail(w http.ResponseWriter, r *http.Request, err error, name string, again pageData, next string) {
 	if errors.Is(err, user.ErrUnauthenticated) {
-		s.cookie.clear(w)
-		seeOther(w, "/?notice=session-ended")
+		s.sessionEnded(w)
 		return
 	}
 	f, ok := failureOf(r, s.log, err, http.StatusBadRequest)
@@ -204,26 +215,34 @@ func (s *site) fail(w http.ResponseWriter, r *http.Request, err error, name stri
 	if !ok {
 		message = titles[f.typ]
 	}
-	if name != "" {
-		if again.Error == "" {
-			again.Error = message
-		}
-		s.render(w, r, f.status, name, again)
+	if name == "" {
+		s.render(w, r, f.status, "message", pageData{Title: message, Next: next, NextLabel: "Try again"})
 		return
 	}
-	s.render(w, r, f.status, "message", pageData{Title: message, Next: r.URL.Path, NextLabel: "Try again"})
+	if again.Error == "" {
+		again.Error = message
+	}
+	again.Invalid = f.typ == TypeInvalidCode
+	s.render(w, r, f.status, name, again)
+}
+
+// sessionEnded clears the browser's cookie and sends it to sign in again.
+func (s *site) sessionEnded(w http.ResponseWriter) {
+	s.cookie.clear(w)
+	seeOther(w, "/?notice=session-ended")
 }
 
 // form reads the field of a POSTed form.
 func form(w http.ResponseWriter, r *http.Request, field string) (string, error) {
 	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/x-www-form-urlencoded" {
 		return "", &decodeError{status: http.StatusUnsupportedMediaType, typ: TypeUnsupportedMediaType,
-			detail: "a form must be sent as application/x-www-form-urlencoded"}
+			detail: pageMessages[TypeUnsupportedMediaType]}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return "", &decodeError{status: http.StatusRequestEntityTooLarge, typ: TypeBodyTooLarge}
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return "", decodeFailure(err)
 		}
 		return "", &decodeError{status: http.StatusBadRequest, typ: TypeBadRequest, detail: "the form cannot be read"}
 	}
@@ -237,10 +256,14 @@ func seeOther(w http.ResponseWriter, path string) {
 	w.WriteHeader(http.StatusSeeOther)
 }
 
-func (s *site) home(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "home", pageData{Title: "Sign in", Notice: notices[r.URL.Query().Get("notice")]})
+// showHome serves the start page, which asks for a sign-in link.
+func (s *site) showHome() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, http.StatusOK, "home", pageData{Title: "Sign in", Notice: notices[r.URL.Query().Get("notice")]})
+	}
 }
 
+// askLink sends the start page's form: a sign-in link to the address.
 func (s *site) askLink(w http.ResponseWriter, r *http.Request) {
 	email, err := form(w, r, "email")
 	again := pageData{Title: "Sign in", Email: email}
@@ -248,40 +271,77 @@ func (s *site) askLink(w http.ResponseWriter, r *http.Request) {
 		err = s.users.RequestSignInLink(r.Context(), email)
 	}
 	if err != nil {
-		s.fail(w, r, err, "home", again)
+		s.fail(w, r, err, "home", again, "")
 		return
 	}
 	s.render(w, r, http.StatusOK, "sent", pageData{Title: "Check your inbox", Email: email})
 }
 
-// codePage describes the page of a mailed link: what it says and does.
+// codePage describes the page of a mailed link: what it says and does, and
+// where to get a new link when its code no longer works.
 type codePage struct {
 	title, lead, button, busy string
+	next, nextLabel           string
+	// preview fills in what the code would do, using nothing up.
+	preview func(s *site, r *http.Request, code string, d *pageData) error
 }
 
+// The pages of the two mailed links.
 var (
 	signInPage = codePage{
-		title: "Sign in", lead: "Press the button to sign in with the link we sent you.",
+		title: "Sign in", lead: "Press the button to sign in.",
 		button: "Sign in", busy: "Signing in…",
+		next: "/", nextLabel: "Ask for a new sign-in link",
+		preview: func(s *site, r *http.Request, code string, d *pageData) error {
+			email, err := s.users.SignInAddress(r.Context(), code)
+			d.SignInAs = email
+			return err
+		},
 	}
 	confirmPage = codePage{
-		title: "Confirm your new address", lead: "Press the button to make this your account's address.",
+		title: "Confirm your new address", lead: "Press the button to make the change.",
 		button: "Confirm", busy: "Confirming…",
+		next: "/account", nextLabel: "Ask for a new confirmation link on your account page",
+		preview: func(s *site, r *http.Request, code string, d *pageData) error {
+			from, to, err := s.users.EmailChangeOf(r.Context(), code)
+			d.ChangeFrom, d.ChangeTo = from, to
+			return err
+		},
 	}
 )
 
+// data returns the page with code in its form.
 func (p codePage) data(r *http.Request, code string) pageData {
-	return pageData{Title: p.title, Lead: p.lead, Action: r.URL.Path, Code: code, Button: p.button, Busy: p.busy}
+	return pageData{Title: p.title, Lead: p.lead, Action: r.URL.Path, Code: code, Button: p.button, Busy: p.busy,
+		Next: p.next, NextLabel: p.nextLabel}
 }
 
 // showCode serves the page of a mailed link with the code from the link
-// filled in; it uses nothing up.
+// filled in. It says what pressing the button would do (which account it
+// signs into, which address it changes) and whom the browser is signed in
+// as already, so that a link someone else sent cannot sign a person into
+// an account that is not theirs unawares; it uses nothing up.
 func (s *site) showCode(p codePage) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.render(w, r, http.StatusOK, "code", p.data(r, r.URL.Query().Get("code")))
+		code := r.URL.Query().Get("code")
+		d := p.data(r, code)
+		if code != "" {
+			if err := p.preview(s, r, code, &d); err != nil {
+				s.fail(w, r, err, "code", d, "")
+				return
+			}
+		}
+		if token := s.cookie.token(r); token != "" && d.SignInAs != "" {
+			if u, err := s.users.Me(r.Context(), token); err == nil {
+				d.SignedInAs = u.Email
+			}
+		}
+		s.render(w, r, http.StatusOK, "code", d)
 	}
 }
 
+// signIn sends a sign-in page's form: it uses the code, sets the session
+// cookie and goes to the account.
 func (s *site) signIn(w http.ResponseWriter, r *http.Request) {
 	code, err := form(w, r, "code")
 	var session user.Session
@@ -289,20 +349,22 @@ func (s *site) signIn(w http.ResponseWriter, r *http.Request) {
 		session, err = s.users.SignIn(r.Context(), code)
 	}
 	if err != nil {
-		s.fail(w, r, err, "code", signInPage.data(r, code))
+		s.fail(w, r, err, "code", signInPage.data(r, code), "")
 		return
 	}
 	s.cookie.set(w, session, s.now())
 	seeOther(w, "/account")
 }
 
+// confirmEmail sends a confirmation page's form: it uses the code, which
+// changes the address.
 func (s *site) confirmEmail(w http.ResponseWriter, r *http.Request) {
 	code, err := form(w, r, "code")
 	if err == nil {
 		_, err = s.users.ConfirmEmailChange(r.Context(), code)
 	}
 	if err != nil {
-		s.fail(w, r, err, "code", confirmPage.data(r, code))
+		s.fail(w, r, err, "code", confirmPage.data(r, code), "")
 		return
 	}
 	seeOther(w, "/account?notice=email-changed")
@@ -310,7 +372,8 @@ func (s *site) confirmEmail(w http.ResponseWriter, r *http.Request) {
 
 // signedIn returns the person the browser's cookie signs in. Without a
 // session it sends the browser to the sign-in page, clearing a cookie that
-// no longer signs anyone in, and returns false.
+// no longer signs anyone in, and returns false; when the service cannot
+// tell, it says so with a way back to the account page.
 func (s *site) signedIn(w http.ResponseWriter, r *http.Request) (user.User, bool) {
 	token := s.cookie.token(r)
 	if token == "" {
@@ -322,13 +385,8 @@ func (s *site) signedIn(w http.ResponseWriter, r *http.Request) (user.User, bool
 		return user.User{}, false
 	}
 	u, err := s.users.Me(r.Context(), token)
-	if errors.Is(err, user.ErrUnauthenticated) {
-		s.cookie.clear(w)
-		seeOther(w, "/?notice=session-ended")
-		return user.User{}, false
-	}
 	if err != nil {
-		s.fail(w, r, err, "", pageData{})
+		s.fail(w, r, err, "", pageData{}, "/account")
 		return user.User{}, false
 	}
 	return u, true
@@ -342,11 +400,11 @@ func (s *site) accountPage(r *http.Request, u user.User) (pageData, error) {
 	}
 	items, _, err := s.activity.Page(r.Context(), u.ID, nil, recentActivity)
 	if err != nil {
-		return d, err
+		return d, fmt.Errorf("httpapi: account page: activity: %w", err)
 	}
 	behind, err := s.activity.Behind(r.Context())
 	if err != nil {
-		return d, err
+		return d, fmt.Errorf("httpapi: account page: activity lag: %w", err)
 	}
 	d.ActivityShown, d.Behind = true, behind
 	for _, it := range items {
@@ -355,6 +413,7 @@ func (s *site) accountPage(r *http.Request, u user.User) (pageData, error) {
 	return d, nil
 }
 
+// account serves the account page.
 func (s *site) account(w http.ResponseWriter, r *http.Request) {
 	u, ok := s.signedIn(w, r)
 	if !ok {
@@ -362,13 +421,15 @@ func (s *site) account(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.accountPage(r, u)
 	if err != nil {
-		s.fail(w, r, err, "", pageData{})
+		s.fail(w, r, err, "", pageData{}, "/account")
 		return
 	}
 	d.Notice = notices[r.URL.Query().Get("notice")]
 	s.render(w, r, http.StatusOK, "account", d)
 }
 
+// changeEmail sends the account page's form: a confirmation link to the
+// new address.
 func (s *site) changeEmail(w http.ResponseWriter, r *http.Request) {
 	u, ok := s.signedIn(w, r)
 	if !ok {
@@ -387,21 +448,34 @@ func (s *site) changeEmail(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, user.ErrEmailTaken) {
 			d.Error = "That is your address already."
 		}
-		s.fail(w, r, err, "account", d)
+		s.fail(w, r, err, "account", d, "")
 		return
 	}
 	seeOther(w, "/account?notice=email-sent")
 }
 
+// signOut ends the browser's session. The cookie is cleared whatever the
+// service answers, so a person who signs out on a shared computer is
+// signed out of it; when the service could not end the session, the page
+// says so, and the session ends when it expires.
 func (s *site) signOut(w http.ResponseWriter, r *http.Request) {
+	s.cookie.clear(w)
 	if token := s.cookie.token(r); token != "" {
 		// A session that has ended already is as good as ended now.
 		if err := s.users.SignOut(r.Context(), token); err != nil && !errors.Is(err, user.ErrUnauthenticated) {
-			s.fail(w, r, err, "", pageData{})
+			f, ok := failureOf(r, s.log, err, http.StatusBadRequest)
+			if !ok {
+				return
+			}
+			f.setHeaders(w)
+			s.render(w, r, f.status, "message", pageData{
+				Title: "This browser is signed out",
+				Lead:  "The service could not end the session itself just now; it ends when it expires.",
+				Next:  "/", NextLabel: "Go to the start",
+			})
 			return
 		}
 	}
-	s.cookie.clear(w)
 	seeOther(w, "/?notice=signed-out")
 }
 
@@ -409,7 +483,7 @@ func (s *site) signOut(w http.ResponseWriter, r *http.Request) {
 func (s *site) refuseTooMany(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
 	s.render(w, r, http.StatusTooManyRequests, "message", pageData{
-		Title: "Too many requests", Lead: "Wait a little, then try again.", Next: "/", NextLabel: "Back to the start",
+		Title: "Too many requests", Lead: "Wait a little, then go back and try again.", Next: "/", NextLabel: "Back to the start",
 	})
 }
 
@@ -419,6 +493,24 @@ func (s *site) refuseCrossOrigin(w http.ResponseWriter, r *http.Request) {
 		Title: "This form came from another site", Lead: "Nothing was changed. Use the form on this site.",
 		Next: "/", NextLabel: "Go to the start",
 	})
+}
+
+// notFound answers a browser that asks for a page that does not exist.
+func (s *site) notFound(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusNotFound, "message", pageData{
+		Title: "There is no such page", Next: "/", NextLabel: "Go to the start",
+	})
+}
+
+// wrongMethod answers a browser that uses a page with a method it does not
+// take, such as a GET of a form's address.
+func (s *site) wrongMethod(allowed string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allowed)
+		s.render(w, r, http.StatusMethodNotAllowed, "message", pageData{
+			Title: "This page does not take that", Lead: "It takes " + allowed + ".", Next: "/account", NextLabel: "Go to your account",
+		})
+	}
 }
 
 // serveAsset serves one of the pages' static files.

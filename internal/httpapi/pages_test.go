@@ -129,14 +129,14 @@ func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 
 	wantPage(t, "GET /", b.get(t, "/"), http.StatusOK, `<form method="post" action="/">`, `<label for="email">`)
 	wantPage(t, "POST /", b.submit(t, "/", url.Values{"email": {"Ada@Example.com"}}), http.StatusOK,
-		"Check your inbox", "Ada@Example.com")
+		"Check your inbox", "Ada@Example.com", `<form method="post" action="/sign-in">`)
 	code := e.oneMail(t, mail.TopicLoginLink, "ada@example.com", "/sign-in")
 
 	// Opening the link, as often as a scanner likes, uses nothing up.
 	before := e.snapshot(t)
 	for range 3 {
 		wantPage(t, "GET /sign-in", b.get(t, "/sign-in?code="+code), http.StatusOK,
-			`<form method="post" action="/sign-in">`, `value="`+code+`"`)
+			`<form method="post" action="/sign-in">`, `value="`+code+`"`, `<strong id="who">ada@example.com</strong>`)
 	}
 	e.unchanged(t, "opening the sign-in link", before)
 
@@ -164,13 +164,19 @@ func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 
 	wantPage(t, "GET /account", b.get(t, "/account"), http.StatusOK,
 		`<dd id="current-email">ada@example.com</dd>`, `action="/account/email"`, `action="/sign-out"`)
+	// A link to another account, such as one someone else sent, says whose
+	// it is and whom the browser is signed in as.
+	other := e.link(t, "mallory@example.com", "mallory@example.com")
+	wantPage(t, "GET /sign-in of another account's link", b.get(t, "/sign-in?code="+other), http.StatusOK,
+		`<strong id="who">mallory@example.com</strong>`, "You are signed in as ada@example.com in this browser.")
 
 	wantRedirect(t, "POST /account/email", b.submit(t, "/account/email", url.Values{"new_email": {"grace@example.com"}}),
 		"/account?notice=email-sent")
 	wantPage(t, "GET /account after asking", b.get(t, "/account?notice=email-sent"), http.StatusOK,
 		"We sent a confirmation link to your new address", "ada@example.com")
 	change := e.oneMail(t, mail.TopicEmailChange, "grace@example.com", "/confirm-email")
-	wantPage(t, "GET /confirm-email", b.get(t, "/confirm-email?code="+change), http.StatusOK, `action="/confirm-email"`)
+	wantPage(t, "GET /confirm-email", b.get(t, "/confirm-email?code="+change), http.StatusOK, `action="/confirm-email"`,
+		`<strong id="from">ada@example.com</strong> to <strong id="to">grace@example.com</strong>`)
 	wantRedirect(t, "POST /confirm-email", b.submit(t, "/confirm-email", url.Values{"code": {change}}),
 		"/account?notice=email-changed")
 	wantPage(t, "GET /account after the change", b.get(t, "/account?notice=email-changed"), http.StatusOK,
@@ -182,6 +188,10 @@ func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 		t.Errorf("POST /sign-out set %v, want the session cookie cleared", signedOut.cookies)
 	}
 	wantPage(t, "GET / after signing out", b.get(t, "/?notice=signed-out"), http.StatusOK, "You have signed out.")
+	wantPage(t, "GET /sign-in of a used link", b.get(t, "/sign-in?code="+code), http.StatusBadRequest,
+		"This link is unknown, used or expired.", `<a href="/">Ask for a new sign-in link</a>`)
+	wantPage(t, "GET /confirm-email of a used link", b.get(t, "/confirm-email?code="+change), http.StatusBadRequest,
+		"This link is unknown, used or expired.", `<a href="/account">Ask for a new confirmation link on your account page</a>`)
 	wantUnauthenticated(t, "GET /v1/me after signing out", e.get(t, "/v1/me", cookie.Value))
 	wantRedirect(t, "GET /account after signing out", b.get(t, "/account"), "/")
 }
@@ -290,6 +300,10 @@ func (unavailableUsers) SignIn(context.Context, string) (user.Session, error) {
 func (unavailableUsers) Me(context.Context, string) (user.User, error) {
 	return user.User{}, uow.ErrUnavailable
 }
+func (unavailableUsers) SignOut(context.Context, string) error { return uow.ErrUnavailable }
+func (unavailableUsers) SignInAddress(context.Context, string) (string, error) {
+	return "", uow.ErrUnavailable
+}
 
 // TestPagesAnswerAnOutageWith503: while the database is gone a page says
 // so with 503 and Retry-After, and a form is shown again as it was sent, so
@@ -308,9 +322,50 @@ func TestPagesAnswerAnOutageWith503(t *testing.T) {
 			t.Errorf("%s: no Retry-After", what)
 		}
 	}
+	wantPage(t, "GET /sign-in?code=", b.get(t, "/sign-in?code="+strings.Repeat("a", 32)), http.StatusServiceUnavailable,
+		"The service is unavailable.", `value="`+strings.Repeat("a", 32)+`"`)
+	for what, p := range map[string]func() page{
+		"GET /account":        func() page { return b.get(t, "/account") },
+		"POST /account/email": func() page { return b.submit(t, "/account/email", url.Values{"new_email": {"grace@example.com"}}) },
+	} {
+		b.cookies["session"] = &http.Cookie{Name: "session", Value: fakeToken}
+		wantPage(t, what, p(), http.StatusServiceUnavailable, "The service is unavailable.", `<a href="/account">Try again</a>`)
+	}
+	// Signing out on a shared computer signs this browser out, whatever
+	// the service can do.
 	b.cookies["session"] = &http.Cookie{Name: "session", Value: fakeToken}
-	p := b.get(t, "/account")
-	wantPage(t, "GET /account", p, http.StatusServiceUnavailable, "The service is unavailable.", `<a href="/account">Try again</a>`)
+	p := b.submit(t, "/sign-out", url.Values{})
+	wantPage(t, "POST /sign-out", p, http.StatusServiceUnavailable, "This browser is signed out")
+	if b.cookies["session"] != nil {
+		t.Errorf("POST /sign-out in an outage left the session cookie: %v", p.cookies)
+	}
+}
+
+// TestPagesAnswerBrowsersInHTML: a browser that asks for a page that does
+// not exist, or uses a page with the wrong method, gets a page; an API
+// client still gets a problem.
+func TestPagesAnswerBrowsersInHTML(t *testing.T) {
+	t.Parallel()
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}})
+	browser := map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/acount", http.StatusNotFound},
+		{"GET", "/account/", http.StatusNotFound},
+		{"GET", "/sign-out", http.StatusMethodNotAllowed},
+		{"GET", "/account/email", http.StatusMethodNotAllowed},
+		{"PUT", "/account", http.StatusMethodNotAllowed},
+		{"OPTIONS", "/", http.StatusMethodNotAllowed},
+	} {
+		r := serve(t, h, c.method, c.path, "", browser, nil)
+		if r.status != c.status || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+			t.Errorf("%s %s from a browser: %d %s, want %d HTML", c.method, c.path, r.status, r.header.Get("Content-Type"), c.status)
+		}
+	}
+	wantProblem(t, "GET /v1/nope from a browser", serve(t, h, "GET", "/v1/nope", "", browser, nil), http.StatusNotFound, httpapi.TypeNotFound)
+	wantProblem(t, "GET /acount from a client", serve(t, h, "GET", "/acount", "", nil, nil), http.StatusNotFound, httpapi.TypeNotFound)
 }
 
 // TestPagesCookieUnderHTTPS: under an https BASE_URL the session cookie is
@@ -348,7 +403,7 @@ func TestPagesAreStrictAndEscaped(t *testing.T) {
 	h := httpapi.NewServer(httpapi.Deps{Users: countingUsers{used: &used}})
 	for _, path := range []string{"/", "/sign-in", "/confirm-email"} {
 		r := serve(t, h, "GET", path+`?code=abc%22%3E%3Cscript%3Ex()%3C/script%3E&notice=%3Cscript%3Ey()%3C/script%3E`, "", nil, nil)
-		if r.status != http.StatusOK {
+		if want := map[bool]int{true: http.StatusOK, false: http.StatusBadRequest}[path == "/"]; r.status != want {
 			t.Fatalf("GET %s: %s", path, r)
 		}
 		body := string(r.body)
@@ -394,9 +449,13 @@ func TestPagesShareTheClientLimit(t *testing.T) {
 		wantStatus(t, "API within the limit", serve(t, h, "POST", "/v1/sign-in-links", remote,
 			map[string]string{"Content-Type": "application/json"}, []byte(emailBody("ada@example.com"))), http.StatusAccepted)
 	}
-	r := serve(t, h, "POST", "/", remote, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, []byte("email=ada%40example.com"))
-	if r.status != http.StatusTooManyRequests || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || r.header.Get("Retry-After") == "" {
-		t.Errorf("POST / over the limit: %d %s Retry-After %q, want 429 HTML with Retry-After", r.status, r.header.Get("Content-Type"), r.header.Get("Retry-After"))
+	for _, r := range []response{
+		serve(t, h, "POST", "/", remote, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, []byte("email=ada%40example.com")),
+		serve(t, h, "GET", "/account", remote, map[string]string{"Cookie": "session=" + fakeToken}, nil),
+	} {
+		if r.status != http.StatusTooManyRequests || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || r.header.Get("Retry-After") == "" {
+			t.Errorf("a page over the limit: %d %s Retry-After %q, want 429 HTML with Retry-After", r.status, r.header.Get("Content-Type"), r.header.Get("Retry-After"))
+		}
 	}
 }
 

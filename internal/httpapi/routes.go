@@ -3,6 +3,7 @@ package httpapi
 import (
 	_ "embed"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -55,7 +56,9 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 		_, _ = w.Write(openAPI)
 	}))
 
-	// The browser pages: GET shows a page, POST sends its form.
+	// The browser pages: GET shows a page, POST sends its form. Every POST
+	// is refused from other sites, and counts against the client's limit,
+	// as does the account page, which reads the database at each visit.
 	site := &site{users: d.Users, activity: d.Activity, log: d.Log, cookie: newSessionCookie(d.baseURL), now: d.Now}
 	forms := http.NewCrossOriginProtection()
 	if d.baseURL != nil {
@@ -64,39 +67,39 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 		_ = forms.AddTrustedOrigin(d.baseURL.Scheme + "://" + d.baseURL.Host)
 	}
 	forms.SetDenyHandler(http.HandlerFunc(site.refuseCrossOrigin))
-	page := func(path string, show, send http.HandlerFunc) {
-		declared("GET " + path)
-		pattern := path
+	limited := func(h http.HandlerFunc) http.Handler { return limiter.limit(h, site.refuseTooMany) }
+	page := func(path string, show http.Handler, send http.HandlerFunc) {
+		pattern, allowed := path, "GET, HEAD"
 		if path == "/" {
 			pattern = "/{$}"
 		}
-		mux.Handle("GET "+pattern, show)
-		allowed := "GET, HEAD"
+		if show != nil {
+			declared("GET " + path)
+			mux.Handle("GET "+pattern, show)
+		}
 		if send != nil {
 			declared("POST " + path)
-			mux.Handle("POST "+pattern, forms.Handler(limiter.limit(send, site.refuseTooMany)))
+			mux.Handle("POST "+pattern, forms.Handler(limited(send)))
 			allowed += ", POST"
 		}
-		if path != "/" {
-			mux.Handle(pattern, methodNotAllowed(allowed))
+		if show == nil {
+			allowed = "POST"
 		}
+		mux.Handle(pattern, site.wrongMethod(allowed))
 	}
-	page("/", site.home, site.askLink)
+	page("/", site.showHome(), site.askLink)
 	page("/sign-in", site.showCode(signInPage), site.signIn)
 	page("/confirm-email", site.showCode(confirmPage), site.confirmEmail)
-	page("/account", site.account, nil)
+	page("/account", limited(site.account), nil)
+	page("/account/email", nil, site.changeEmail)
+	page("/sign-out", nil, site.signOut)
 	op("/assets/pages.js", serveAsset("pages.js", "text/javascript; charset=utf-8"))
 	op("/assets/pages.css", serveAsset("pages.css", "text/css; charset=utf-8"))
-	post := func(path string, send http.HandlerFunc) {
-		declared("POST " + path)
-		mux.Handle("POST "+path, forms.Handler(limiter.limit(send, site.refuseTooMany)))
-		mux.Handle(path, methodNotAllowed("POST"))
-	}
-	post("/account/email", site.changeEmail)
-	post("/sign-out", site.signOut)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" {
-			methodNotAllowed("GET, HEAD, POST").ServeHTTP(w, r)
+		// A browser that strays from the pages gets a page; the API and
+		// its clients get a problem.
+		if !strings.HasPrefix(r.URL.Path, "/v1/") && strings.Contains(r.Header.Get("Accept"), "text/html") {
+			site.notFound(w, r)
 			return
 		}
 		writeProblem(w, http.StatusNotFound, TypeNotFound, "no route for "+r.URL.Path)

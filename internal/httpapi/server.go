@@ -28,6 +28,10 @@ type Users interface {
 	SignOut(ctx context.Context, token string) error
 	RequestEmailChange(ctx context.Context, token, newEmail string) error
 	ConfirmEmailChange(ctx context.Context, code string) (user.User, error)
+	// SignInAddress and EmailChangeOf tell what a code would do, and use
+	// nothing up, for the pages the mailed links open.
+	SignInAddress(ctx context.Context, code string) (string, error)
+	EmailChangeOf(ctx context.Context, code string) (from, to string, err error)
 }
 
 // Deps are what [NewServer] serves.
@@ -40,14 +44,16 @@ type Deps struct {
 	// Metrics serves /metrics in the Prometheus text format.
 	Metrics http.Handler
 	Log     *slog.Logger
-	// RateLimit is how many requests one client address may make to /v1/
-	// per minute; 0 turns the limit off.
+	// RateLimit is how many requests one client address may make a minute
+	// to the API (/v1/), the pages' forms and the account page together; 0
+	// turns the limit off.
 	RateLimit int
 	// TrustedProxies are the proxies in front of the service, whose
 	// X-Forwarded-For names the client the limit counts; from any other
 	// peer the header is ignored.
 	TrustedProxies []netip.Prefix
-	// Now tells the time to the rate limiter; nil means time.Now.
+	// Now tells the time to the rate limiter and to the session cookie's
+	// Max-Age; nil means time.Now.
 	Now func() time.Time
 	// BaseURL is the address the mailed links point at (BASE_URL). Under
 	// https the pages' session cookie is Secure, and its origin is trusted

@@ -349,6 +349,81 @@ func (s *Service) loadSignInLinks(ctx context.Context, tx uow.Tx, email string) 
 	return foldSignInLinks(events, version)
 }
 
+// liveChange returns the account and the change of address of a
+// confirmation code that can still be used, or [ErrInvalidCode].
+func (s *Service) liveChange(ctx context.Context, tx uow.Tx, hash string) (account, *emailChange, error) {
+	id, ok, err := s.Views.EmailChangeCode(ctx, tx, hash)
+	if err != nil {
+		return account{}, nil, err
+	}
+	if !ok {
+		return account{}, nil, fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
+	}
+	acct, err := s.loadAccount(ctx, tx, id)
+	if err != nil {
+		return account{}, nil, err
+	}
+	c := acct.change(hash)
+	switch {
+	case c == nil:
+		return account{}, nil, fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
+	case c.used:
+		return account{}, nil, fmt.Errorf("%w: confirmation code already used", ErrInvalidCode)
+	case !tx.Now().Before(c.expiresAt):
+		return account{}, nil, fmt.Errorf("%w: confirmation code expired", ErrInvalidCode)
+	}
+	return acct, c, nil
+}
+
+// SignInAddress returns the address that a sign-in code would sign in,
+// and uses nothing up: the page a link opens names the account its button
+// signs into, so that nobody is signed into an account that someone else
+// sent them the link of. It returns [ErrInvalidCode] for a code that is
+// unknown, used or expired.
+func (s *Service) SignInAddress(ctx context.Context, code string) (string, error) {
+	if !validSecret(code) {
+		return "", fmt.Errorf("%w: malformed", ErrInvalidCode)
+	}
+	hash := hashSecret(code)
+	var email string
+	err := s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+		var ok bool
+		var err error
+		if email, ok, err = s.Views.SignInCode(ctx, tx, hash); err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
+		}
+		links, err := s.loadSignInLinks(ctx, tx, email)
+		if err != nil {
+			return err
+		}
+		return links.use(hash, tx.Now())
+	})
+	return email, err
+}
+
+// EmailChangeOf returns the address a confirmation code would move its
+// account from and the one it would move it to, and uses nothing up, for
+// the page a confirmation link opens. It returns [ErrInvalidCode] for a
+// code that is unknown, used or expired.
+func (s *Service) EmailChangeOf(ctx context.Context, code string) (from, to string, err error) {
+	if !validSecret(code) {
+		return "", "", fmt.Errorf("%w: malformed", ErrInvalidCode)
+	}
+	hash := hashSecret(code)
+	err = s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+		acct, c, err := s.liveChange(ctx, tx, hash)
+		if err != nil {
+			return err
+		}
+		from, to = acct.email, c.newEmail
+		return nil
+	})
+	return from, to, err
+}
+
 func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (account, error) {
 	events, err := s.Events.Load(ctx, tx, userStream(id), 1)
 	if err != nil {
@@ -471,25 +546,9 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, er
 	hash := hashSecret(code)
 	var u User
 	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		id, ok, err := s.Views.EmailChangeCode(ctx, tx, hash)
+		acct, c, err := s.liveChange(ctx, tx, hash)
 		if err != nil {
 			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
-		}
-		acct, err := s.loadAccount(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		c := acct.change(hash)
-		switch {
-		case c == nil:
-			return fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
-		case c.used:
-			return fmt.Errorf("%w: confirmation code already used", ErrInvalidCode)
-		case !tx.Now().Before(c.expiresAt):
-			return fmt.Errorf("%w: confirmation code expired", ErrInvalidCode)
 		}
 		e, err := event(TypeEmailChanged, EmailChanged{UserID: acct.id, OldEmail: acct.email, NewEmail: c.newEmail, CodeHash: hash})
 		if err != nil {

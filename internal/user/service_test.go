@@ -773,3 +773,51 @@ func TestConcurrentEmailChangesToOneAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestCodesTellWhatTheyDoAndUseNothing: SignInAddress and EmailChangeOf
+// name what a code would do without using it, and refuse a code that is
+// unknown, used or expired as the commands do.
+func TestCodesTellWhatTheyDoAndUseNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	code := b.link(t, "Ada@Example.com", "ada@example.com")
+	events := b.events(t)
+	for range 2 {
+		if email, err := b.svc.SignInAddress(ctx, code); err != nil || email != "ada@example.com" {
+			t.Fatalf("SignInAddress: %q, %v; want ada@example.com", email, err)
+		}
+	}
+	b.unchanged(t, "SignInAddress", events)
+	ada, err := b.svc.SignIn(ctx, code)
+	if err != nil {
+		t.Fatalf("SignIn after SignInAddress: %v", err)
+	}
+	if _, err := b.svc.SignInAddress(ctx, code); !errors.Is(err, user.ErrInvalidCode) {
+		t.Errorf("SignInAddress of a used code: %v, want ErrInvalidCode", err)
+	}
+
+	change := b.changeCode(t, ada.Token, "grace@example.com")
+	events = b.events(t)
+	if from, to, err := b.svc.EmailChangeOf(ctx, change); err != nil || from != "ada@example.com" || to != "grace@example.com" {
+		t.Fatalf("EmailChangeOf: %q -> %q, %v; want ada@example.com -> grace@example.com", from, to, err)
+	}
+	b.unchanged(t, "EmailChangeOf", events)
+
+	expiring := b.link(t, "bob@example.com", "bob@example.com")
+	b.clock.Advance(linkTTL)
+	if _, err := b.svc.SignInAddress(ctx, expiring); !errors.Is(err, user.ErrInvalidCode) {
+		t.Errorf("SignInAddress of an expired code: %v, want ErrInvalidCode", err)
+	}
+	if _, _, err := b.svc.EmailChangeOf(ctx, change); !errors.Is(err, user.ErrInvalidCode) {
+		t.Errorf("EmailChangeOf of an expired code: %v, want ErrInvalidCode", err)
+	}
+	for _, bad := range []string{"", "nope", strings.Repeat("a", len(code))} {
+		if _, err := b.svc.SignInAddress(ctx, bad); !errors.Is(err, user.ErrInvalidCode) {
+			t.Errorf("SignInAddress(%q): %v, want ErrInvalidCode", bad, err)
+		}
+		if _, _, err := b.svc.EmailChangeOf(ctx, bad); !errors.Is(err, user.ErrInvalidCode) {
+			t.Errorf("EmailChangeOf(%q): %v, want ErrInvalidCode", bad, err)
+		}
+	}
+}
