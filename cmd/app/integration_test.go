@@ -16,6 +16,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/integration/natsbroker"
 	"github.com/eventsourced/accounts/internal/integration/natsbroker/natstest"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -144,6 +145,7 @@ type integrationBench struct {
 	relay *outbox.Relay
 	store *lossyAcks
 	clock *testclock.Clock
+	pubs  *publishers
 }
 
 func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench {
@@ -169,6 +171,7 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pubs.Close() })
+	b.pubs = pubs
 	b.relay, err = outbox.NewRelay(b.store, pubs.handlers, outbox.RelayConfig{Timeout: 500 * time.Millisecond},
 		outbox.WithClock(b.clock.Now), e.publishPolicy(pubs))
 	if err != nil {
@@ -202,6 +205,21 @@ func (b *integrationBench) signIn(t *testing.T, email string) user.Session {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// awaitConnected waits until every NATS publisher is connected again.
+func (b *integrationBench) awaitConnected(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(e2eWait)
+	for _, pub := range b.pubs.pubs {
+		nats, ok := pub.(*natsbroker.Publisher)
+		for ok && !nats.Connected() {
+			if time.Now().After(deadline) {
+				t.Fatalf("the NATS publisher did not reconnect within %s", e2eWait)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // drainUntilDelivered drains, moving the clock a minute each pass, until a
@@ -258,6 +276,10 @@ func TestJetStreamOutageLosesNothingAndRepeatsNothing(t *testing.T) {
 	}
 	b.clock.Advance(time.Hour)
 	srv.Start()
+	// The client reconnects on its own within seconds of real time; the
+	// passes below move the clock a minute each and would spend every try
+	// the events have before then.
+	b.awaitConnected(t)
 	// Ada's user.registered again, then her first user.signed_in, Grace's
 	// two and Ada's second sign-in.
 	if got := b.drainUntilDelivered(t, 5); got.Delivered != 5 {

@@ -249,6 +249,11 @@ func (p *Publisher) ensureStream(ctx context.Context) error {
 
 func (p *Publisher) forgetStream() { p.ready.Store(false) }
 
+// Connected reports whether the publisher is connected to a server now.
+// While it is not, it reconnects in the background and each publish fails
+// at once.
+func (p *Publisher) Connected() bool { return p.conn.IsConnected() }
+
 // Close closes the connection.
 func (p *Publisher) Close() error {
 	p.conn.Close()
