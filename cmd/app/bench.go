@@ -407,10 +407,11 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 	// them, not writing a line for each.
 	quiet := e
 	quiet.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := quiet.apiServer(db, nil, noop.NewMeterProvider())
+	users, err := quiet.users(db)
 	if err != nil {
 		return err
 	}
+	srv := quiet.apiServer(db, users, nil, noop.NewMeterProvider())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

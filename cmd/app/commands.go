@@ -76,10 +76,16 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			// The port may have been 0: point the links at the one taken.
 			e.cfg.BaseURL = config.BaseURLOf(ln.Addr().String())
 		}
-		if srv, err = e.apiServer(db, metricsHandler, meter); err != nil {
+	}
+	users, err := e.users(db)
+	if err != nil {
+		if ln != nil {
 			_ = ln.Close()
-			return err
 		}
+		return err
+	}
+	if ln != nil {
+		srv = e.apiServer(db, users, metricsHandler, meter)
 	}
 
 	ctx, stop := context.WithCancel(ctx)
@@ -94,6 +100,9 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			}
 			e.log.Info("projections stopped")
 		})
+	}
+	if every := e.cfg.SweepInterval; every > 0 {
+		wg.Go(func() { runSweeps(ctx, every, e.log, e.sweeps(db, users)) })
 	}
 	if rel != nil {
 		wg.Go(func() {
@@ -134,16 +143,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 // apiServer returns the HTTP server of the API, with timeouts on every
 // stage of a request.
-func (e env) apiServer(db backend, metrics http.Handler, meter metric.MeterProvider) (*http.Server, error) {
-	users, err := user.NewService(user.Deps{
-		Runner: db.Runner(nil),
-		Events: db.Events(),
-		Outbox: db.Outbox(),
-		Views:  db.Views(),
-	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
-	if err != nil {
-		return nil, err
-	}
+func (e env) apiServer(db backend, users *user.Service, metrics http.Handler, meter metric.MeterProvider) *http.Server {
 	if metrics == nil {
 		metrics = http.NotFoundHandler()
 	}
@@ -164,7 +164,17 @@ func (e env) apiServer(db backend, metrics http.Handler, meter metric.MeterProvi
 		WriteTimeout:      15 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelWarn),
-	}, nil
+	}
+}
+
+// users returns the user domain's service on db.
+func (e env) users(db backend) (*user.Service, error) {
+	return user.NewService(user.Deps{
+		Runner: db.Runner(nil),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
+		Views:  db.Views(),
+	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
 }
 
 func migrate(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {

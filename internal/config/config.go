@@ -70,6 +70,10 @@ type Config struct {
 	WebhookSecret string `env:"WEBHOOK_SECRET" secret:"true" desc:"The webhook's signing secret: whsec_ and the base64 of 24 to 64 random bytes. Required with WEBHOOK_URL."`
 	// PublishRetryFor is how long an integration event is retried.
 	PublishRetryFor time.Duration `env:"PUBLISH_RETRY_FOR" envDefault:"72h" desc:"How long an integration event that cannot be published is retried, at most every 5 minutes, before it is buried."`
+	// SweepInterval is how often the app sweeps what has expired.
+	SweepInterval time.Duration `env:"SWEEP_INTERVAL" envDefault:"5m" desc:"How often each instance deletes the rows of expired links and sessions, and buried messages past OUTBOX_BURIED_RETENTION; 0 turns the sweeps off."`
+	// BuriedRetention is how long a buried message is kept.
+	BuriedRetention time.Duration `env:"OUTBOX_BURIED_RETENTION" envDefault:"168h" desc:"How long a buried message is kept for an operator to look at or requeue before the sweep deletes it; 0 keeps buried messages until discarded by hand."`
 	// Policy holds the limits of sign-in links and sessions.
 	Policy user.Policy
 	// Outbox tunes the relay.
@@ -147,6 +151,12 @@ func (c Config) checkIntegration() error {
 		} else if err != nil {
 			errs = append(errs, fmt.Errorf("WEBHOOK_SECRET: %w", err))
 		}
+	}
+	if c.SweepInterval < 0 {
+		errs = append(errs, fmt.Errorf("SWEEP_INTERVAL must be 0 (off) or more, got %s", c.SweepInterval))
+	}
+	if c.BuriedRetention < 0 {
+		errs = append(errs, fmt.Errorf("OUTBOX_BURIED_RETENTION must be 0 (keep) or more, got %s", c.BuriedRetention))
 	}
 	if c.PublishRetryFor < time.Hour {
 		errs = append(errs, fmt.Errorf("PUBLISH_RETRY_FOR must be at least 1h, or a short outage of a destination buries its events; got %s", c.PublishRetryFor))

@@ -76,10 +76,8 @@ func userViewStatement(e eventstore.Event) (string, []any, error) {
 	switch e.Type {
 	case user.TypeSignInLinkRequested:
 		d, err := eventstore.Decode[user.SignInLinkRequested](e)
-		return `
-WITH stale AS (DELETE FROM signin_codes WHERE email = $2 AND expires_at <= $4)
-INSERT INTO signin_codes (code_hash, email, expires_at) VALUES ($1, $2, $3)`,
-			[]any{d.CodeHash, d.Email, d.ExpiresAt, e.RecordedAt}, err
+		return `INSERT INTO signin_codes (code_hash, email, expires_at) VALUES ($1, $2, $3)`,
+			[]any{d.CodeHash, d.Email, d.ExpiresAt}, err
 	case user.TypeSignInLinkUsed:
 		d, err := eventstore.Decode[user.SignInLinkUsed](e)
 		return `DELETE FROM signin_codes WHERE code_hash = $1`, []any{d.CodeHash}, err
@@ -89,19 +87,15 @@ INSERT INTO signin_codes (code_hash, email, expires_at) VALUES ($1, $2, $3)`,
 			[]any{d.UserID, d.Email, e.RecordedAt}, err
 	case user.TypeSessionStarted:
 		d, err := eventstore.Decode[user.SessionStarted](e)
-		return `
-WITH stale AS (DELETE FROM sessions WHERE user_id = $2 AND expires_at <= $4)
-INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-			[]any{d.TokenHash, d.UserID, d.ExpiresAt, e.RecordedAt}, err
+		return `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
+			[]any{d.TokenHash, d.UserID, d.ExpiresAt}, err
 	case user.TypeSessionEnded:
 		d, err := eventstore.Decode[user.SessionEnded](e)
 		return `DELETE FROM sessions WHERE token_hash = $1`, []any{d.TokenHash}, err
 	case user.TypeEmailChangeRequested:
 		d, err := eventstore.Decode[user.EmailChangeRequested](e)
-		return `
-WITH stale AS (DELETE FROM email_change_codes WHERE user_id = $2 AND expires_at <= $4)
-INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-			[]any{d.CodeHash, d.UserID, d.ExpiresAt, e.RecordedAt}, err
+		return `INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
+			[]any{d.CodeHash, d.UserID, d.ExpiresAt}, err
 	case user.TypeEmailChanged:
 		d, err := eventstore.Decode[user.EmailChanged](e)
 		return `
@@ -127,6 +121,25 @@ SET CONSTRAINTS users_email_key DEFERRED`)
 		return fmt.Errorf("user views: reset: %w", err)
 	}
 	return nil
+}
+
+// Sweep deletes the rows of links and sessions that expired at or before
+// now, as [user.Views] describes, and returns how many it deleted.
+func (UserViews) Sweep(ctx context.Context, t uow.Tx, now time.Time) (int64, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return 0, fmt.Errorf("user views: sweep: %w", err)
+	}
+	var n int64
+	err = ptx.QueryRow(ctx, `
+WITH s AS (DELETE FROM sessions WHERE expires_at <= $1 RETURNING 1),
+     c AS (DELETE FROM signin_codes WHERE expires_at <= $1 RETURNING 1),
+     e AS (DELETE FROM email_change_codes WHERE expires_at <= $1 RETURNING 1)
+SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM e)`, now).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("user views: sweep: %w", err)
+	}
+	return n, nil
 }
 
 // UserByEmail returns the user who holds email, as [user.Views] describes.

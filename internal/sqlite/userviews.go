@@ -83,7 +83,6 @@ func userViewStatements(e eventstore.Event) ([]statement, error) {
 	case user.TypeSignInLinkRequested:
 		d, err := eventstore.Decode[user.SignInLinkRequested](e)
 		return []statement{
-			{`DELETE FROM signin_codes WHERE email = ? AND expires_at <= ?`, []any{d.Email, recorded}},
 			{`INSERT INTO signin_codes (code_hash, email, expires_at) VALUES (?, ?, ?)`,
 				[]any{d.CodeHash, d.Email, micros(d.ExpiresAt)}},
 		}, err
@@ -97,7 +96,6 @@ func userViewStatements(e eventstore.Event) ([]statement, error) {
 	case user.TypeSessionStarted:
 		d, err := eventstore.Decode[user.SessionStarted](e)
 		return []statement{
-			{`DELETE FROM sessions WHERE user_id = ? AND expires_at <= ?`, []any{d.UserID, recorded}},
 			{`INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (?, ?, ?)`,
 				[]any{d.TokenHash, d.UserID, micros(d.ExpiresAt)}},
 		}, err
@@ -107,7 +105,6 @@ func userViewStatements(e eventstore.Event) ([]statement, error) {
 	case user.TypeEmailChangeRequested:
 		d, err := eventstore.Decode[user.EmailChangeRequested](e)
 		return []statement{
-			{`DELETE FROM email_change_codes WHERE user_id = ? AND expires_at <= ?`, []any{d.UserID, recorded}},
 			{`INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES (?, ?, ?)`,
 				[]any{d.CodeHash, d.UserID, micros(d.ExpiresAt)}},
 		}, err
@@ -137,6 +134,28 @@ func (UserViews) Reset(ctx context.Context, t uow.Tx) error {
 		}
 	}
 	return nil
+}
+
+// Sweep deletes the rows of links and sessions that expired at or before
+// now, as [user.Views] describes, and returns how many it deleted.
+func (UserViews) Sweep(ctx context.Context, t uow.Tx, now time.Time) (int64, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return 0, fmt.Errorf("user views: sweep: %w", err)
+	}
+	var n int64
+	for _, table := range []string{"sessions", "signin_codes", "email_change_codes"} {
+		res, err := st.ExecContext(ctx, `DELETE FROM `+table+` WHERE expires_at <= ?`, micros(now))
+		if err != nil {
+			return n, fmt.Errorf("user views: sweep %s: %w", table, err)
+		}
+		deleted, err := res.RowsAffected()
+		if err != nil {
+			return n, fmt.Errorf("user views: sweep %s: %w", table, err)
+		}
+		n += deleted
+	}
+	return n, nil
 }
 
 // UserByEmail returns the user who holds email, as [user.Views] describes.

@@ -100,13 +100,14 @@ func (s signInLinks) use(hash string, now time.Time) error {
 	return nil
 }
 
-// account is the state of one user's stream.
+// account is the state of one user's stream that commands decide on: who
+// it is, and, folded from the stream's recent events, the changes of
+// address it asked for ([Service.loadAccount]).
 type account struct {
 	version   int64
 	id        uuid.UUID
 	email     string
 	createdAt time.Time
-	sessions  map[string]time.Time
 	changes   []emailChange
 	// changeRequests are the times of the user's email change requests,
 	// limited as an address's sign-in links are, so that one account
@@ -121,8 +122,11 @@ type emailChange struct {
 	used      bool
 }
 
+// foldAccount folds a stretch of a user's stream: the changes of address
+// asked for in it, and the identity its Registered and EmailChanged
+// events give.
 func foldAccount(events []eventstore.Event) (account, error) {
-	a := account{sessions: map[string]time.Time{}}
+	var a account
 	for _, e := range events {
 		a.version = e.Version
 		switch e.Type {
@@ -132,18 +136,6 @@ func foldAccount(events []eventstore.Event) (account, error) {
 				return a, err
 			}
 			a.id, a.email, a.createdAt = d.UserID, d.Email, e.RecordedAt
-		case TypeSessionStarted:
-			d, err := eventstore.Decode[SessionStarted](e)
-			if err != nil {
-				return a, err
-			}
-			a.sessions[d.TokenHash] = d.ExpiresAt
-		case TypeSessionEnded:
-			d, err := eventstore.Decode[SessionEnded](e)
-			if err != nil {
-				return a, err
-			}
-			delete(a.sessions, d.TokenHash)
 		case TypeEmailChangeRequested:
 			d, err := eventstore.Decode[EmailChangeRequested](e)
 			if err != nil {
@@ -173,14 +165,4 @@ func (a *account) change(hash string) *emailChange {
 		}
 	}
 	return found
-}
-
-// session returns whether the token with hash is a live session at now.
-func (a account) session(hash string, now time.Time) bool {
-	for h, exp := range a.sessions {
-		if sameHash(h, hash) && now.Before(exp) {
-			return true
-		}
-	}
-	return false
 }

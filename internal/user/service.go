@@ -134,6 +134,12 @@ type Views interface {
 	// Session returns the user of the session with the token hash, and when
 	// the session expires.
 	Session(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, time.Time, bool, error)
+	// Sweep deletes the rows of sign-in codes, confirmation codes and
+	// sessions that expired at or before now, and returns how many. The
+	// service refuses expired codes and sessions whether their rows are
+	// there or not, so a sweep changes none of its answers; it keeps the
+	// tables as small as what is live.
+	Sweep(ctx context.Context, tx uow.Tx, now time.Time) (int64, error)
 }
 
 // Deps are what a [Service] works with.
@@ -424,48 +430,100 @@ func (s *Service) EmailChangeOf(ctx context.Context, code string) (from, to stri
 	return from, to, err
 }
 
+// loadAccount returns the account of id as a command decides on it. Who
+// it is comes from the users view, which each command's own transaction
+// keeps; what it asked for lately (its change requests and their codes)
+// comes from the tail of its stream: the events of the last LinkWindow or
+// LinkTTL, whichever is longer, the only ones that can count against the
+// limit or confirm a change ([eventstore.Store.LoadSince]). So a command
+// costs the same for an account with years of sign-ins as for a new one.
 func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (account, error) {
-	events, err := s.Events.Load(ctx, tx, userStream(id), 1)
+	u, ok, err := s.Views.User(ctx, tx, id)
 	if err != nil {
 		return account{}, err
 	}
-	return foldAccount(events)
+	if !ok {
+		return account{}, fmt.Errorf("user: account %s is in no view", id)
+	}
+	since := tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
+	events, version, err := s.Events.LoadSince(ctx, tx, userStream(id), since)
+	if err != nil {
+		return account{}, err
+	}
+	a, err := foldAccount(events)
+	if err != nil {
+		return account{}, err
+	}
+	a.version, a.id, a.email, a.createdAt = version, u.ID, u.Email, u.CreatedAt
+	return a, nil
 }
 
-// authenticate returns the account of a live session token.
-func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (account, string, error) {
+// session returns the user of a live session token and the token's hash,
+// from the sessions view, which the events of the user's stream keep in
+// the transaction that appends them: a token works from the commit of its
+// SessionStarted until its expiry or the commit of its SessionEnded.
+func (s *Service) session(ctx context.Context, tx uow.Tx, token string) (uuid.UUID, string, error) {
 	if !validSecret(token) {
-		return account{}, "", ErrUnauthenticated
+		return uuid.Nil, "", ErrUnauthenticated
 	}
 	hash := hashSecret(token)
 	id, expires, ok, err := s.Views.Session(ctx, tx, hash)
 	if err != nil {
-		return account{}, "", err
+		return uuid.Nil, "", err
 	}
 	if !ok || !tx.Now().Before(expires) {
-		return account{}, "", ErrUnauthenticated
+		return uuid.Nil, "", ErrUnauthenticated
+	}
+	return id, hash, nil
+}
+
+// authenticate returns the account of a live session token ([Service.session]).
+func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (account, string, error) {
+	id, hash, err := s.session(ctx, tx, token)
+	if err != nil {
+		return account{}, "", err
 	}
 	acct, err := s.loadAccount(ctx, tx, id)
 	if err != nil {
 		return account{}, "", err
 	}
-	if !acct.session(hash, tx.Now()) {
-		return account{}, "", ErrUnauthenticated
-	}
 	return acct, hash, nil
+}
+
+// Sweep deletes the rows of expired links and sessions from the views
+// ([Views.Sweep]) and returns how many it deleted. The app runs it every
+// SWEEP_INTERVAL, so that the views stay as small as what is live however
+// many links are asked for and never used.
+func (s *Service) Sweep(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		var err error
+		n, err = s.Views.Sweep(ctx, tx, tx.Now())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("user: sweep: %w", err)
+	}
+	return n, nil
 }
 
 // Me returns the user of a session token, or [ErrUnauthenticated]. It
 // changes nothing, so it runs in a read-only unit of work, which waits for
-// no command.
+// no command, and it reads two rows of the views, whatever the account's
+// history.
 func (s *Service) Me(ctx context.Context, token string) (User, error) {
 	var u User
 	err := s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
-		acct, _, err := s.authenticate(ctx, tx, token)
+		id, _, err := s.session(ctx, tx, token)
 		if err != nil {
 			return err
 		}
-		u = User{ID: acct.id, Email: acct.email, CreatedAt: acct.createdAt}
+		var ok bool
+		if u, ok, err = s.Views.User(ctx, tx, id); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("user: account %s is in no view", id)
+		}
 		return nil
 	})
 	return u, err

@@ -80,6 +80,24 @@ func (s *suite) apply(t *testing.T, events ...eventstore.Event) {
 	}
 }
 
+// sweepAt sweeps the views as of now in a committed unit of work and
+// checks how many rows it deleted.
+func (s *suite) sweepAt(t *testing.T, now time.Time, want int64) {
+	t.Helper()
+	var n int64
+	err := s.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		var err error
+		n, err = s.Views.Sweep(ctx, tx, now)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Errorf("Sweep as of %s deleted %d rows, want %d", now.Format(time.RFC3339), n, want)
+	}
+}
+
 // log returns every event of the log, read as [projections.Rebuild] reads
 // it, with [eventstore.Store.ReadCommitted].
 func (s *suite) log(t *testing.T) []eventstore.Event {

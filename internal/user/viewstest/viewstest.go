@@ -111,11 +111,9 @@ var cases = []struct {
 	{"User/Registered", testUserRegistered},
 	{"User/EmailChanged", testUserEmailChanged},
 	{"SignInCode/UntilUsed", testSignInCodeUntilUsed},
-	{"SignInCode/ExpiredDroppedByNextLink", testSignInCodeExpiredDropped},
 	{"EmailChangeCode/UntilUsed", testEmailChangeCodeUntilUsed},
-	{"EmailChangeCode/ExpiredDroppedByNextRequest", testEmailChangeCodeExpiredDropped},
 	{"Session/UntilSignOut", testSessionUntilSignOut},
-	{"Session/ExpiredDroppedByNextSignIn", testSessionExpiredDropped},
+	{"Sweep/ExpiredOnly", testSweepExpiredOnly},
 	{"Apply/TimesFromEvents", testApplyTimesFromEvents},
 	{"Apply/RegisteredForHeldAddress", testApplyRegisteredForHeldAddress},
 	{"Apply/EmailChangedToHeldAddress", testApplyEmailChangedToHeldAddress},
@@ -209,37 +207,6 @@ func testSignInCodeUntilUsed(t *testing.T, s *suite) {
 	s.wantSignInCode(t, "Bob's code", b1.hash, bob)
 }
 
-// SignInCode: the next link request of an address drops the codes of that
-// address that expired at or before it; codes of other addresses, and
-// those that expire later, stay.
-func testSignInCodeExpiredDropped(t *testing.T, s *suite) {
-	const ada, bob = "ada@example.com", "bob@example.com"
-	a1 := s.link(t, ada) // Expires at start+15m.
-	b1 := s.link(t, bob) // Expires at start+15m.
-	s.clock.Advance(time.Minute)
-	a2 := s.link(t, ada) // Expires at start+16m.
-
-	s.clock.Set(a1.expiresAt)
-	s.wantSignInCode(t, "Ada's expired code, before her next link", a1.hash, ada)
-	if _, err := s.svc.SignIn(t.Context(), a1.plain); !errors.Is(err, user.ErrInvalidCode) {
-		t.Fatalf("SignIn with an expired code: %v, want ErrInvalidCode", err)
-	}
-	s.wantSignInCode(t, "Ada's expired code, refused, before her next link", a1.hash, ada)
-
-	a3 := s.link(t, ada)
-	s.wantNoSignInCode(t, "Ada's code that expired as her next link was asked for", a1.hash)
-	s.wantSignInCode(t, "Ada's code that expires after her next link", a2.hash, ada)
-	s.wantSignInCode(t, "Ada's newest code", a3.hash, ada)
-	s.wantSignInCode(t, "Bob's expired code, before his next link", b1.hash, bob)
-
-	s.clock.Advance(5 * time.Minute)
-	b2 := s.link(t, bob)
-	s.wantNoSignInCode(t, "Bob's expired code, after his next link", b1.hash)
-	s.wantSignInCode(t, "Bob's newest code", b2.hash, bob)
-	s.wantSignInCode(t, "Ada's code that expired since, as no link of hers followed", a2.hash, ada)
-	s.wantSignInCode(t, "Ada's newest code", a3.hash, ada)
-}
-
 // EmailChangeCode: a confirmation code answers its user from its request
 // until its use; the use removes that code only, so the user's other
 // pending change can still be confirmed.
@@ -265,36 +232,6 @@ func testEmailChangeCodeUntilUsed(t *testing.T, s *suite) {
 	s.wantUser(t, user.User{ID: a.User.ID, Email: "ada.y@example.com", CreatedAt: start})
 	s.wantNoUserByEmail(t, "ada.x@example.com")
 	s.wantEmailChangeCode(t, "Bob's code", d1.hash, b.User.ID)
-}
-
-// EmailChangeCode: the next change request of a user drops the codes of
-// that user that expired at or before it; codes of other users, and those
-// that expire later, stay.
-func testEmailChangeCodeExpiredDropped(t *testing.T, s *suite) {
-	a := s.signIn(t, "ada@example.com")
-	b := s.signIn(t, "bob@example.com")
-	c1 := s.changeCode(t, a, "ada.x@example.com") // Expires at start+15m.
-	d1 := s.changeCode(t, b, "bob.x@example.com") // Expires at start+15m.
-	s.clock.Advance(time.Minute)
-	c2 := s.changeCode(t, a, "ada.y@example.com") // Expires at start+16m.
-
-	s.clock.Set(c1.expiresAt)
-	s.wantEmailChangeCode(t, "Ada's expired code, before her next request", c1.hash, a.User.ID)
-	// Neither a sign-in nor a sign-out of the user is a change request.
-	s.signOut(t, s.signIn(t, "ada@example.com"))
-	s.wantEmailChangeCode(t, "Ada's expired code, after a sign-in", c1.hash, a.User.ID)
-
-	c3 := s.changeCode(t, a, "ada.z@example.com")
-	s.wantNoEmailChangeCode(t, "Ada's code that expired as her next request was made", c1.hash)
-	s.wantEmailChangeCode(t, "Ada's code that expires after her next request", c2.hash, a.User.ID)
-	s.wantEmailChangeCode(t, "Ada's newest code", c3.hash, a.User.ID)
-	s.wantEmailChangeCode(t, "Bob's expired code, before his next request", d1.hash, b.User.ID)
-
-	s.clock.Advance(5 * time.Minute)
-	d2 := s.changeCode(t, b, "bob.y@example.com")
-	s.wantNoEmailChangeCode(t, "Bob's expired code, after his next request", d1.hash)
-	s.wantEmailChangeCode(t, "Bob's newest code", d2.hash, b.User.ID)
-	s.wantEmailChangeCode(t, "Ada's code that expired since, as no request of hers followed", c2.hash, a.User.ID)
 }
 
 // Session: a session answers its user and expiry from its sign-in until
@@ -323,42 +260,10 @@ func testSessionUntilSignOut(t *testing.T, s *suite) {
 	s.wantSession(t, "Ada's second session", a2.hash, a1.User.ID, a2.ExpiresAt)
 }
 
-// Session: the next sign-in of a user drops the sessions of that user that
-// expired at or before it; sessions of other users, and those that expire
-// later, stay.
-func testSessionExpiredDropped(t *testing.T, s *suite) {
-	a1 := s.signIn(t, "ada@example.com") // Expires at start+720h.
-	b1 := s.signIn(t, "bob@example.com") // Expires at start+720h.
-	s.clock.Advance(time.Hour)
-	a2 := s.signIn(t, "ada@example.com") // Expires at start+721h.
-	id := a1.User.ID
-
-	s.clock.Set(a1.ExpiresAt)
-	s.wantSession(t, "Ada's expired session, before her next sign-in", a1.hash, id, a1.ExpiresAt)
-	if _, err := s.svc.Me(t.Context(), a1.Token); !errors.Is(err, user.ErrUnauthenticated) {
-		t.Fatalf("Me with an expired session: %v, want ErrUnauthenticated", err)
-	}
-	// Neither a link request nor a change request is a sign-in.
-	s.link(t, "ada@example.com")
-	s.changeCode(t, a2, "ada.x@example.com")
-	s.wantSession(t, "Ada's expired session, before her next sign-in", a1.hash, id, a1.ExpiresAt)
-
-	a3 := s.signIn(t, "ada@example.com")
-	s.wantNoSession(t, "Ada's session that expired as she signed in again", a1.hash)
-	s.wantSession(t, "Ada's session that expires after her next sign-in", a2.hash, id, a2.ExpiresAt)
-	s.wantSession(t, "Ada's newest session", a3.hash, id, a3.ExpiresAt)
-	s.wantSession(t, "Bob's expired session, before his next sign-in", b1.hash, b1.User.ID, b1.ExpiresAt)
-
-	s.clock.Advance(2 * time.Hour)
-	b2 := s.signIn(t, "bob@example.com")
-	s.wantNoSession(t, "Bob's expired session, after his next sign-in", b1.hash)
-	s.wantSession(t, "Bob's newest session", b2.hash, b1.User.ID, b2.ExpiresAt)
-	s.wantSession(t, "Ada's session that expired since, as no sign-in of hers followed", a2.hash, id, a2.ExpiresAt)
-}
-
-// Apply: the times the views keep and judge staleness by are the events'
-// (RecordedAt and their expiries), never the unit of work's, which in a
-// rebuild is much later. The clock here stands a year after the events.
+// Apply: the times the views keep are the events' (RecordedAt and their
+// expiries), never the unit of work's, which in a rebuild is much later,
+// and a sweep judges expiry by them. The clock here stands a year after
+// the events.
 func testApplyTimesFromEvents(t *testing.T, s *suite) {
 	s.clock.Set(start.AddDate(1, 0, 0))
 	t0 := start
@@ -373,7 +278,7 @@ func testApplyTimesFromEvents(t *testing.T, s *suite) {
 	s.apply(t, linkRequested(t, email, code2, t0.Add(10*time.Minute), t0.Add(25*time.Minute)))
 	s.wantSignInCode(t, "a code not yet expired when the next was asked for", code1, email)
 	s.apply(t, linkRequested(t, email, code3, t0.Add(15*time.Minute), t0.Add(30*time.Minute)))
-	s.wantNoSignInCode(t, "a code expired when the next was asked for", code1)
+	s.wantSignInCode(t, "a code expired when the next was asked for, before a sweep", code1, email)
 	s.wantSignInCode(t, "the second code", code2, email)
 	s.wantSignInCode(t, "the third code", code3, email)
 
@@ -383,7 +288,7 @@ func testApplyTimesFromEvents(t *testing.T, s *suite) {
 	s.apply(t, sessionStarted(t, id, tok2, t0.Add(30*time.Minute), t0.Add(2*time.Hour)))
 	s.wantSession(t, "a session not yet expired at the next sign-in", tok1, id, t0.Add(time.Hour))
 	s.apply(t, sessionStarted(t, id, tok3, t0.Add(time.Hour), t0.Add(3*time.Hour)))
-	s.wantNoSession(t, "a session expired at the next sign-in", tok1)
+	s.wantSession(t, "a session expired at the next sign-in, before a sweep", tok1, id, t0.Add(time.Hour))
 	s.wantSession(t, "the second session", tok2, id, t0.Add(2*time.Hour))
 	s.wantSession(t, "the third session", tok3, id, t0.Add(3*time.Hour))
 
@@ -393,9 +298,20 @@ func testApplyTimesFromEvents(t *testing.T, s *suite) {
 	s.apply(t, changeRequested(t, id, "una.2@example.com", chg2, t0.Add(10*time.Minute), t0.Add(25*time.Minute)))
 	s.wantEmailChangeCode(t, "a code not yet expired at the next request", chg1, id)
 	s.apply(t, changeRequested(t, id, "una.3@example.com", chg3, t0.Add(15*time.Minute), t0.Add(30*time.Minute)))
-	s.wantNoEmailChangeCode(t, "a code expired at the next request", chg1)
+	s.wantEmailChangeCode(t, "a code expired at the next request, before a sweep", chg1, id)
 	s.wantEmailChangeCode(t, "the second code", chg2, id)
 	s.wantEmailChangeCode(t, "the third code", chg3, id)
+
+	// A sweep as of t0+25m takes what expired by then by the events' times:
+	// the first and second codes of each kind, and no session yet.
+	s.sweepAt(t, t0.Add(25*time.Minute), 4)
+	s.wantNoSignInCode(t, "the first code, swept", code1)
+	s.wantNoSignInCode(t, "the second code, swept at its expiry", code2)
+	s.wantSignInCode(t, "the third code, after the sweep", code3, email)
+	s.wantNoEmailChangeCode(t, "the first change, swept", chg1)
+	s.wantNoEmailChangeCode(t, "the second change, swept at its expiry", chg2)
+	s.wantEmailChangeCode(t, "the third change, after the sweep", chg3, id)
+	s.wantSession(t, "the first session, after the sweep", tok1, id, t0.Add(time.Hour))
 
 	// A change of address keeps the time of registration.
 	s.apply(t, emailChanged(t, id, email, "una.2@example.com", chg2, t0.Add(20*time.Minute)))
@@ -638,8 +554,8 @@ func testRebuildEqualsLive(t *testing.T, s *suite) {
 		t.Fatalf("ConfirmEmailChange of a taken address: %v, want ErrEmailTaken", err)
 	}
 
-	// Links expire: an expired code is refused, and the next link of the
-	// address drops it.
+	// Links expire: an expired code is refused; its row stays until a
+	// sweep, which this history has none of.
 	stale := s.link(t, "fay@example.com")
 	s.clock.Advance(16 * time.Minute)
 	if _, err := s.svc.SignIn(ctx, stale.plain); !errors.Is(err, user.ErrInvalidCode) {
@@ -648,9 +564,8 @@ func testRebuildEqualsLive(t *testing.T, s *suite) {
 	fay := s.signIn(t, "fay@example.com")
 	fayChange := s.changeCode(t, fay, "fay.new@example.com") // Left unconfirmed.
 
-	// Sessions expire: a month on, Ada's and Bob's sessions are dead; their
-	// next sign-ins drop them, and Bob's next change request drops his
-	// expired change codes. Fay's expired rows stay.
+	// Sessions expire: a month on, Ada's and Bob's sessions are dead, and
+	// their rows stay as Fay's do.
 	s.clock.Advance(31 * 24 * time.Hour)
 	if _, err := s.svc.Me(ctx, ada.Token); !errors.Is(err, user.ErrUnauthenticated) {
 		t.Fatalf("Me with an expired session: %v, want ErrUnauthenticated", err)
@@ -701,12 +616,12 @@ func testRebuildEqualsLive(t *testing.T, s *suite) {
 	s.wantUser(t, user.User{ID: dan.User.ID, Email: "eve@example.com", CreatedAt: start.Add(time.Minute)})
 	s.wantNoUserByEmail(t, "ada@example.com")
 	s.wantSignInCode(t, "Cy's expired code", cy.hash, "cy@example.com")
-	s.wantNoSignInCode(t, "Fay's expired code, dropped by her next link", stale.hash)
-	s.wantNoSession(t, "Ada's expired session, dropped by her next sign-in", ada.hash)
-	s.wantNoSession(t, "Dan's expired session, dropped by his sign-in as eve@", dan.hash)
+	s.wantSignInCode(t, "Fay's expired code", stale.hash, "fay@example.com")
+	s.wantSession(t, "Ada's expired session", ada.hash, ada.User.ID, ada.ExpiresAt)
+	s.wantSession(t, "Dan's expired session", dan.hash, dan.User.ID, dan.ExpiresAt)
 	s.wantSession(t, "Fay's expired session", fay.hash, fay.User.ID, fay.ExpiresAt)
 	s.wantNoSession(t, "Bob's ended session", bob3.hash)
-	s.wantNoEmailChangeCode(t, "Bob's refused code, dropped by his next request", bobRace.hash)
+	s.wantEmailChangeCode(t, "Bob's refused code", bobRace.hash, bob2.User.ID)
 	s.wantEmailChangeCode(t, "Fay's expired code", fayChange.hash, fay.User.ID)
 
 	var liveTables map[string][]string
@@ -795,4 +710,55 @@ func testRebuildEmptyLog(t *testing.T, s *suite) {
 	s.wantNoSignInCode(t, "a code no event made", code)
 	s.wantNoEmailChangeCode(t, "a code no event made", change)
 	s.wantNoSession(t, "a session no event made", token)
+}
+
+// Sweep: a sweep deletes the rows of every link and session that has
+// expired by its time, of every address and user, and no other; the
+// service refused them before it and refuses them after it alike.
+func testSweepExpiredOnly(t *testing.T, s *suite) {
+	ctx := t.Context()
+	a1 := s.signIn(t, "ada@example.com") // Expires at start+720h.
+	b1 := s.signIn(t, "bob@example.com") // Expires at start+720h.
+	s.clock.Advance(time.Hour)
+	a2 := s.signIn(t, "ada@example.com") // Expires at start+721h.
+	id := a1.User.ID
+
+	s.clock.Set(a1.ExpiresAt.Add(-20 * time.Minute))
+	l1 := s.link(t, "cy@example.com") // Expires 5 minutes before a1.
+	c1 := s.changeCode(t, a2, "ada.x@example.com")
+	s.clock.Advance(10 * time.Minute)
+	l2 := s.link(t, "cy@example.com") // Expires 5 minutes after a1.
+	c2 := s.changeCode(t, a2, "ada.y@example.com")
+
+	s.clock.Set(a1.ExpiresAt)
+	if _, err := s.svc.SignIn(ctx, l1.plain); !errors.Is(err, user.ErrInvalidCode) {
+		t.Fatalf("SignIn with an expired code before the sweep: %v, want ErrInvalidCode", err)
+	}
+	n, err := s.svc.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ada's and Bob's first sessions, Cy's first link, Ada's first change.
+	if n != 4 {
+		t.Errorf("Sweep deleted %d rows, want 4", n)
+	}
+	s.wantNoSession(t, "Ada's expired session", a1.hash)
+	s.wantNoSession(t, "Bob's expired session", b1.hash)
+	s.wantSession(t, "Ada's live session", a2.hash, id, a2.ExpiresAt)
+	s.wantNoSignInCode(t, "Cy's expired code", l1.hash)
+	s.wantSignInCode(t, "Cy's live code", l2.hash, "cy@example.com")
+	s.wantNoEmailChangeCode(t, "Ada's expired change", c1.hash)
+	s.wantEmailChangeCode(t, "Ada's live change", c2.hash, id)
+	if _, err := s.svc.SignIn(ctx, l1.plain); !errors.Is(err, user.ErrInvalidCode) {
+		t.Errorf("SignIn with an expired code after the sweep: %v, want ErrInvalidCode", err)
+	}
+	if _, err := s.svc.Me(ctx, a1.Token); !errors.Is(err, user.ErrUnauthenticated) {
+		t.Errorf("Me with an expired session after the sweep: %v, want ErrUnauthenticated", err)
+	}
+	if n, err := s.svc.Sweep(ctx); err != nil || n != 0 {
+		t.Errorf("a second sweep deleted %d rows (%v), want 0", n, err)
+	}
+	if _, err := s.svc.ConfirmEmailChange(ctx, c2.plain); err != nil {
+		t.Errorf("the live change after the sweep: %v", err)
+	}
 }

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// sweep is one of the app's periodic deletions of what has expired: it
+// deletes and says how many rows it deleted.
+type sweep struct {
+	name string
+	run  func(ctx context.Context) (int64, error)
+}
+
+// sweeps returns what each instance sweeps every SWEEP_INTERVAL: the rows
+// of expired links and sessions in the user views, and buried messages
+// older than OUTBOX_BURIED_RETENTION (kept, when it is 0, until an
+// operator discards them).
+func (e env) sweeps(db backend, users *user.Service) []sweep {
+	all := []sweep{{name: "expired links and sessions", run: users.Sweep}}
+	if retention := e.cfg.BuriedRetention; retention > 0 {
+		all = append(all, sweep{name: "buried messages past their retention", run: func(ctx context.Context) (int64, error) {
+			return db.Outbox().DiscardBuried(ctx, "", time.Now().Add(-retention))
+		}})
+	}
+	return all
+}
+
+// runSweeps runs each sweep at once and then every interval until ctx
+// ends. Each instance runs its own: a sweep deletes what has expired by
+// its time, so two at once only repeat each other's deletes. A sweep that
+// fails is logged and tried again at the next interval; nothing waits on
+// it.
+func runSweeps(ctx context.Context, interval time.Duration, log *slog.Logger, sweeps []sweep) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		for _, s := range sweeps {
+			n, err := s.run(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				log.Warn("sweep failed; trying again at the next interval", "sweep", s.name, "error", err, "interval", interval)
+			case n > 0:
+				log.Info("swept", "sweep", s.name, "rows", n)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
