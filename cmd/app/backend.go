@@ -72,6 +72,9 @@ type outboxStore interface {
 	// DiscardBuried deletes the buried messages of topic (every topic
 	// when empty) buried before before.
 	DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error)
+	// RedactBuried removes fields from the payloads of the buried messages
+	// of topic created before before.
+	RedactBuried(ctx context.Context, topic string, fields []string, before time.Time) (int64, error)
 	// Requeue makes a buried message due at at, with its attempts counted
 	// from zero again and its last error kept. It returns an error wrapping
 	// [outbox.ErrNotFound] for a message that is not buried.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
 // sweep is one of the app's periodic deletions of what has expired: it
@@ -16,11 +17,25 @@ type sweep struct {
 }
 
 // sweeps returns what each instance sweeps every SWEEP_INTERVAL: the rows
-// of expired links and sessions in the user views, and buried messages
-// older than OUTBOX_BURIED_RETENTION (kept, when it is 0, until an
-// operator discards them).
+// of expired links and sessions in the user views; the code and link of
+// each buried mail whose link has expired, so that a buried message keeps
+// nothing that signs in; and buried messages older than
+// OUTBOX_BURIED_RETENTION (kept, when it is 0, until an operator discards
+// them).
 func (e env) sweeps(db backend, users *user.Service) []sweep {
 	all := []sweep{{name: "expired links and sessions", run: users.Sweep}}
+	linkTTL := e.cfg.Policy.WithDefaults().LinkTTL
+	all = append(all, sweep{name: "codes of buried mail whose link expired", run: func(ctx context.Context) (int64, error) {
+		var n int64
+		for _, topic := range mail.Topics {
+			redacted, err := db.Outbox().RedactBuried(ctx, topic, mail.SecretFields, time.Now().Add(-linkTTL))
+			n += redacted
+			if err != nil {
+				return n, err
+			}
+		}
+		return n, nil
+	}})
 	if retention := e.cfg.BuriedRetention; retention > 0 {
 		all = append(all, sweep{name: "buried messages past their retention", run: func(ctx context.Context) (int64, error) {
 			return db.Outbox().DiscardBuried(ctx, "", time.Now().Add(-retention))

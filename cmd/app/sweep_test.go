@@ -16,8 +16,9 @@ import (
 )
 
 // TestServeSweepsWhatHasExpired: the running app deletes the rows of
-// expired links and buried messages past OUTBOX_BURIED_RETENTION, at
-// start and every SWEEP_INTERVAL, and keeps what is live.
+// expired links, the codes of buried mails whose links expired, and
+// buried messages past OUTBOX_BURIED_RETENTION, at start and every
+// SWEEP_INTERVAL, and keeps what is live.
 func TestServeSweepsWhatHasExpired(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "accounts.db")
@@ -42,7 +43,8 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		}
 		past.Advance(time.Minute)
 	}
-	// A message that no handler takes, buried now.
+	// A message that no handler takes; it and the three mails are buried
+	// now, as a relay that could not deliver them would.
 	m, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -52,8 +54,14 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Outbox().Bury(t.Context(), m.ID, "no handler"); err != nil {
-		t.Fatal(err)
+	claimed, err := db.Outbox().Claim(t.Context(), time.Now(), time.Minute, 10)
+	if err != nil || len(claimed) != 4 {
+		t.Fatalf("claim: %d messages, %v; want 4", len(claimed), err)
+	}
+	for _, c := range claimed {
+		if err := db.Outbox().Bury(t.Context(), c.ID, "550 refused"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -75,28 +83,53 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		t.Fatalf("signin_codes holds %d rows before the app runs, want 3", n)
 	}
 
-	app := e2eStart(t, map[string]string{
+	codes := func() int {
+		return count(`SELECT count(*) FROM outbox_messages WHERE json_extract(payload, '$.code') IS NOT NULL OR json_extract(payload, '$.url') IS NOT NULL`)
+	}
+	if n := codes(); n != 3 {
+		t.Fatalf("%d buried mails carry a code before the app runs, want 3", n)
+	}
+	await := func(app *e2eApp, what string, done func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(e2eWait)
+		for !done() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not within %s:\n%s", what, e2eWait, app.logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	env := map[string]string{
 		"DATABASE_URL":            "sqlite:" + path,
 		"HTTP_ADDR":               "127.0.0.1:0",
-		"RELAY":                   "false",
 		"SWEEP_INTERVAL":          "1h", // The first sweep runs at start.
-		"OUTBOX_BURIED_RETENTION": "1ms",
+		"OUTBOX_BURIED_RETENTION": "0",  // Kept until discarded.
+	}
+
+	// Expired links' rows go; the expired links' buried mails lose their
+	// codes, and the live one keeps its own.
+	app := e2eStart(t, env)
+	await(app, "the sweep of expired links and codes", func() bool {
+		return count(`SELECT count(*) FROM signin_codes`) == 1 && codes() == 1
 	})
-	deadline := time.Now().Add(e2eWait)
-	for count(`SELECT count(*) FROM signin_codes`) != 1 || count(`SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL`) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %d sign-in codes, %d buried messages; want 1 and 0\n%s", e2eWait,
-				count(`SELECT count(*) FROM signin_codes`), count(`SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL`), app.logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := count(`SELECT count(*) FROM outbox_messages WHERE buried_at IS NULL`); n != 3 {
-		t.Errorf("%d mails are still to deliver, want the 3 links' (the relay is off)", n)
-	}
 	app.stop(t)
-	for _, want := range []string{`msg=swept sweep="expired links and sessions" rows=2`, `msg=swept sweep="buried messages past their retention" rows=1`} {
+	if n := count(`SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL`); n != 4 {
+		t.Errorf("%d buried messages after a sweep that keeps them, want 4", n)
+	}
+	for _, want := range []string{`msg=swept sweep="expired links and sessions" rows=2`, `msg=swept sweep="codes of buried mail whose link expired" rows=2`} {
 		if !strings.Contains(app.logs.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, app.logs.String())
 		}
+	}
+
+	// With a retention, buried messages past it go.
+	env["OUTBOX_BURIED_RETENTION"] = "1ms"
+	app = e2eStart(t, env)
+	await(app, "the sweep of buried messages", func() bool {
+		return count(`SELECT count(*) FROM outbox_messages`) == 0
+	})
+	app.stop(t)
+	if want := `msg=swept sweep="buried messages past their retention" rows=4`; !strings.Contains(app.logs.String(), want) {
+		t.Errorf("the log lacks %q:\n%s", want, app.logs.String())
 	}
 }

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -108,3 +109,23 @@ type ListFilter struct {
 // ErrNotBuried is returned by the backends' Discard for a message that is
 // not buried: a message still to deliver is never thrown away.
 var ErrNotBuried = errors.New("outbox: message is not buried")
+
+// CheckFields returns an error unless each of fields is a top-level JSON
+// key of ASCII letters, digits and underscores, the keys the backends'
+// RedactBuried removes.
+func CheckFields(fields []string) error {
+	if len(fields) == 0 {
+		return errors.New("no fields to redact")
+	}
+	for _, f := range fields {
+		if f == "" {
+			return errors.New("an empty field name")
+		}
+		for _, c := range f {
+			if !(c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+				return fmt.Errorf("field %q is not a plain key", f)
+			}
+		}
+	}
+	return nil
+}

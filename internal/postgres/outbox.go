@@ -436,6 +436,22 @@ SELECT EXISTS (SELECT 1 FROM gone)`, id).Scan(&buried)
 	return fmt.Errorf("outbox: discard %s: %w", id, outbox.ErrNotBuried)
 }
 
+// RedactBuried removes fields from the JSON payloads of the buried
+// messages of topic created before before, and returns how many it
+// changed; a message still to deliver is never changed. Each field is a
+// top-level key of letters, digits and underscores.
+func (o *Outbox) RedactBuried(ctx context.Context, topic string, fields []string, before time.Time) (int64, error) {
+	if err := outbox.CheckFields(fields); err != nil {
+		return 0, fmt.Errorf("outbox: redact buried: %w", err)
+	}
+	tag, err := o.pool.Exec(ctx, `UPDATE outbox_messages SET payload = (payload::jsonb - $3::text[])::json
+WHERE buried_at IS NOT NULL AND topic = $1 AND created_at < $2 AND payload::jsonb ?| $3::text[]`, topic, before, fields)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: redact buried: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // DiscardBuried deletes the buried messages of topic (every topic when
 // empty) buried before before, and returns how many.
 func (o *Outbox) DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error) {

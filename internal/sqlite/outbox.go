@@ -490,6 +490,43 @@ func (o *Outbox) Discard(ctx context.Context, id uuid.UUID) error {
 	return fmt.Errorf("outbox: discard %s: %w", id, outbox.ErrNotBuried)
 }
 
+// RedactBuried removes fields from the JSON payloads of the buried
+// messages of topic created before before, and returns how many it
+// changed; a message still to deliver is never changed. Each field is a
+// top-level key of letters, digits and underscores.
+func (o *Outbox) RedactBuried(ctx context.Context, topic string, fields []string, before time.Time) (int64, error) {
+	if err := outbox.CheckFields(fields); err != nil {
+		return 0, fmt.Errorf("outbox: redact buried: %w", err)
+	}
+	paths := make([]string, len(fields))
+	args := make([]any, 0, 2*len(fields)+2)
+	for i, f := range fields {
+		paths[i] = "$." + f
+		args = append(args, paths[i])
+	}
+	args = append(args, topic, micros(before))
+	has := make([]string, len(fields))
+	for i := range fields {
+		has[i] = "json_type(payload, ?) IS NOT NULL"
+		args = append(args, paths[i])
+	}
+	q := `UPDATE outbox_messages SET payload = json_remove(payload` + strings.Repeat(", ?", len(fields)) + `)
+WHERE buried_at IS NOT NULL AND topic = ? AND created_at < ? AND (` + strings.Join(has, " OR ") + `)`
+	var n int64
+	err := o.db.bookkeep(ctx, func(c conn) error {
+		res, err := c.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: redact buried: %w", err)
+	}
+	return n, nil
+}
+
 // DiscardBuried deletes the buried messages of topic (every topic when
 // empty) buried before before, and returns how many.
 func (o *Outbox) DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error) {

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -47,6 +48,7 @@ type operator interface {
 	List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record, error)
 	Discard(ctx context.Context, id uuid.UUID) error
 	DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error)
+	RedactBuried(ctx context.Context, topic string, fields []string, before time.Time) (int64, error)
 }
 
 // requeuer gives a buried message another chance.
@@ -126,6 +128,7 @@ var cases = []struct {
 	{"Operator/Lookup", testLookup},
 	{"Operator/BuriedMessageIsDueAgain", testRequeue},
 	{"Operator/ListAndDiscard", testListAndDiscard},
+	{"Operator/RedactBuried", testRedactBuried},
 	{"Key/RoundTrips", testKeyRoundTrips},
 	{"Key/OneAtATimeInTheOrderAdded", testKeyOneAtATime},
 	{"Key/BuriedStopsHolding", testKeyBuriedStopsHolding},
@@ -999,4 +1002,58 @@ func ids2(msgs []outbox.Message) []uuid.UUID {
 		return nil
 	}
 	return ids(msgs)
+}
+
+// RedactBuried removes the fields from buried messages of the topic
+// created before the time, and from no other message: not one still to
+// deliver, however old, not a younger one, not another topic's.
+func testRedactBuried(t *testing.T, s suite) {
+	op, ok := s.Store.(operator)
+	if !ok {
+		t.Skip("store does not implement operator")
+	}
+	payload := map[string]string{"to": "ada@example.com", "code": "secret", "url": "https://x.test/?code=secret"}
+	old := s.msg(t, "test.a", payload, base)
+	young := s.msg(t, "test.a", payload, base.Add(time.Hour))
+	other := s.msg(t, "test.b", payload, base)
+	live := s.msg(t, "test.a", payload, base)
+	s.add(t, old, young, other, live)
+	s.claimIDs(t, base.Add(2*time.Hour), 10, old, other, live, young)
+	for _, m := range []outbox.Message{old, young, other} {
+		s.bury(t, m.ID, "550")
+	}
+	s.retry(t, live.ID, base.Add(2*time.Hour), "421")
+
+	before := base.Add(30 * time.Minute)
+	if n, err := op.RedactBuried(t.Context(), "test.a", []string{"code", "url"}, before); err != nil || n != 1 {
+		t.Fatalf("RedactBuried = %d, %v; want 1", n, err)
+	}
+	if n, err := op.RedactBuried(t.Context(), "test.a", []string{"code", "url"}, before); err != nil || n != 0 {
+		t.Errorf("RedactBuried again = %d, %v; want 0, nothing left to redact", n, err)
+	}
+	for _, bad := range [][]string{nil, {""}, {"a.b"}, {"code'); DROP TABLE x; --"}} {
+		if _, err := op.RedactBuried(t.Context(), "test.a", bad, before); err == nil {
+			t.Errorf("RedactBuried of fields %q: accepted", bad)
+		}
+	}
+	recs, err := op.List(t.Context(), outbox.ListFilter{Now: base.Add(2 * time.Hour), Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 {
+		t.Fatalf("List: %d messages, want 4", len(recs))
+	}
+	for _, r := range recs {
+		var got map[string]string
+		if err := json.Unmarshal(r.Payload, &got); err != nil {
+			t.Fatalf("payload of %s: %v: %s", r.ID, err, r.Payload)
+		}
+		want := payload
+		if r.ID == old.ID {
+			want = map[string]string{"to": "ada@example.com"}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("payload of %s (%s) = %v, want %v", r.ID, r.State(base.Add(2*time.Hour)), got, want)
+		}
+	}
 }

@@ -20,6 +20,11 @@ const (
 // Topics are every topic of this package, for the relay's scope.
 var Topics = []string{TopicLoginLink, TopicEmailChange, TopicEmailTaken}
 
+// SecretFields are the fields of [Link] that carry its code: the sweep
+// removes them from a buried message once its link has expired, so that
+// nothing can sign in with what a buried message keeps.
+var SecretFields = []string{"code", "url"}
+
 // Link is the payload of every topic: where to send which link (none for
 // [TopicEmailTaken]), and until when it is worth sending. The plain code
 // lives only here, in the outbox message, which is deleted once the mail
