@@ -157,4 +157,17 @@ type Store interface {
 	// for readers that keep such commits out, as a rebuild that has locked
 	// its projection does, and who must not wait on unrelated transactions.
 	ReadCommitted(ctx context.Context, tx uow.Tx, after Position, limit int) ([]Event, error)
+	// Truncate deletes the events of stream whose version is below before,
+	// as part of tx, and returns how many it deleted; as KurrentDB's
+	// truncate-before does, it keeps the stream's version: it never deletes
+	// the stream's last event, so the next append still numbers from it
+	// and an append at [Exactly] of the version still checks the whole
+	// stream. It is for streams whose old events no decision needs and
+	// that must not be kept, such as those that hold personal data past
+	// its use. A deleted event is gone for every reader: [Store.Load] and
+	// [Store.LoadSince] start after it, and a reader of the log that has
+	// not passed it yet never sees it, so truncate only events that the
+	// projections following the log do not need. In a read-only unit of
+	// work it returns an error wrapping [uow.ErrReadOnly].
+	Truncate(ctx context.Context, tx uow.Tx, stream string, before int64) (int64, error)
 }

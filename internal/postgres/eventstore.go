@@ -329,6 +329,25 @@ func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
 	return nil
 }
 
+// Truncate deletes the events of stream below version before, but never
+// its last, as [eventstore.Store] describes.
+func (s *EventStore) Truncate(ctx context.Context, t uow.Tx, stream string, before int64) (int64, error) {
+	ptx, err := PgxTx(t)
+	if _, ok := ptx.(readOnlyTx); ok {
+		err = fmt.Errorf("%s: %w", backend, uow.ErrReadOnly)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventstore: truncate %s: %w", stream, err)
+	}
+	tag, err := ptx.Exec(ctx, `
+DELETE FROM events WHERE stream = $1 AND version < $2
+AND version < (SELECT max(version) FROM events WHERE stream = $1)`, stream, before)
+	if err != nil {
+		return 0, fmt.Errorf("eventstore: truncate %s: %w", stream, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 func (s *EventStore) read(ctx context.Context, t uow.Tx, after eventstore.Position, limit int, op, horizon string) ([]eventstore.Event, error) {
 	ptx, err := PgxTx(t)
 	if err != nil {

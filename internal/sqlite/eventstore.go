@@ -239,6 +239,29 @@ func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
 	return nil
 }
 
+// Truncate deletes the events of stream below version before, but never
+// its last, as [eventstore.Store] describes.
+func (s *EventStore) Truncate(ctx context.Context, t uow.Tx, stream string, before int64) (int64, error) {
+	st, err := asTx(t)
+	if err == nil && st.readOnly {
+		err = errReadOnly
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventstore: truncate %s: %w", stream, err)
+	}
+	res, err := st.ExecContext(ctx, `
+DELETE FROM events WHERE stream = ? AND version < ?
+AND version < (SELECT max(version) FROM events WHERE stream = ?)`, stream, before, stream)
+	if err != nil {
+		return 0, fmt.Errorf("eventstore: truncate %s: %w", stream, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("eventstore: truncate %s: %w", stream, err)
+	}
+	return n, nil
+}
+
 // queryEvents returns the events of q, which selects [eventColumns].
 func queryEvents(ctx context.Context, st *tx, q string, args ...any) ([]eventstore.Event, error) {
 	rows, err := st.QueryContext(ctx, q, args...)

@@ -85,6 +85,9 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "LoadSince/VersionOrder", run: testLoadSinceVersionOrder},
 		{name: "LoadSince/HeadForAppend", run: testLoadSinceHeadForAppend},
 		{name: "LoadSince/ConcurrentAppend", concurrent: true, run: testLoadSinceConcurrentAppend},
+		{name: "Truncate/KeepsTheVersion", run: testTruncateKeepsTheVersion},
+		{name: "Truncate/GoneForEveryReader", run: testTruncateGoneForEveryReader},
+		{name: "Truncate/ReadOnlyRefuses", run: testTruncateReadOnly},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -633,6 +636,95 @@ func testLock(t *testing.T, h Harness) {
 	assertStream(t, h, "s", append(first, more...)...)
 	assertStream(t, h, "missing", created...)
 	do(t, h, func(ctx context.Context, tx uow.Tx) error { return h.Store.Lock(ctx, tx, "s") })
+}
+
+// truncate runs Truncate in a committed unit of work and checks how many
+// events it deleted.
+func truncate(t *testing.T, h Harness, stream string, before int64, want int64) {
+	t.Helper()
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		n, err := h.Store.Truncate(ctx, tx, stream, before)
+		if err != nil {
+			return fmt.Errorf("Truncate(%s, %d): %w", stream, before, err)
+		}
+		if n != want {
+			t.Errorf("Truncate(%s, %d) deleted %d events, want %d", stream, before, n, want)
+		}
+		return nil
+	})
+}
+
+// Truncate deletes the events below the version and no other stream's,
+// never the last one, so the stream's version goes on: the next append
+// numbers from it, and an append at a stale version still fails.
+func testTruncateKeepsTheVersion(t *testing.T, h Harness) {
+	events := newEvents(t, 4)
+	mustAppend(t, h, "s", eventstore.NoStream, events...)
+	other := mustAppend(t, h, "other", eventstore.NoStream, newEvents(t, 2)...)
+
+	truncate(t, h, "s", 3, 2)
+	assertIDs(t, "Load(s) after Truncate(s, 3)", load(t, h, "s", 0), events[2:]...)
+	truncate(t, h, "s", 3, 0)
+	// Past the head: everything but the last event.
+	truncate(t, h, "s", 100, 1)
+	assertIDs(t, "Load(s) after Truncate(s, 100)", load(t, h, "s", 0), events[3])
+	truncate(t, h, "missing", 100, 0)
+	assertStream(t, h, "other", other...)
+
+	var head int64
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		var err error
+		_, head, err = h.Store.LoadSince(ctx, tx, "s", time.Now().Add(time.Hour))
+		return err
+	})
+	if head != 4 {
+		t.Errorf("LoadSince(s) head after truncation = %d, want 4", head)
+	}
+	more := newEvents(t, 1)
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		if _, err := h.Store.Append(ctx, tx, "s", eventstore.Exactly(1), newEvents(t, 1)...); !errors.Is(err, eventstore.ErrConcurrency) {
+			t.Errorf("Append(s) at a stale version after truncation: %v, want ErrConcurrency", err)
+		}
+		return nil
+	})
+	got := mustAppend(t, h, "s", eventstore.Exactly(4), more...)
+	if got[0].Version != 5 {
+		t.Errorf("the append after truncation is version %d, want 5", got[0].Version)
+	}
+}
+
+// A truncated event is gone from the log too: ReadAll and ReadCommitted
+// pass over it, and what is left keeps its position.
+func testTruncateGoneForEveryReader(t *testing.T, h Harness) {
+	events := newEvents(t, 3)
+	mustAppend(t, h, "s", eventstore.NoStream, events...)
+	before := readAllUntil(t, h, eventstore.Position{}, 3)
+	truncate(t, h, "s", 3, 2)
+	after := readAllUntil(t, h, eventstore.Position{}, 1)
+	assertIDs(t, "ReadAll after truncation", after, events[2])
+	if len(before) == 3 && len(after) == 1 && after[0].Position != before[2].Position {
+		t.Errorf("the kept event moved in the log: %+v, was %+v", after[0].Position, before[2].Position)
+	}
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		got, err := h.Store.ReadCommitted(ctx, tx, eventstore.Position{}, 10)
+		assertIDs(t, "ReadCommitted after truncation", got, events[2])
+		return err
+	})
+}
+
+// Truncate changes the log, so a read-only unit of work refuses it.
+func testTruncateReadOnly(t *testing.T, h Harness) {
+	mustAppend(t, h, "s", eventstore.NoStream, newEvents(t, 2)...)
+	err := h.Runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		_, err := h.Store.Truncate(ctx, tx, "s", 2)
+		return err
+	})
+	if !errors.Is(err, uow.ErrReadOnly) {
+		t.Errorf("Truncate in a read-only unit of work: %v, want ErrReadOnly", err)
+	}
+	if got := load(t, h, "s", 0); len(got) != 2 {
+		t.Errorf("the refused truncation deleted events: %d left, want 2", len(got))
+	}
 }
 
 // tailBase is the time at which the LoadSince cases record events: any fixed
