@@ -16,9 +16,10 @@ import (
 )
 
 // UserViews are the user domain's inline projections ([user.Views]) on
-// PostgreSQL. Each event also clears what it makes stale (expired codes and
-// sessions of the same address or user), so the tables stay small and a
-// rebuild from the events produces exactly the same rows.
+// PostgreSQL. The rows of expired codes and sessions stay until a sweep
+// ([UserViews.Sweep]) deletes them, so a rebuild from the events produces
+// exactly the same rows as the live views once both are swept as of the
+// same time.
 type UserViews struct{ user.ViewsProjection }
 
 var _ user.Views = UserViews{}

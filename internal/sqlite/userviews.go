@@ -18,9 +18,10 @@ import (
 
 // UserViews are the user domain's inline projections ([user.Views]) on
 // SQLite, in the tables and with the meaning of the PostgreSQL backend's.
-// Each event also clears what it makes stale (expired codes and sessions of
-// the same address or user), so the tables stay small and a rebuild from
-// the events produces exactly the same rows. The zero value is ready to
+// The rows of expired codes and sessions stay until a sweep
+// ([UserViews.Sweep]) deletes them, so a rebuild from the events produces
+// exactly the same rows as the live views once both are swept as of the
+// same time. The zero value is ready to
 // use: it works in the transaction of the unit of work it is given.
 type UserViews struct{ user.ViewsProjection }
 
