@@ -16,6 +16,7 @@ import (
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
@@ -40,6 +41,8 @@ type backend interface {
 	Log(cfg projections.LogConfig) projections.Log
 	// Activity is the activity projection and its reads.
 	Activity() activity
+	// DataKeys is the keyring's store of wrapped data keys.
+	DataKeys() keyring.Store
 	Ping(ctx context.Context) error
 	Close()
 }
@@ -95,6 +98,7 @@ func (b postgresBackend) Outbox() outboxStore                           { return
 func (b postgresBackend) Views() views                                  { return postgres.UserViews{} }
 func (b postgresBackend) Log(cfg projections.LogConfig) projections.Log { return b.db.Log(cfg) }
 func (b postgresBackend) Activity() activity                            { return b.db.Activity() }
+func (b postgresBackend) DataKeys() keyring.Store                       { return postgres.DataKeys{} }
 func (b postgresBackend) Ping(ctx context.Context) error                { return b.db.Ping(ctx) }
 func (b postgresBackend) Close()                                        { b.db.Close() }
 
@@ -106,6 +110,7 @@ func (b sqliteBackend) Outbox() outboxStore                           { return b
 func (b sqliteBackend) Views() views                                  { return sqlite.UserViews{} }
 func (b sqliteBackend) Log(cfg projections.LogConfig) projections.Log { return b.db.Log(cfg) }
 func (b sqliteBackend) Activity() activity                            { return b.db.Activity() }
+func (b sqliteBackend) DataKeys() keyring.Store                       { return sqlite.DataKeys{} }
 func (b sqliteBackend) Ping(ctx context.Context) error                { return b.db.Ping(ctx) }
 func (b sqliteBackend) Close()                                        { _ = b.db.Close() }
 

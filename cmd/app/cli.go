@@ -84,6 +84,7 @@ Configuration comes from the environment; see 'app config'.`,
 					return projectionsCommand(ctx, "status", getenv, stdout, stderr)
 				}),
 		),
+		keysCommands(getenv, stdout, stderr, leaf, group),
 		benchCommands(getenv, stdout, stderr, group),
 	)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
@@ -94,6 +95,21 @@ type (
 	leafFunc  = func(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, args []string) error) *cobra.Command
 	groupFunc = func(use, short string, subs ...*cobra.Command) *cobra.Command
 )
+
+func keysCommands(getenv func(string) string, stdout, stderr io.Writer, leaf leafFunc, group groupFunc) *cobra.Command {
+	var id string
+	newKey := leaf("new", "Print a DATA_KEY value of one fresh master key", noArgs,
+		func(context.Context, []string) error { return keysNew(id, stdout) })
+	newKey.Flags().StringVar(&id, "id", "k1", "the key's ID: 1 to 32 of a-z, 0-9 and -")
+	newKey.Long = `Print a DATA_KEY value of one fresh master key, ID:KEY. To rotate, put a new
+key first in DATA_KEY and keep the old one after it (NEW,OLD), restart every
+instance, run 'app keys rotate', then drop the old key.`
+	return group("keys", "Make and rotate the master keys that wrap each person's data key",
+		newKey,
+		leaf("rotate", "Rewrap every data key with the first master key of DATA_KEY", noArgs,
+			func(ctx context.Context, _ []string) error { return keysRotate(ctx, getenv, stdout, stderr) }),
+	)
+}
 
 func devmailCommand(stdout, stderr io.Writer, leaf leafFunc) *cobra.Command {
 	var addr string

@@ -20,6 +20,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/eventsourced/accounts/internal/integration/webhook"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -70,6 +71,8 @@ type Config struct {
 	WebhookSecret string `env:"WEBHOOK_SECRET" secret:"true" desc:"The webhook's signing secret: whsec_ and the base64 of 24 to 64 random bytes. Required with WEBHOOK_URL."`
 	// PublishRetryFor is how long an integration event is retried.
 	PublishRetryFor time.Duration `env:"PUBLISH_RETRY_FOR" envDefault:"72h" desc:"How long an integration event that cannot be published is retried, at most every 5 minutes, before it is buried."`
+	// DataKey holds the master keys that wrap each person's data key.
+	DataKey string `env:"DATA_KEY" secret:"true" desc:"Master keys that wrap each person's data key: ID:KEY[,ID:KEY...], KEY the base64 of 32 random bytes (app keys new makes one); the first wraps new keys, the others only unwrap until app keys rotate has rewrapped them. Unset on SQLite: a key file beside the database."`
 	// SweepInterval is how often the app sweeps what has expired.
 	SweepInterval time.Duration `env:"SWEEP_INTERVAL" envDefault:"5m" desc:"How often each instance deletes the rows of expired links and sessions, and buried messages past OUTBOX_BURIED_RETENTION; 0 turns the sweeps off."`
 	// BuriedRetention is how long a buried message is kept.
@@ -150,6 +153,11 @@ func (c Config) checkIntegration() error {
 			errs = append(errs, fmt.Errorf("WEBHOOK_URL: %w", err))
 		} else if err != nil {
 			errs = append(errs, fmt.Errorf("WEBHOOK_SECRET: %w", err))
+		}
+	}
+	if c.DataKey != "" {
+		if _, err := keyring.ParseMasters(c.DataKey); err != nil {
+			errs = append(errs, fmt.Errorf("DATA_KEY: %w", err))
 		}
 	}
 	if c.SweepInterval < 0 {
