@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,7 +32,7 @@ func (e env) sweeps(db backend, users *user.Service) []sweep {
 			redacted, err := db.Outbox().RedactBuried(ctx, topic, mail.SecretFields, time.Now().Add(-linkTTL))
 			n += redacted
 			if err != nil {
-				return n, err
+				return n, fmt.Errorf("%s: %w", topic, err)
 			}
 		}
 		return n, nil

@@ -167,7 +167,9 @@ type Store interface {
 	// its use. A deleted event is gone for every reader: [Store.Load] and
 	// [Store.LoadSince] start after it, and a reader of the log that has
 	// not passed it yet never sees it, so truncate only events that the
-	// projections following the log do not need. In a read-only unit of
-	// work it returns an error wrapping [uow.ErrReadOnly].
+	// projections following the log do not need. The IDs of deleted events
+	// are forgotten with them: appending one of them again appends it anew
+	// rather than finding it stored. In a read-only unit of work it returns
+	// an error wrapping [uow.ErrReadOnly].
 	Truncate(ctx context.Context, tx uow.Tx, stream string, before int64) (int64, error)
 }

@@ -124,19 +124,23 @@ SET CONSTRAINTS users_email_key DEFERRED`)
 	return nil
 }
 
-// Sweep deletes the rows of links and sessions that expired at or before
-// now, as [user.Views] describes, and returns how many it deleted.
-func (UserViews) Sweep(ctx context.Context, t uow.Tx, now time.Time) (int64, error) {
+// Sweep deletes up to limit rows of each table whose link or session
+// expired at or before now, as [user.Views] describes, and returns how
+// many it deleted.
+func (UserViews) Sweep(ctx context.Context, t uow.Tx, now time.Time, limit int) (int64, error) {
 	ptx, err := PgxTx(t)
 	if err != nil {
 		return 0, fmt.Errorf("user views: sweep: %w", err)
 	}
 	var n int64
 	err = ptx.QueryRow(ctx, `
-WITH s AS (DELETE FROM sessions WHERE expires_at <= $1 RETURNING 1),
-     c AS (DELETE FROM signin_codes WHERE expires_at <= $1 RETURNING 1),
-     e AS (DELETE FROM email_change_codes WHERE expires_at <= $1 RETURNING 1)
-SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM e)`, now).Scan(&n)
+WITH s AS (DELETE FROM sessions WHERE token_hash IN
+        (SELECT token_hash FROM sessions WHERE expires_at <= $1 LIMIT $2) RETURNING 1),
+     c AS (DELETE FROM signin_codes WHERE code_hash IN
+        (SELECT code_hash FROM signin_codes WHERE expires_at <= $1 LIMIT $2) RETURNING 1),
+     e AS (DELETE FROM email_change_codes WHERE code_hash IN
+        (SELECT code_hash FROM email_change_codes WHERE expires_at <= $1 LIMIT $2) RETURNING 1)
+SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM e)`, now, limit).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("user views: sweep: %w", err)
 	}

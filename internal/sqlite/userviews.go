@@ -137,22 +137,26 @@ func (UserViews) Reset(ctx context.Context, t uow.Tx) error {
 	return nil
 }
 
-// Sweep deletes the rows of links and sessions that expired at or before
-// now, as [user.Views] describes, and returns how many it deleted.
-func (UserViews) Sweep(ctx context.Context, t uow.Tx, now time.Time) (int64, error) {
+// Sweep deletes up to limit rows of each table whose link or session
+// expired at or before now, as [user.Views] describes, and returns how
+// many it deleted.
+func (UserViews) Sweep(ctx context.Context, t uow.Tx, now time.Time, limit int) (int64, error) {
 	st, err := asTx(t)
 	if err != nil {
 		return 0, fmt.Errorf("user views: sweep: %w", err)
 	}
 	var n int64
-	for _, table := range []string{"sessions", "signin_codes", "email_change_codes"} {
-		res, err := st.ExecContext(ctx, `DELETE FROM `+table+` WHERE expires_at <= ?`, micros(now))
+	for _, table := range []struct{ name, key string }{
+		{"sessions", "token_hash"}, {"signin_codes", "code_hash"}, {"email_change_codes", "code_hash"},
+	} {
+		res, err := st.ExecContext(ctx, `DELETE FROM `+table.name+` WHERE `+table.key+` IN
+(SELECT `+table.key+` FROM `+table.name+` WHERE expires_at <= ? LIMIT ?)`, micros(now), limit)
 		if err != nil {
-			return n, fmt.Errorf("user views: sweep %s: %w", table, err)
+			return n, fmt.Errorf("user views: sweep %s: %w", table.name, err)
 		}
 		deleted, err := res.RowsAffected()
 		if err != nil {
-			return n, fmt.Errorf("user views: sweep %s: %w", table, err)
+			return n, fmt.Errorf("user views: sweep %s: %w", table.name, err)
 		}
 		n += deleted
 	}

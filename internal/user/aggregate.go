@@ -120,35 +120,31 @@ type emailChange struct {
 	newEmail  string
 	expiresAt time.Time
 	used      bool
+	// taken says that the address had an account when the change was
+	// asked for: no mail carried its code, and it confirms nothing.
+	taken bool
 }
 
 // foldAccount folds a stretch of a user's stream: the changes of address
-// asked for in it, and the identity its Registered and EmailChanged
-// events give.
+// asked for in it, and which of them were made. Who the account is comes
+// from the users view ([Service.loadAccount]).
 func foldAccount(events []eventstore.Event) (account, error) {
 	var a account
 	for _, e := range events {
 		a.version = e.Version
 		switch e.Type {
-		case TypeRegistered:
-			d, err := eventstore.Decode[Registered](e)
-			if err != nil {
-				return a, err
-			}
-			a.id, a.email, a.createdAt = d.UserID, d.Email, e.RecordedAt
 		case TypeEmailChangeRequested:
 			d, err := eventstore.Decode[EmailChangeRequested](e)
 			if err != nil {
 				return a, err
 			}
-			a.changes = append(a.changes, emailChange{hash: d.CodeHash, newEmail: d.NewEmail, expiresAt: d.ExpiresAt})
+			a.changes = append(a.changes, emailChange{hash: d.CodeHash, newEmail: d.NewEmail, expiresAt: d.ExpiresAt, taken: d.Taken})
 			a.changeRequests = append(a.changeRequests, e.RecordedAt)
 		case TypeEmailChanged:
 			d, err := eventstore.Decode[EmailChanged](e)
 			if err != nil {
 				return a, err
 			}
-			a.email = d.NewEmail
 			if c := a.change(d.CodeHash); c != nil {
 				c.used = true
 			}

@@ -51,7 +51,8 @@ func NormalizeEmail(s string) (string, error) {
 // top-level domain can have: letters, or an internationalised one
 // (xn--...). So no IP address passes, in any spelling a resolver takes
 // (127.0.0.1, 127.1, 2130706433, 0x7f.0x0.0x0.0x1, [::1]), nor a name of one
-// label (localhost) that only a local resolver knows.
+// label (localhost) that only a local resolver knows, nor a name under a
+// special-use top-level name (evil.localhost, printer.local).
 func dnsName(d string) bool {
 	labels := strings.Split(d, ".")
 	if len(labels) < 2 || len(d) > 253 || !topLevel(labels[len(labels)-1]) {
@@ -71,9 +72,22 @@ func dnsName(d string) bool {
 	return true
 }
 
+// specialUse are the top-level names that never reach a mailbox on the
+// Internet: loopback (localhost, RFC 6761), local networks (local, internal,
+// home.arpa), names that must not resolve (invalid, onion, alt) and the
+// reverse lookups of addresses (arpa).
+var specialUse = map[string]bool{
+	"localhost": true, "local": true, "internal": true, "invalid": true,
+	"onion": true, "alt": true, "arpa": true,
+}
+
 // topLevel reports whether l is a top-level label: two letters or more, or
-// xn-- and the punycode of an internationalised one.
+// xn-- and the punycode of an internationalised one, and none of
+// [specialUse].
 func topLevel(l string) bool {
+	if specialUse[l] {
+		return false
+	}
 	if rest, ok := strings.CutPrefix(l, "xn--"); ok {
 		return rest != ""
 	}

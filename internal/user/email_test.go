@@ -40,6 +40,8 @@ func TestNormalizeEmail(t *testing.T) {
 		"a@127.0.0.1", "a@127.1", "a@2130706433", "a@0x7f000001", "a@0x7f.0x0.0x0.0x1", "a@0177.0.0.1",
 		"a@[127.0.0.1]", "a@[IPv6:::1]", "a@[::1]", "a@::1", "a@192.0.2.1", "a@example.123",
 		"a@localhost", "a@intranet", "a@com", "a@example.c0m1", "a@example.1com",
+		"a@evil.localhost", "a@printer.local", "a@db.internal", "a@x.invalid", "a@abc.onion", "a@x.alt",
+		"a@1.0.0.127.in-addr.arpa", "a@router.home.arpa",
 		"a@" + strings.Repeat("b", 250) + ".com",
 	} {
 		if got, err := user.NormalizeEmail(in); !errors.Is(err, user.ErrBadEmail) {

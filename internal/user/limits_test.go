@@ -12,6 +12,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
 // One account may ask for as many email changes as an address may ask for
@@ -105,4 +106,107 @@ func TestSignInLinkRequestsReadOnlyRecentHistory(t *testing.T) {
 	if n := spy.loaded.Load(); n != 1 {
 		t.Errorf("a request after one recent link read %d events, want 1", n)
 	}
+}
+
+// An account's old history costs nothing: after many sign-ins and changes
+// long ago, Me reads no event and each command only the account's events
+// within the link window, however long its history.
+func TestAccountCommandsReadOnlyRecentHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	spy := &tailSpy{EventStore: b.db.Events()}
+	svc, err := user.NewService(user.Deps{
+		Runner: b.db.Runner(b.clock.Now), Events: spy, Outbox: b.db.Outbox(), Views: postgres.UserViews{},
+	}, user.Policy{}, baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s user.Session
+	for i := range 12 {
+		s = b.signIn(t, "ada@example.com")
+		if i%3 == 0 {
+			b.changeCode(t, s.Token, "ada.maybe@example.com")
+		}
+		b.clock.Advance(time.Hour)
+	}
+	for _, c := range []struct {
+		name string
+		run  func() error
+		want int64
+	}{
+		{"Me", func() error { _, err := svc.Me(t.Context(), s.Token); return err }, 0},
+		// The account's stream holds nothing of the last window yet.
+		{"RequestEmailChange", func() error { return svc.RequestEmailChange(t.Context(), s.Token, "ada.new@example.com") }, 0},
+		// Its own request, now in the window.
+		{"ConfirmEmailChange", func() error {
+			_, err := svc.ConfirmEmailChange(t.Context(), b.oneMail(t, mail.TopicEmailChange, "ada.new@example.com", "/confirm-email").Link.Code)
+			return err
+		}, 1},
+		// The request and the change.
+		{"SignOut", func() error { return svc.SignOut(t.Context(), s.Token) }, 2},
+	} {
+		spy.loaded.Store(0)
+		if err := c.run(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if n := spy.loaded.Load(); n != c.want {
+			t.Errorf("%s after 12 hours of history read %d events, want %d", c.name, n, c.want)
+		}
+	}
+}
+
+// A change can be confirmed until its link expires, though that is later
+// than the limit's window, and a request counts against the limit for the
+// whole window, though its link expired before: the tail read covers both.
+func TestAccountTailCoversTheLongerOfWindowAndTTL(t *testing.T) {
+	t.Parallel()
+	// ask asks for a change and returns the code its mail carries.
+	ask := func(t *testing.T, b *bundle, token, address string) string {
+		t.Helper()
+		if err := b.svc.RequestEmailChange(t.Context(), token, address); err != nil {
+			t.Fatal(err)
+		}
+		ms := b.mails(t)
+		if len(ms) != 1 {
+			t.Fatalf("%d mails, want 1", len(ms))
+		}
+		return ms[0].Link.Code
+	}
+	signIn := func(t *testing.T, b *bundle) user.Session {
+		t.Helper()
+		if err := b.svc.RequestSignInLink(t.Context(), "ada@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		ms := b.mails(t)
+		if len(ms) != 1 {
+			t.Fatalf("%d mails, want 1", len(ms))
+		}
+		s, err := b.svc.SignIn(t.Context(), ms[0].Link.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Run("LinkTTL longer", func(t *testing.T) {
+		t.Parallel()
+		b := setupPolicy(t, user.Policy{LinkTTL: time.Hour, LinkWindow: 10 * time.Minute})
+		s := signIn(t, b)
+		code := ask(t, b, s.Token, "ada.new@example.com")
+		b.clock.Advance(50 * time.Minute)
+		if _, err := b.svc.ConfirmEmailChange(t.Context(), code); err != nil {
+			t.Errorf("a confirmation within LINK_TTL, past LINK_WINDOW: %v", err)
+		}
+	})
+	t.Run("LinkWindow longer", func(t *testing.T) {
+		t.Parallel()
+		b := setupPolicy(t, user.Policy{LinkTTL: 5 * time.Minute, LinkWindow: time.Hour, LinkLimit: 2})
+		s := signIn(t, b)
+		ask(t, b, s.Token, "one@example.com")
+		ask(t, b, s.Token, "two@example.com")
+		b.clock.Advance(50 * time.Minute)
+		var tooMany *user.TooManyRequestsError
+		if err := b.svc.RequestEmailChange(t.Context(), s.Token, "three@example.com"); !errors.As(err, &tooMany) {
+			t.Errorf("a third request within LINK_WINDOW, past LINK_TTL: %v, want TooManyRequestsError", err)
+		}
+	})
 }

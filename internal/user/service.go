@@ -134,12 +134,12 @@ type Views interface {
 	// Session returns the user of the session with the token hash, and when
 	// the session expires.
 	Session(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, time.Time, bool, error)
-	// Sweep deletes the rows of sign-in codes, confirmation codes and
-	// sessions that expired at or before now, and returns how many. The
-	// service refuses expired codes and sessions whether their rows are
-	// there or not, so a sweep changes none of its answers; it keeps the
-	// tables as small as what is live.
-	Sweep(ctx context.Context, tx uow.Tx, now time.Time) (int64, error)
+	// Sweep deletes up to limit rows of each of sign-in codes,
+	// confirmation codes and sessions that expired at or before now, and
+	// returns how many. The service refuses expired codes and sessions
+	// whether their rows are there or not, so a sweep changes none of its
+	// answers; it keeps the tables as small as what is live.
+	Sweep(ctx context.Context, tx uow.Tx, now time.Time, limit int) (int64, error)
 }
 
 // Deps are what a [Service] works with.
@@ -292,6 +292,11 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 			if acct, err = s.loadAccount(ctx, tx, u.ID); err != nil {
 				return err
 			}
+			if acct.email != email {
+				// The account moved to another address between the two
+				// reads of the view; try again from the start.
+				return fmt.Errorf("%w: %s moved to another address meanwhile", eventstore.ErrConcurrency, u.ID)
+			}
 		} else {
 			id, err := uuid.NewV7()
 			if err != nil {
@@ -347,8 +352,7 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 // those ([eventstore.Store.LoadSince]): an address asked for often over
 // years costs what a new one does.
 func (s *Service) loadSignInLinks(ctx context.Context, tx uow.Tx, email string) (signInLinks, error) {
-	since := tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
-	events, version, err := s.Events.LoadSince(ctx, tx, signInStream(email), since)
+	events, version, err := s.Events.LoadSince(ctx, tx, signInStream(email), s.window(tx))
 	if err != nil {
 		return signInLinks{}, err
 	}
@@ -371,7 +375,7 @@ func (s *Service) liveChange(ctx context.Context, tx uow.Tx, hash string) (accou
 	}
 	c := acct.change(hash)
 	switch {
-	case c == nil:
+	case c == nil, c.taken:
 		return account{}, nil, fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
 	case c.used:
 		return account{}, nil, fmt.Errorf("%w: confirmation code already used", ErrInvalidCode)
@@ -437,16 +441,14 @@ func (s *Service) EmailChangeOf(ctx context.Context, code string) (from, to stri
 // LinkTTL, whichever is longer, the only ones that can count against the
 // limit or confirm a change ([eventstore.Store.LoadSince]). So a command
 // costs the same for an account with years of sign-ins as for a new one.
+//
+// The tail, and with it the version the command appends at, is read
+// first, and the view after it. On PostgreSQL each statement of a unit of
+// work sees what committed before it began, so the view then holds at
+// least what the version covers; whatever commits later moves the stream
+// past the version, and the command's append fails and is tried again.
 func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (account, error) {
-	u, ok, err := s.Views.User(ctx, tx, id)
-	if err != nil {
-		return account{}, err
-	}
-	if !ok {
-		return account{}, fmt.Errorf("user: account %s is in no view", id)
-	}
-	since := tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
-	events, version, err := s.Events.LoadSince(ctx, tx, userStream(id), since)
+	events, version, err := s.Events.LoadSince(ctx, tx, userStream(id), s.window(tx))
 	if err != nil {
 		return account{}, err
 	}
@@ -454,8 +456,31 @@ func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (acc
 	if err != nil {
 		return account{}, err
 	}
+	u, err := s.user(ctx, tx, id)
+	if err != nil {
+		return account{}, err
+	}
 	a.version, a.id, a.email, a.createdAt = version, u.ID, u.Email, u.CreatedAt
 	return a, nil
+}
+
+// window returns the start of the stretch of a stream that decisions need:
+// the last LinkWindow or LinkTTL, whichever is longer.
+func (s *Service) window(tx uow.Tx) time.Time {
+	return tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
+}
+
+// user returns the user with id from the users view, which holds every
+// user that a session or code names.
+func (s *Service) user(ctx context.Context, tx uow.Tx, id uuid.UUID) (User, error) {
+	u, ok, err := s.Views.User(ctx, tx, id)
+	if err != nil {
+		return User{}, err
+	}
+	if !ok {
+		return User{}, fmt.Errorf("user: account %s is in no view", id)
+	}
+	return u, nil
 }
 
 // session returns the user of a live session token and the token's hash,
@@ -466,7 +491,11 @@ func (s *Service) session(ctx context.Context, tx uow.Tx, token string) (uuid.UU
 	if !validSecret(token) {
 		return uuid.Nil, "", ErrUnauthenticated
 	}
-	hash := hashSecret(token)
+	return s.sessionOf(ctx, tx, hashSecret(token))
+}
+
+// sessionOf returns the user of the live session with the token hash.
+func (s *Service) sessionOf(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, string, error) {
 	id, expires, ok, err := s.Views.Session(ctx, tx, hash)
 	if err != nil {
 		return uuid.Nil, "", err
@@ -477,7 +506,11 @@ func (s *Service) session(ctx context.Context, tx uow.Tx, token string) (uuid.UU
 	return id, hash, nil
 }
 
-// authenticate returns the account of a live session token ([Service.session]).
+// authenticate returns the account of a live session token
+// ([Service.session]) for a command. The session is read again after the
+// account ([Service.loadAccount]): a sign-out that committed before the
+// account's version was read is seen then, and one that commits after it
+// fails the command's append.
 func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (account, string, error) {
 	id, hash, err := s.session(ctx, tx, token)
 	if err != nil {
@@ -487,24 +520,46 @@ func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (ac
 	if err != nil {
 		return account{}, "", err
 	}
+	if again, _, err := s.sessionOf(ctx, tx, hash); err != nil {
+		return account{}, "", err
+	} else if again != id {
+		return account{}, "", ErrUnauthenticated
+	}
 	return acct, hash, nil
 }
 
-// Sweep deletes the rows of expired links and sessions from the views
-// ([Views.Sweep]) and returns how many it deleted. The app runs it every
+// sweepMargin is how long after its expiry a row is swept: an instance
+// whose clock runs ahead of the others' must not sweep what they still
+// take as live.
+const sweepMargin = 5 * time.Minute
+
+// sweepBatch bounds the rows of each table that one unit of work of a
+// sweep deletes, so that a sweep of a long backlog does not hold SQLite's
+// writer, or PostgreSQL's locks, for long.
+const sweepBatch = 1000
+
+// Sweep deletes the rows of links and sessions that expired more than a
+// few minutes ago (sweepMargin) from the views ([Views.Sweep]), a batch
+// per unit of work, and returns how many it deleted. The app runs it every
 // SWEEP_INTERVAL, so that the views stay as small as what is live however
 // many links are asked for and never used.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		var err error
-		n, err = s.Views.Sweep(ctx, tx, tx.Now())
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("user: sweep: %w", err)
+	var total int64
+	for {
+		var n int64
+		err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			n, err = s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("user: sweep: %w", err)
+		}
+		total += n
+		if n == 0 {
+			return total, nil
+		}
 	}
-	return n, nil
 }
 
 // Me returns the user of a session token, or [ErrUnauthenticated]. It
@@ -518,13 +573,8 @@ func (s *Service) Me(ctx context.Context, token string) (User, error) {
 		if err != nil {
 			return err
 		}
-		var ok bool
-		if u, ok, err = s.Views.User(ctx, tx, id); err != nil {
-			return err
-		} else if !ok {
-			return fmt.Errorf("user: account %s is in no view", id)
-		}
-		return nil
+		u, err = s.user(ctx, tx, id)
+		return err
 	})
 	return u, err
 }

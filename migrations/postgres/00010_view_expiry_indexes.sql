@@ -4,10 +4,14 @@
 -- link or session has expired, every SWEEP_INTERVAL; these indexes find
 -- them without reading the live ones. Before, each new link or session
 -- deleted its own address's or user's expired rows, which read every live
--- row of a user with many sessions.
-CREATE INDEX sessions_expires_at ON sessions (expires_at);
-CREATE INDEX signin_codes_expires_at ON signin_codes (expires_at);
-CREATE INDEX email_change_codes_expires_at ON email_change_codes (expires_at);
+-- row of a user with many sessions. The indexes on user_id and email
+-- stay, to find the rows of one account or address. Each index is
+-- built in the migration's transaction, which blocks writes to its table
+-- meanwhile; on large tables an operator may build them beforehand with
+-- CREATE INDEX CONCURRENTLY under these names (IF NOT EXISTS keeps them).
+CREATE INDEX IF NOT EXISTS sessions_expires_at ON sessions (expires_at);
+CREATE INDEX IF NOT EXISTS signin_codes_expires_at ON signin_codes (expires_at);
+CREATE INDEX IF NOT EXISTS email_change_codes_expires_at ON email_change_codes (expires_at);
 
 -- +goose Down
 DROP INDEX email_change_codes_expires_at;

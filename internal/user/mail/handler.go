@@ -55,7 +55,7 @@ type Config struct {
 //
 // A link that expired before its message was delivered is dropped rather
 // than sent, since it would only fail: the handler acknowledges it, counts
-// it and logs it. Delivery is at least once; the Message-ID taken from the
+// it and logs it; so is one whose code the sweep redacted. Delivery is at least once; the Message-ID taken from the
 // outbox message's ID lets a mail system recognise a resend.
 func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 	if cfg.Now == nil {
@@ -79,6 +79,15 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 			var link Link
 			if err := json.Unmarshal(m.Payload, &link); err != nil {
 				return fmt.Errorf("mail: %s %s: decode: %w", topic, m.ID, err)
+			}
+			if topic != TopicEmailTaken && link.Code == "" {
+				// The sweep redacted a buried message, whose link had
+				// expired by its clock; a requeue must not send an empty one.
+				cfg.Log.InfoContext(ctx, "mail: link redacted, dropped", "topic", topic, "id", m.ID)
+				if dropped != nil {
+					dropped.Add(ctx, 1, metric.WithAttributes(attribute.String("topic", topic)))
+				}
+				return nil
 			}
 			if !cfg.Now().Before(link.ExpiresAt) {
 				cfg.Log.InfoContext(ctx, "mail: link expired before delivery, dropped",

@@ -122,6 +122,21 @@ func TestExpiredLinkIsDroppedNotSent(t *testing.T) {
 	}
 }
 
+// A buried link whose code the sweep redacted is dropped when requeued,
+// however its expiry reads, never mailed without its code.
+func TestRedactedLinkIsDroppedNotSent(t *testing.T) {
+	srv, handlers := setup(t)
+	for _, topic := range []string{mail.TopicLoginLink, mail.TopicEmailChange} {
+		link := mail.Link{To: "ada@example.com", ExpiresAt: now.Add(time.Hour)}
+		if err := handlers[topic](t.Context(), message(t, topic, link)); err != nil {
+			t.Fatalf("%s: a redacted link must be acknowledged, got %v", topic, err)
+		}
+	}
+	if got := srv.Messages(); len(got) != 0 {
+		t.Errorf("a redacted link was mailed: %+v", got)
+	}
+}
+
 func TestRefusedMailIsAnErrorWithTheServersReason(t *testing.T) {
 	srv, handlers := setup(t)
 	srv.Refuse(550, "mailbox unavailable")

@@ -80,21 +80,21 @@ func (s *suite) apply(t *testing.T, events ...eventstore.Event) {
 	}
 }
 
-// sweepAt sweeps the views as of now in a committed unit of work and
-// checks how many rows it deleted.
-func (s *suite) sweepAt(t *testing.T, now time.Time, want int64) {
+// sweepAt sweeps up to limit rows of each table of the views as of now, in
+// a committed unit of work, and checks how many rows it deleted.
+func (s *suite) sweepAt(t *testing.T, now time.Time, limit int, want int64) {
 	t.Helper()
 	var n int64
 	err := s.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		n, err = s.Views.Sweep(ctx, tx, now)
+		n, err = s.Views.Sweep(ctx, tx, now, limit)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n != want {
-		t.Errorf("Sweep as of %s deleted %d rows, want %d", now.Format(time.RFC3339), n, want)
+		t.Errorf("Sweep as of %s, %d a table, deleted %d rows, want %d", now.Format(time.RFC3339), limit, n, want)
 	}
 }
 

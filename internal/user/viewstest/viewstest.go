@@ -303,8 +303,10 @@ func testApplyTimesFromEvents(t *testing.T, s *suite) {
 	s.wantEmailChangeCode(t, "the third code", chg3, id)
 
 	// A sweep as of t0+25m takes what expired by then by the events' times:
-	// the first and second codes of each kind, and no session yet.
-	s.sweepAt(t, t0.Add(25*time.Minute), 4)
+	// the first and second codes of each kind, and no session yet; one row
+	// of each table at a time, then the rest.
+	s.sweepAt(t, t0.Add(25*time.Minute), 1, 2)
+	s.sweepAt(t, t0.Add(25*time.Minute), 1000, 2)
 	s.wantNoSignInCode(t, "the first code, swept", code1)
 	s.wantNoSignInCode(t, "the second code, swept at its expiry", code2)
 	s.wantSignInCode(t, "the third code, after the sweep", code3, email)
@@ -726,21 +728,29 @@ func testSweepExpiredOnly(t *testing.T, s *suite) {
 	s.clock.Set(a1.ExpiresAt.Add(-20 * time.Minute))
 	l1 := s.link(t, "cy@example.com") // Expires 5 minutes before a1.
 	c1 := s.changeCode(t, a2, "ada.x@example.com")
-	s.clock.Advance(10 * time.Minute)
-	l2 := s.link(t, "cy@example.com") // Expires 5 minutes after a1.
+	s.clock.Advance(12 * time.Minute)
+	l2 := s.link(t, "cy@example.com") // Expires 7 minutes after a1.
 	c2 := s.changeCode(t, a2, "ada.y@example.com")
 
 	s.clock.Set(a1.ExpiresAt)
 	if _, err := s.svc.SignIn(ctx, l1.plain); !errors.Is(err, user.ErrInvalidCode) {
 		t.Fatalf("SignIn with an expired code before the sweep: %v, want ErrInvalidCode", err)
 	}
+	// Just expired is not swept yet: an instance whose clock runs ahead
+	// must not sweep what the others still take as live.
+	if n, err := s.svc.Sweep(ctx); err != nil || n != 2 {
+		t.Fatalf("Sweep just after a1's expiry deleted %d rows (%v), want Cy's first link and Ada's first change, 5 minutes past, alone", n, err)
+	}
+	s.wantSession(t, "Ada's just expired session", a1.hash, id, a1.ExpiresAt)
+	s.clock.Set(a1.ExpiresAt.Add(5 * time.Minute))
 	n, err := s.svc.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Ada's and Bob's first sessions, Cy's first link, Ada's first change.
-	if n != 4 {
-		t.Errorf("Sweep deleted %d rows, want 4", n)
+	// Ada's and Bob's first sessions; Cy's first link and Ada's first
+	// change went before.
+	if n != 2 {
+		t.Errorf("Sweep deleted %d rows, want 2", n)
 	}
 	s.wantNoSession(t, "Ada's expired session", a1.hash)
 	s.wantNoSession(t, "Bob's expired session", b1.hash)
