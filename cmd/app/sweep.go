@@ -56,13 +56,16 @@ func runSweeps(ctx context.Context, interval time.Duration, log *slog.Logger, sw
 	for {
 		for _, s := range sweeps {
 			n, err := s.run(ctx)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				log.Warn("sweep failed; trying again at the next interval", "sweep", s.name, "error", err, "interval", interval)
-			case n > 0:
+			// What a sweep deleted is logged even when the app is
+			// stopping: it is done.
+			if n > 0 {
 				log.Info("swept", "sweep", s.name, "rows", n)
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				log.Warn("sweep failed; trying again at the next interval", "sweep", s.name, "error", err, "interval", interval)
 			}
 		}
 		select {
