@@ -72,11 +72,10 @@ func (s *tailSpy) LoadSince(ctx context.Context, tx uow.Tx, stream string, since
 	return events, version, err
 }
 
-// An address's old links cost nothing: a request reads only the links that
-// can still count, however long the address's history.
-func TestSignInLinkRequestsReadOnlyRecentHistory(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
+// spied returns a service on b's database whose event store counts the
+// events its loads return.
+func spied(t *testing.T, b *bundle) (*user.Service, *tailSpy) {
+	t.Helper()
 	spy := &tailSpy{EventStore: b.db.Events()}
 	svc, err := user.NewService(user.Deps{
 		Runner: b.db.Runner(b.clock.Now), Events: spy, Outbox: b.db.Outbox(), Views: postgres.UserViews{},
@@ -84,6 +83,15 @@ func TestSignInLinkRequestsReadOnlyRecentHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return svc, spy
+}
+
+// An address's old links cost nothing: a request reads only the links that
+// can still count, however long the address's history.
+func TestSignInLinkRequestsReadOnlyRecentHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc, spy := spied(t, b)
 	for range 4 {
 		for range 5 {
 			if err := svc.RequestSignInLink(t.Context(), "ada@example.com"); err != nil {
@@ -114,13 +122,7 @@ func TestSignInLinkRequestsReadOnlyRecentHistory(t *testing.T) {
 func TestAccountCommandsReadOnlyRecentHistory(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	spy := &tailSpy{EventStore: b.db.Events()}
-	svc, err := user.NewService(user.Deps{
-		Runner: b.db.Runner(b.clock.Now), Events: spy, Outbox: b.db.Outbox(), Views: postgres.UserViews{},
-	}, user.Policy{}, baseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, spy := spied(t, b)
 	var s user.Session
 	for i := range 12 {
 		s = b.signIn(t, "ada@example.com")
