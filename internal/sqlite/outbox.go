@@ -408,24 +408,8 @@ func (o *Outbox) Buried(ctx context.Context, limit int) ([]outbox.Record, error)
 	if limit < 0 {
 		return nil, fmt.Errorf("outbox: buried: limit must not be negative, got %d", limit)
 	}
-	rows, err := o.db.read.QueryContext(ctx, `SELECT `+recordColumns+` FROM outbox_messages
+	return o.records(ctx, "buried", `SELECT `+recordColumns+` FROM outbox_messages
 WHERE buried_at IS NOT NULL ORDER BY buried_at, id LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: buried: %w", err)
-	}
-	defer rows.Close()
-	var recs []outbox.Record
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, fmt.Errorf("outbox: buried: %w", err)
-		}
-		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("outbox: buried: %w", err)
-	}
-	return recs, nil
 }
 
 // List returns up to f.Limit messages that f admits, earliest due first
@@ -446,21 +430,27 @@ func (o *Outbox) List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record
 	if f.Topic != "" {
 		q, args = q+` AND topic = ?`, append(args, f.Topic)
 	}
-	rows, err := o.db.read.QueryContext(ctx, q+` ORDER BY due_at, id LIMIT ?`, append(args, f.Limit)...)
+	return o.records(ctx, "list", q+` ORDER BY due_at, id LIMIT ?`, append(args, f.Limit)...)
+}
+
+// records returns the messages that q selects ([recordColumns]) on a read
+// connection; op names the operation in errors.
+func (o *Outbox) records(ctx context.Context, op, q string, args ...any) ([]outbox.Record, error) {
+	rows, err := o.db.read.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: list: %w", err)
+		return nil, fmt.Errorf("outbox: %s: %w", op, err)
 	}
 	defer rows.Close()
 	var recs []outbox.Record
 	for rows.Next() {
 		r, err := scanRecord(rows)
 		if err != nil {
-			return nil, fmt.Errorf("outbox: list: %w", err)
+			return nil, fmt.Errorf("outbox: %s: %w", op, err)
 		}
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("outbox: list: %w", err)
+		return nil, fmt.Errorf("outbox: %s: %w", op, err)
 	}
 	return recs, nil
 }

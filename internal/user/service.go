@@ -262,24 +262,11 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 	hash := hashSecret(code)
 	var session Session
 	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		email, ok, err := s.Views.SignInCode(ctx, tx, hash)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
-		}
 		// Queue the sign-ins of this address, so that a crowd of them
 		// (one link opened on several devices at once) wait their turn
 		// instead of failing each other's appends.
-		if err := s.Events.Lock(ctx, tx, signInStream(email)); err != nil {
-			return err
-		}
-		links, err := s.loadSignInLinks(ctx, tx, email)
+		email, links, err := s.liveSignIn(ctx, tx, hash, true)
 		if err != nil {
-			return err
-		}
-		if err := links.use(hash, tx.Now()); err != nil {
 			return err
 		}
 		u, exists, err := s.Views.UserByEmail(ctx, tx, email)
@@ -397,21 +384,38 @@ func (s *Service) SignInAddress(ctx context.Context, code string) (string, error
 	hash := hashSecret(code)
 	var email string
 	err := s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
-		var ok bool
 		var err error
-		if email, ok, err = s.Views.SignInCode(ctx, tx, hash); err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
-		}
-		links, err := s.loadSignInLinks(ctx, tx, email)
-		if err != nil {
-			return err
-		}
-		return links.use(hash, tx.Now())
+		email, _, err = s.liveSignIn(ctx, tx, hash, false)
+		return err
 	})
 	return email, err
+}
+
+// liveSignIn returns the address of a sign-in code that can still be used,
+// and the state of the address's links, or [ErrInvalidCode]. With lock it
+// holds the address's stream first ([eventstore.Store.Lock]), for a
+// command that appends to it.
+func (s *Service) liveSignIn(ctx context.Context, tx uow.Tx, hash string, lock bool) (string, signInLinks, error) {
+	email, ok, err := s.Views.SignInCode(ctx, tx, hash)
+	if err != nil {
+		return "", signInLinks{}, err
+	}
+	if !ok {
+		return "", signInLinks{}, fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
+	}
+	if lock {
+		if err := s.Events.Lock(ctx, tx, signInStream(email)); err != nil {
+			return "", signInLinks{}, err
+		}
+	}
+	links, err := s.loadSignInLinks(ctx, tx, email)
+	if err != nil {
+		return "", signInLinks{}, err
+	}
+	if err := links.use(hash, tx.Now()); err != nil {
+		return "", signInLinks{}, err
+	}
+	return email, links, nil
 }
 
 // EmailChangeOf returns the address a confirmation code would move its
