@@ -25,6 +25,10 @@ func getenv(m map[string]string) func(string) string {
 }
 
 // runApp runs the app with args and environment and returns its output.
+// testDataKey is a DATA_KEY for the tests that serve on PostgreSQL, which
+// needs one.
+const testDataKey = "test:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
+
 func runApp(t *testing.T, ctx context.Context, env map[string]string, args ...string) (string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
@@ -219,7 +223,7 @@ func TestUnknownCommandIsAnError(t *testing.T) {
 
 func TestMigrateThenServeUntilCancelled(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": pgtest.NewURL(t), "HTTP_ADDR": "127.0.0.1:0"}
+	env := map[string]string{"DATABASE_URL": pgtest.NewURL(t), "HTTP_ADDR": "127.0.0.1:0", "DATA_KEY": testDataKey}
 	out, err := runApp(t, t.Context(), env, "migrate")
 	if err != nil || !strings.Contains(out, "up to date") {
 		t.Fatalf("migrate: %q, %v", out, err)
@@ -328,7 +332,7 @@ func TestProjectionsRebuildActivity(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			env := map[string]string{"DATABASE_URL": url(t)}
+			env := map[string]string{"DATABASE_URL": url(t), "DATA_KEY": testDataKey}
 			if _, err := runApp(t, t.Context(), env, "migrate"); err != nil {
 				t.Fatal(err)
 			}

@@ -35,12 +35,12 @@ type backend interface {
 	Runner(now func() time.Time) uow.Runner
 	Events() eventstore.Store
 	Outbox() outboxStore
-	Views() views
+	Views(keys *keyring.Keyring) views
 	// Log is the event log that asynchronous projections follow, its
 	// subscribers configured by cfg (zero fields: the backend's defaults).
 	Log(cfg projections.LogConfig) projections.Log
 	// Activity is the activity projection and its reads.
-	Activity() activity
+	Activity(keys *keyring.Keyring) activity
 	// DataKeys is the keyring's store of wrapped data keys.
 	DataKeys() keyring.Store
 	Ping(ctx context.Context) error
@@ -95,9 +95,9 @@ type postgresBackend struct{ db *postgres.DB }
 func (b postgresBackend) Runner(now func() time.Time) uow.Runner        { return b.db.Runner(now) }
 func (b postgresBackend) Events() eventstore.Store                      { return b.db.Events() }
 func (b postgresBackend) Outbox() outboxStore                           { return b.db.Outbox() }
-func (b postgresBackend) Views() views                                  { return postgres.UserViews{} }
+func (b postgresBackend) Views(k *keyring.Keyring) views                { return postgres.UserViews{Keys: k} }
 func (b postgresBackend) Log(cfg projections.LogConfig) projections.Log { return b.db.Log(cfg) }
-func (b postgresBackend) Activity() activity                            { return b.db.Activity() }
+func (b postgresBackend) Activity(k *keyring.Keyring) activity          { return b.db.Activity(k) }
 func (b postgresBackend) DataKeys() keyring.Store                       { return postgres.DataKeys{} }
 func (b postgresBackend) Ping(ctx context.Context) error                { return b.db.Ping(ctx) }
 func (b postgresBackend) Close()                                        { b.db.Close() }
@@ -107,9 +107,9 @@ type sqliteBackend struct{ db *sqlite.DB }
 func (b sqliteBackend) Runner(now func() time.Time) uow.Runner        { return b.db.Runner(now) }
 func (b sqliteBackend) Events() eventstore.Store                      { return b.db.Events() }
 func (b sqliteBackend) Outbox() outboxStore                           { return b.db.Outbox() }
-func (b sqliteBackend) Views() views                                  { return sqlite.UserViews{} }
+func (b sqliteBackend) Views(k *keyring.Keyring) views                { return sqlite.UserViews{Keys: k} }
 func (b sqliteBackend) Log(cfg projections.LogConfig) projections.Log { return b.db.Log(cfg) }
-func (b sqliteBackend) Activity() activity                            { return b.db.Activity() }
+func (b sqliteBackend) Activity(k *keyring.Keyring) activity          { return b.db.Activity(k) }
 func (b sqliteBackend) DataKeys() keyring.Store                       { return sqlite.DataKeys{} }
 func (b sqliteBackend) Ping(ctx context.Context) error                { return b.db.Ping(ctx) }
 func (b sqliteBackend) Close()                                        { _ = b.db.Close() }

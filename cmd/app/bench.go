@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -39,7 +41,7 @@ const benchTopic = "bench.noop"
 type benchOptions struct {
 	messages, rate, events, batch, concurrency, users int
 	duration, poll, timeout                           time.Duration
-	lag, holdXmin                                     bool
+	lag, holdXmin, comparePlain                       bool
 	cpuprofile                                        string
 }
 
@@ -122,7 +124,7 @@ func bench(ctx context.Context, name string, o benchOptions, getenv func(string)
 		if o.concurrency < 1 || o.duration <= 0 {
 			return errors.New("bench signin: --concurrency and --duration must be positive")
 		}
-		return benchSignIn(ctx, e, db, o.concurrency, o.duration, timed, stdout)
+		return benchSignIn(ctx, e, db, o.concurrency, o.duration, o.comparePlain, timed, stdout)
 	case "publish":
 		if o.messages < 1 || o.users < 1 {
 			return errors.New("bench publish: --messages and --users must be at least 1")
@@ -401,30 +403,141 @@ func percentile(lat []time.Duration, p float64) string {
 // ask for sign-in links for distinct addresses for d, each request one unit
 // of work with its events and its outbox message. The relay does not run,
 // so the figure is the API's and its database's alone.
-func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time.Duration, timed func(func() int64) func(), stdout io.Writer) error {
+//
+// With comparePlain it also serves a second API whose service writes the
+// addresses unsealed ([user.Deps]), and measures both in turn, sealed,
+// plain, plain, sealed, each for d, so that neither gains from going
+// first on a database that grows: the two figures of one run tell what
+// sealing costs.
+func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time.Duration, comparePlain bool, timed func(func() int64) func(), stdout io.Writer) error {
 	e.cfg.HTTPRateLimit = 0 // Every request comes from one client.
 	// The API logs each request at info; the benchmark measures serving
 	// them, not writing a line for each.
-	quiet := e
-	quiet.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	users, err := quiet.users(db)
+	e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	keys, err := e.benchKeyring(db)
 	if err != nil {
 		return err
 	}
-	srv := quiet.apiServer(db, users, nil, noop.NewMeterProvider())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	serve := func(keys *keyring.Keyring) (string, func(), error) {
+		users, err := e.users(db, keys)
+		if err != nil {
+			return "", nil, err
+		}
+		srv := e.apiServer(db, keys, users, nil, noop.NewMeterProvider())
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", nil, err
+		}
+		go func() { _ = srv.Serve(ln) }()
+		return "http://" + ln.Addr().String() + "/v1/sign-in-links", func() { _ = srv.Close() }, nil
+	}
+	sealedURL, closeSealed, err := serve(keys)
 	if err != nil {
 		return err
 	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	url := "http://" + ln.Addr().String() + "/v1/sign-in-links"
+	defer closeSealed()
+	if !comparePlain {
+		r := signInRound(ctx, sealedURL, "s", concurrency, d, timed)
+		return r.report(stdout, "signin", d)
+	}
+	plainURL, closePlain, err := serve(nil)
+	if err != nil {
+		return err
+	}
+	defer closePlain()
+	var sealed, plain signInResult
+	for i, round := range []struct {
+		url  string
+		into *signInResult
+	}{{sealedURL, &sealed}, {plainURL, &plain}, {plainURL, &plain}, {sealedURL, &sealed}} {
+		r := signInRound(ctx, round.url, strconv.Itoa(i), concurrency, d, timed)
+		round.into.add(r)
+		if r.err != nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err := sealed.report(stdout, "signin sealed", 2*d); err != nil {
+		return err
+	}
+	if err := plain.report(stdout, "signin plain", 2*d); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "signin: sealed %.0f req/s, plain %.0f req/s: sealing costs %.1f%% of the throughput, p99 %s vs %s\n",
+		sealed.rate(), plain.rate(), 100*(1-sealed.rate()/plain.rate()), sealed.p99(), plain.p99())
+	return err
+}
+
+// benchKeyring returns the keyring of DATA_KEY, or, without it, of a master
+// key made for the run: the benchmark's database goes with it.
+func (e env) benchKeyring(db backend) (*keyring.Keyring, error) {
+	if e.cfg.DataKey != "" {
+		return e.keyring(db)
+	}
+	value, err := keyring.NewMasterKey("bench")
+	if err != nil {
+		return nil, err
+	}
+	masters, err := keyring.ParseMasters(value)
+	if err != nil {
+		return nil, err
+	}
+	return keyring.New(masters, db.DataKeys())
+}
+
+// signInResult is what rounds of the sign-in benchmark measured.
+type signInResult struct {
+	lat     []time.Duration
+	elapsed time.Duration
+	err     error
+	cut     error
+}
+
+func (r *signInResult) add(o signInResult) {
+	r.lat = append(r.lat, o.lat...)
+	r.elapsed += o.elapsed
+	r.err = cmp.Or(r.err, o.err)
+	r.cut = cmp.Or(r.cut, o.cut)
+}
+
+func (r signInResult) rate() float64 { return float64(len(r.lat)) / r.elapsed.Seconds() }
+
+func (r signInResult) p99() string {
+	lat := slices.Sorted(slices.Values(r.lat))
+	return percentile(lat, 0.99)
+}
+
+// report prints the summary line of r, named name, for rounds meant to
+// last d in all, or returns why there is none.
+func (r signInResult) report(stdout io.Writer, name string, d time.Duration) error {
+	if r.err != nil {
+		return fmt.Errorf("bench %s: %w", name, r.err)
+	}
+	if len(r.lat) == 0 {
+		if r.cut != nil {
+			fmt.Fprintf(stdout, "%s: 0 requests in %.2fs (cut short)\n", name, r.elapsed.Seconds())
+			return &cutShortError{name: "bench " + name, err: r.cut}
+		}
+		return fmt.Errorf("bench %s: no request completed", name)
+	}
+	lat := slices.Sorted(slices.Values(r.lat))
+	line := fmt.Sprintf("%s: %d requests in %.2fs, %.0f req/s, p50=%s p99=%s",
+		name, len(lat), r.elapsed.Seconds(), r.rate(), percentile(lat, 0.50), percentile(lat, 0.99))
+	if r.cut != nil && r.elapsed < d {
+		fmt.Fprintf(stdout, "%s (cut short: %.1fs of %s)\n", line, r.elapsed.Seconds(), d)
+		return &cutShortError{name: "bench " + name, done: int64(len(lat)), err: r.cut}
+	}
+	_, err := fmt.Fprintln(stdout, line)
+	return err
+}
+
+// signInRound has concurrency clients ask url for sign-in links for d, for
+// addresses that round makes distinct from other rounds'.
+func signInRound(ctx context.Context, url, round string, concurrency int, d time.Duration, timed func(func() int64) func()) signInResult {
 	client := &http.Client{
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: concurrency},
 	}
 	defer client.CloseIdleConnections()
-
 	var (
 		mu   sync.Mutex
 		lat  []time.Duration
@@ -440,7 +553,7 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 		wg.Go(func() {
 			var mine []time.Duration
 			for i := 0; time.Now().Before(until) && ctx.Err() == nil; i++ {
-				body := fmt.Sprintf(`{"email":"bench-%d-%d@example.com"}`, w, i)
+				body := fmt.Sprintf(`{"email":"bench-%s-%d-%d@example.com"}`, round, w, i)
 				start := time.Now()
 				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 				if err != nil {
@@ -476,27 +589,11 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(began)
-	stopProfile()
+	r := signInResult{lat: lat, elapsed: time.Since(began), cut: ctx.Err()}
 	if len(errs) > 0 {
-		return fmt.Errorf("bench signin: %d requests failed, the first: %w", len(errs), errs[0])
+		r.err = fmt.Errorf("%d requests failed, the first: %w", len(errs), errs[0])
 	}
-	if len(lat) == 0 {
-		if ctx.Err() != nil {
-			fmt.Fprintf(stdout, "signin: 0 requests in %.2fs (cut short)\n", elapsed.Seconds())
-			return &cutShortError{name: "bench signin", err: ctx.Err()}
-		}
-		return errors.New("bench signin: no request completed")
-	}
-	slices.Sort(lat)
-	line := fmt.Sprintf("signin: %d requests in %.2fs, %.0f req/s, p50=%s p99=%s",
-		len(lat), elapsed.Seconds(), float64(len(lat))/elapsed.Seconds(), percentile(lat, 0.50), percentile(lat, 0.99))
-	if ctx.Err() != nil && elapsed < d {
-		fmt.Fprintf(stdout, "%s (cut short: %.1fs of %s)\n", line, elapsed.Seconds(), d)
-		return &cutShortError{name: "bench signin", done: int64(len(lat)), err: ctx.Err()}
-	}
-	fmt.Fprintln(stdout, line)
-	return nil
+	return r
 }
 
 // benchUsers is how many accounts the projection benchmark's events are
@@ -505,25 +602,32 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 const benchUsers = 300
 
 // activityEvent returns the k-th event of account id's history as the
-// activity projection reads it: its registration, then sign-ins,
+// activity projection reads it, its address sealed with keys as part of tx: its registration, then sign-ins,
 // sign-outs, and changes of address asked for and confirmed, in turn; i
 // makes its secrets distinct.
-func activityEvent(id uuid.UUID, k, i int, now time.Time) (eventstore.Event, error) {
+func activityEvent(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, id uuid.UUID, k, i int) (eventstore.Event, error) {
+	now := tx.Now()
 	hash := fmt.Sprintf("%064x", i)
-	email := fmt.Sprintf("bench-%d@example.com", i)
 	var typ string
 	var data any
-	switch {
-	case k == 0:
-		typ, data = user.TypeRegistered, user.Registered{UserID: id, Email: email}
-	case k%4 == 1:
+	switch k % 4 {
+	case 1:
 		typ, data = user.TypeSessionStarted, user.SessionStarted{UserID: id, TokenHash: hash, ExpiresAt: now.Add(30 * 24 * time.Hour)}
-	case k%4 == 2:
+	case 2:
 		typ, data = user.TypeSessionEnded, user.SessionEnded{UserID: id, TokenHash: hash}
-	case k%4 == 3:
-		typ, data = user.TypeEmailChangeRequested, user.EmailChangeRequested{UserID: id, NewEmail: email, CodeHash: hash, ExpiresAt: now.Add(time.Hour)}
 	default:
-		typ, data = user.TypeEmailChanged, user.EmailChanged{UserID: id, OldEmail: "old-" + email, NewEmail: email, CodeHash: hash}
+		email, err := keys.Seal(ctx, tx, "user-"+id.String(), fmt.Sprintf("bench-%d@example.com", i))
+		if err != nil {
+			return eventstore.Event{}, err
+		}
+		switch {
+		case k == 0:
+			typ, data = user.TypeRegistered, user.Registered{UserID: id, Email: email}
+		case k%4 == 3:
+			typ, data = user.TypeEmailChangeRequested, user.EmailChangeRequested{UserID: id, NewEmail: email, CodeHash: hash, ExpiresAt: now.Add(time.Hour)}
+		default:
+			typ, data = user.TypeEmailChanged, user.EmailChanged{UserID: id, OldEmail: email, NewEmail: email, CodeHash: hash}
+		}
 	}
 	return eventstore.NewEvent(typ, data, eventstore.Metadata{})
 }
@@ -617,6 +721,10 @@ func runProjection(ctx context.Context, e env, log projections.Log, p projection
 // offset, committed, leaves none behind.
 func benchProjection(ctx context.Context, e env, db backend, log projections.Log, n int, timed func(func() int64) func(), stdout io.Writer) error {
 	store, runner := db.Events(), db.Runner(nil)
+	keys, err := e.benchKeyring(db)
+	if err != nil {
+		return err
+	}
 	users := make([]uuid.UUID, benchUsers)
 	for u := range users {
 		users[u] = uuid.New()
@@ -624,10 +732,11 @@ func benchProjection(ctx context.Context, e env, db backend, log projections.Log
 	const perTx = 1000
 	for start := 0; start < n; start += perTx {
 		err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+			ctx = keyring.Within(ctx, tx)
 			streams := make(map[uuid.UUID][]eventstore.Event, len(users))
 			for i := start; i < min(start+perTx, n); i++ {
 				id := users[i%len(users)]
-				ev, err := activityEvent(id, i/len(users), i, tx.Now())
+				ev, err := activityEvent(ctx, tx, keys, id, i/len(users), i)
 				if err != nil {
 					return err
 				}
@@ -644,7 +753,7 @@ func benchProjection(ctx context.Context, e env, db backend, log projections.Log
 			return fmt.Errorf("bench projection: fill: %w", err)
 		}
 	}
-	activity := db.Activity()
+	activity := db.Activity(keys)
 	w := watch(activity, n)
 	stopProfile := timed(func() int64 { return int64(w.count()) })
 	defer stopProfile()
@@ -712,7 +821,8 @@ func benchProjectionLag(ctx context.Context, e env, db backend, log projections.
 	}
 	sent := make([]time.Time, n)
 	ids := make([]uuid.UUID, n)
-	w := watch(db.Activity(), n+1)
+	// Sign-ins carry no address: nothing is sealed or opened.
+	w := watch(db.Activity(nil), n+1)
 	stop, ran, err := runProjection(ctx, e, log, w)
 	if err != nil {
 		return err
@@ -723,7 +833,7 @@ func benchProjectionLag(ctx context.Context, e env, db backend, log projections.
 		for {
 			err := runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
 				id := users[(seq+len(users))%len(users)]
-				ev, err := activityEvent(id, 1, seq, tx.Now())
+				ev, err := activityEvent(ctx, tx, nil, id, 1, seq)
 				if err != nil {
 					return err
 				}

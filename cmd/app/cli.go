@@ -250,6 +250,7 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 		b("signin", "Sign-in link requests through the HTTP API", func(f *pflag.FlagSet, o *benchOptions) {
 			f.IntVar(&o.concurrency, "concurrency", 16, "requests in flight at once")
 			f.DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
+			f.BoolVar(&o.comparePlain, "compare-plain", false, "also measure a service that writes addresses unsealed, in turn with the sealed one (sealed, plain, plain, sealed, each for --duration), and print what sealing costs")
 			holdXmin(f, o)
 		}),
 		b("projection", "How fast the activity projection catches up, or (--lag) how far it trails commits", func(f *pflag.FlagSet, o *benchOptions) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -42,6 +43,10 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
+	keys, err := e.keyring(db)
+	if err != nil {
+		return err
+	}
 	meter, metricsHandler, err := newMetrics()
 	if err != nil {
 		return err
@@ -60,7 +65,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	var runner *projections.Runner
 	if e.cfg.Projections {
-		if runner, err = projections.NewRunner(db.Log(projections.LogConfig{}), []projections.Projection{db.Activity()},
+		if runner, err = projections.NewRunner(db.Log(projections.LogConfig{}), []projections.Projection{db.Activity(keys)},
 			projections.WithRunnerLogger(e.log), projections.WithRunnerMeter(meter)); err != nil {
 			return err
 		}
@@ -77,7 +82,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			e.cfg.BaseURL = config.BaseURLOf(ln.Addr().String())
 		}
 	}
-	users, err := e.users(db)
+	users, err := e.users(db, keys)
 	if err != nil {
 		if ln != nil {
 			_ = ln.Close()
@@ -85,7 +90,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	if ln != nil {
-		srv = e.apiServer(db, users, metricsHandler, meter)
+		srv = e.apiServer(db, keys, users, metricsHandler, meter)
 	}
 
 	ctx, stop := context.WithCancel(ctx)
@@ -143,14 +148,14 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 
 // apiServer returns the HTTP server of the API, with timeouts on every
 // stage of a request.
-func (e env) apiServer(db backend, users *user.Service, metrics http.Handler, meter metric.MeterProvider) *http.Server {
+func (e env) apiServer(db backend, keys *keyring.Keyring, users *user.Service, metrics http.Handler, meter metric.MeterProvider) *http.Server {
 	if metrics == nil {
 		metrics = http.NotFoundHandler()
 	}
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
 			Users:          users,
-			Activity:       db.Activity(),
+			Activity:       db.Activity(keys),
 			Ready:          db.Ping,
 			Metrics:        metrics,
 			Log:            e.log,
@@ -167,13 +172,15 @@ func (e env) apiServer(db backend, users *user.Service, metrics http.Handler, me
 	}
 }
 
-// users returns the user domain's service on db.
-func (e env) users(db backend) (*user.Service, error) {
+// users returns the user domain's service on db, which seals addresses
+// with keys.
+func (e env) users(db backend, keys *keyring.Keyring) (*user.Service, error) {
 	return user.NewService(user.Deps{
 		Runner: db.Runner(nil),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  db.Views(),
+		Views:  db.Views(keys),
+		Keys:   keys,
 	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
 }
 
@@ -289,13 +296,17 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 		return err
 	}
 	defer db.Close()
-	switch what {
-	case "status":
+	if what == "status" {
 		return projectionsStatus(ctx, db, stdout)
-	case "activity":
-		return rebuildActivity(ctx, e, db, stdout, stderr)
 	}
-	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), db.Views())
+	keys, err := e.keyring(db)
+	if err != nil {
+		return err
+	}
+	if what == "activity" {
+		return rebuildActivity(ctx, e, db, keys, stdout, stderr)
+	}
+	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), db.Views(keys))
 	if err != nil {
 		return err
 	}
@@ -306,8 +317,8 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 // rebuildActivity rebuilds the activity projection blue/green, with a
 // progress bar on stderr when it is a terminal, and a line every few
 // seconds otherwise.
-func rebuildActivity(ctx context.Context, e env, db backend, stdout, stderr io.Writer) error {
-	a := db.Activity()
+func rebuildActivity(ctx context.Context, e env, db backend, keys *keyring.Keyring, stdout, stderr io.Writer) error {
+	a := db.Activity(keys)
 	report := progressLines(stderr, a.Name())
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		report = progressBar(stderr, a.Name())
@@ -364,7 +375,9 @@ func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error 
 	now := time.Now()
 	var failed []string
 	log := db.Log(projections.LogConfig{})
-	for _, p := range []projections.Rebuildable{db.Activity()} {
+	// Only the projections' names, versions and types are read here: no
+	// event is applied, and no address opened.
+	for _, p := range []projections.Rebuildable{db.Activity(nil)} {
 		v, err := log.Versions(ctx, p.Name(), p.Version())
 		if err != nil {
 			return err

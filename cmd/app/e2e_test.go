@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
@@ -52,6 +53,7 @@ func endToEnd(t *testing.T, databaseURL string) {
 	mx := smtptest.NewServer(t)
 	app := e2eStart(t, map[string]string{
 		"DATABASE_URL":    databaseURL,
+		"DATA_KEY":        testDataKey,
 		"HTTP_ADDR":       "127.0.0.1:0",
 		"SMTP_URL":        mx.URL(),
 		"BASE_URL":        "http://accounts.test",
@@ -146,11 +148,13 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 	const maxAttempts = 3
 	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{MaxAttempts: maxAttempts})
 	added := &e2eRecordingOutbox{Store: db.Outbox()}
+	keys := keyringtest.New(t, postgres.DataKeys{})
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: added,
-		Views:  postgres.UserViews{},
+		Views:  postgres.UserViews{Keys: keys},
+		Keys:   keys,
 	}, user.Policy{}, "http://accounts.test")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/integration/natsbroker"
 	"github.com/eventsourced/accounts/internal/integration/natsbroker/natstest"
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
@@ -94,6 +95,7 @@ func TestSignInIsPublishedToJetStream(t *testing.T) {
 	mx := smtptest.NewServer(t)
 	app := e2eStart(t, map[string]string{
 		"DATABASE_URL":    pgtest.NewURL(t),
+		"DATA_KEY":        testDataKey,
 		"HTTP_ADDR":       "127.0.0.1:0",
 		"SMTP_URL":        mx.URL(),
 		"BASE_URL":        "http://accounts.test",
@@ -157,11 +159,13 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 	e := env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	db := pgtest.New(t)
 	b := &integrationBench{store: &lossyAcks{Store: db.Outbox()}, clock: testclock.New(time.Now().UTC().Truncate(time.Second))}
+	keys := keyringtest.New(t, postgres.DataKeys{})
 	b.users, err = user.NewService(user.Deps{
 		Runner: db.Runner(b.clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{},
+		Views:  postgres.UserViews{Keys: keys},
+		Keys:   keys,
 	}, user.Policy{}, cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
 	if err != nil {
 		t.Fatal(err)

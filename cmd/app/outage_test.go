@@ -9,6 +9,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
@@ -35,11 +36,13 @@ func TestSMTPOutageOfTenMinutesLosesNoMail(t *testing.T) {
 
 	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{},
 		outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	keys := keyringtest.New(t, postgres.DataKeys{})
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{},
+		Views:  postgres.UserViews{Keys: keys},
+		Keys:   keys,
 	}, user.Policy{}, "http://accounts.test")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
@@ -66,13 +67,15 @@ func serveSQLite(t *testing.T) *env {
 	t.Helper()
 	db := sqlitetest.New(t)
 	clock := testclock.New(start)
+	keys := keyringtest.New(t, sqlite.DataKeys{})
 	e := serveService(t, clock, user.Deps{
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  sqlite.UserViews{},
-	}, db.Ping, options{}, db.Activity())
-	e.log, e.activity = db.Log(sqlite.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity()
+		Views:  sqlite.UserViews{Keys: keys},
+		Keys:   keys,
+	}, db.Ping, options{}, db.Activity(keys))
+	e.log, e.activity = db.Log(sqlite.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity(keys)
 	return e
 }
 
@@ -220,7 +223,7 @@ func assertActivityIsTheReplay(t *testing.T, e *env, caughtUp func(), tokens, id
 				return err
 			}
 			for _, ev := range page {
-				id, a, ok, err := user.ActivityOf(ev)
+				id, a, ok, err := user.ActivityOf(ctx, tx, e.keys, ev)
 				if err != nil {
 					return err
 				}

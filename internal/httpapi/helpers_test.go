@@ -18,6 +18,8 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
@@ -54,6 +56,8 @@ type env struct {
 	outbox outbox.Store
 	runner uow.Runner
 	events eventstore.Store
+	// keys seals and opens the addresses in the events.
+	keys *keyring.Keyring
 	// log and activity are the event log and the activity projection.
 	log      projections.Log
 	activity activityProjection
@@ -85,13 +89,15 @@ func setupWith(t *testing.T, o options) *env {
 func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 	t.Helper()
 	clock := testclock.New(start)
+	keys := keyringtest.New(t, postgres.DataKeys{})
 	e := serveService(t, clock, user.Deps{
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{},
-	}, db.Ping, o, db.Activity())
-	e.db, e.log, e.activity = db, db.Log(postgres.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity()
+		Views:  postgres.UserViews{Keys: keys},
+		Keys:   keys,
+	}, db.Ping, o, db.Activity(keys))
+	e.db, e.log, e.activity = db, db.Log(postgres.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity(keys)
 	return e
 }
 
@@ -101,7 +107,7 @@ func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 // [servePostgres] sets it.
 func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(context.Context) error, o options, activity httpapi.ActivityReader) *env {
 	t.Helper()
-	e := &env{clock: clock, outbox: d.Outbox, runner: d.Runner, events: d.Events}
+	e := &env{clock: clock, outbox: d.Outbox, runner: d.Runner, events: d.Events, keys: d.Keys}
 	svc, err := user.NewService(d, user.Policy{}, baseURL)
 	if err != nil {
 		t.Fatal(err)

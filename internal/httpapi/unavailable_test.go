@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
@@ -54,11 +55,13 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "test.db")
 	db := sqlitetest.NewAt(t, path, sqlite.WithBusyTimeout(50*time.Millisecond))
 	clock := testclock.New(start)
+	keys := keyringtest.New(t, sqlite.DataKeys{})
 	e := serveService(t, clock, user.Deps{
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  sqlite.UserViews{},
+		Views:  sqlite.UserViews{Keys: keys},
+		Keys:   keys,
 	}, db.Ping, options{}, nil)
 
 	release := sqlitetest.HoldWriteLock(t, path)

@@ -2,25 +2,33 @@
 // deleting the key erases the data wherever it was written: in events,
 // which stay immutable, and in every copy of them (crypto-shredding).
 //
-// Each subject (a person, or an address that asked for a link) has a data
-// key of 256 random bits, kept in the store wrapped (encrypted) by a master
-// key from the environment, DATA_KEY. Data is sealed with AES-256-GCM under
-// the subject's key, the subject bound in as associated data, so a value
-// cannot be moved to another subject. A master key has an ID: DATA_KEY may
-// list several, the first wrapping new keys and the others only unwrapping
-// old ones, until [Keyring.Rotate] has rewrapped every key with the first.
+// Each subject (a person, or an address that asked for a link) has data
+// keys of 256 random bits, kept in the store wrapped (encrypted) by a
+// master key from the environment, DATA_KEY. Each unit of work that seals
+// for a subject makes a key of its own, named within the subject by its
+// fingerprint, which every value it seals begins with: so a seal costs no
+// read, only an insert that can go with the unit of work's next statement,
+// and units of work that seal for one subject at once never contend. Data
+// is sealed with AES-256-GCM, the subject bound in as associated data, so
+// a value cannot be moved to another subject. Forgetting a subject deletes
+// all its keys. A master key has an ID: DATA_KEY may list several, the
+// first wrapping new keys and the others only unwrapping old ones, until
+// [Keyring.Rotate] has rewrapped every key with the first.
 package keyring
 
 import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/eventsourced/accounts/internal/uow"
 )
@@ -28,27 +36,40 @@ import (
 // Store keeps the wrapped data keys; each backend has one, and
 // keyringtest is their conformance suite.
 type Store interface {
-	// Key returns the wrapped key of subject and the ID of the master key
-	// that wrapped it, and false when the subject has none.
-	Key(ctx context.Context, tx uow.Tx, subject string) (wrapped []byte, master string, ok bool, err error)
-	// AddKey stores the wrapped key of subject unless the subject has one
-	// already, and returns the key the subject has now: two units of work
-	// that add a key for one subject at once end with one key, the first
-	// to commit's.
-	AddKey(ctx context.Context, tx uow.Tx, subject, master string, wrapped []byte) ([]byte, string, error)
-	// DeleteKey deletes the key of subject and reports whether it had one.
-	DeleteKey(ctx context.Context, tx uow.Tx, subject string) (bool, error)
-	// KeysNotWrappedBy returns up to limit subjects whose key a master key
-	// other than master wrapped, with those keys.
+	// Key returns the wrapped key id of subject, and false when the
+	// subject has none of that ID.
+	Key(ctx context.Context, tx uow.Tx, subject, id string) (WrappedKey, bool, error)
+	// AddKey stores a new key, to be deleted by DeleteExpiredSubjects once
+	// expires has passed (the zero time: never). It may be sent with the
+	// unit of work's next statement rather than at once; an error of its
+	// is then returned there, or by the commit.
+	AddKey(ctx context.Context, tx uow.Tx, k WrappedKey, expires time.Time) error
+	// KeepKey stores k unless its subject has a key of k's ID, and returns
+	// the key of that ID the subject has now, in one statement: units of
+	// work that keep a key at once end with one, the first to commit's.
+	// The key is kept until deleted.
+	KeepKey(ctx context.Context, tx uow.Tx, k WrappedKey) (WrappedKey, error)
+	// DeleteKeys deletes every key of subject and reports whether it had
+	// any.
+	DeleteKeys(ctx context.Context, tx uow.Tx, subject string) (bool, error)
+	// DeleteExpiredSubjects deletes the keys of up to limit subjects whose
+	// names begin with prefix and all of whose keys expire at or before
+	// now, and returns those subjects. Its cost grows with the keys of the
+	// subjects of prefix, not with all the store holds.
+	DeleteExpiredSubjects(ctx context.Context, tx uow.Tx, prefix string, now time.Time, limit int) ([]string, error)
+	// KeysNotWrappedBy returns up to limit keys that a master key other
+	// than master wrapped.
 	KeysNotWrappedBy(ctx context.Context, tx uow.Tx, master string, limit int) ([]WrappedKey, error)
-	// Rewrap replaces the wrapped key of subject, wrapped by from, with
-	// wrapped by to; it does nothing when the key is no longer from's.
-	Rewrap(ctx context.Context, tx uow.Tx, subject, from, to string, wrapped []byte) error
+	// Rewrap replaces k, wrapped by k.Master, with wrapped by to; it does
+	// nothing when the key is no longer k.Master's.
+	Rewrap(ctx context.Context, tx uow.Tx, k WrappedKey, to string, wrapped []byte) error
 }
 
-// WrappedKey is a subject's key as the store keeps it.
+// WrappedKey is a key as the store keeps it: the key ID of Subject, wrapped
+// by the master key Master.
 type WrappedKey struct {
 	Subject string
+	ID      string
 	Master  string
 	Wrapped []byte
 }
@@ -77,19 +98,29 @@ const Erased = "[erased]"
 // Sealed reports whether s is a value that [Keyring.Seal] made.
 func Sealed(s string) bool { return strings.HasPrefix(s, sealedPrefix) }
 
-// Seal encrypts plaintext under the key of subject, making the key as part
-// of tx when the subject has none yet.
+// Seal encrypts plaintext for subject, under a key made as part of tx
+// (one per unit of work under [Within]), which is kept until
+// [Keyring.Forget] deletes the subject's keys.
 func (k *Keyring) Seal(ctx context.Context, tx uow.Tx, subject, plaintext string) (string, error) {
-	key, err := k.key(ctx, tx, subject, true)
+	return k.SealUntil(ctx, tx, subject, plaintext, time.Time{})
+}
+
+// SealUntil is [Keyring.Seal] for a subject whose data is needed only for
+// a while: the key is kept until expires, and once every key of the
+// subject has expired, [Keyring.ForgetExpired] deletes them all. The zero
+// time keeps the key until Forget. Within one unit of work ([Within]) the
+// first seal for a subject makes the key, and sets its time.
+func (k *Keyring) SealUntil(ctx context.Context, tx uow.Tx, subject, plaintext string, expires time.Time) (string, error) {
+	aead, id, err := k.sealingKey(ctx, tx, subject, expires)
 	if err != nil {
 		return "", fmt.Errorf("keyring: seal for %s: %w", subject, err)
 	}
-	aead, err := newAEAD(key)
-	if err != nil {
-		return "", fmt.Errorf("keyring: seal for %s: %w", subject, err)
+	fp, err := hex.DecodeString(id)
+	if err != nil || len(fp) != fingerprintSize {
+		return "", fmt.Errorf("keyring: seal for %s: key ID %q is no fingerprint", subject, id)
 	}
 	out := make([]byte, fingerprintSize+aead.NonceSize(), fingerprintSize+aead.NonceSize()+len(plaintext)+aead.Overhead())
-	copy(out, fingerprint(key))
+	copy(out, fp)
 	nonce := out[fingerprintSize:]
 	_, _ = rand.Read(nonce) // crypto/rand.Read never fails.
 	out = aead.Seal(out, nonce, []byte(plaintext), []byte(subject))
@@ -97,8 +128,8 @@ func (k *Keyring) Seal(ctx context.Context, tx uow.Tx, subject, plaintext string
 }
 
 // Open decrypts a value that [Keyring.Seal] sealed for subject. When the
-// key it was sealed under has been deleted, even if the subject has a new
-// key since, it returns [Erased] and false, and no error: the data is
+// key it was sealed under has been deleted, even if the subject has other
+// keys since, it returns [Erased] and false, and no error: the data is
 // gone, as it was meant to be; so does a value of another subject's, which
 // never was this one's. A value that is not sealed, or changed, is an
 // error.
@@ -111,23 +142,15 @@ func (k *Keyring) Open(ctx context.Context, tx uow.Tx, subject, sealed string) (
 	if err != nil {
 		return "", false, fmt.Errorf("keyring: open for %s: %w", subject, err)
 	}
-	key, err := k.key(ctx, tx, subject, false)
+	if len(data) < fingerprintSize+nonceSize {
+		return "", false, fmt.Errorf("keyring: open for %s: too short", subject)
+	}
+	aead, err := k.openingKey(ctx, tx, subject, keyID(data[:fingerprintSize]))
 	if errors.Is(err, errNoKey) {
 		return Erased, false, nil
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("keyring: open for %s: %w", subject, err)
-	}
-	aead, err := newAEAD(key)
-	if err != nil {
-		return "", false, fmt.Errorf("keyring: open for %s: %w", subject, err)
-	}
-	if len(data) < fingerprintSize+aead.NonceSize() {
-		return "", false, fmt.Errorf("keyring: open for %s: too short", subject)
-	}
-	if string(data[:fingerprintSize]) != string(fingerprint(key)) {
-		// Sealed under a key of the subject's that has been deleted.
-		return Erased, false, nil
 	}
 	data = data[fingerprintSize:]
 	plain, err := aead.Open(nil, data[:aead.NonceSize()], data[aead.NonceSize():], []byte(subject))
@@ -137,17 +160,63 @@ func (k *Keyring) Open(ctx context.Context, tx uow.Tx, subject, sealed string) (
 	return string(plain), true, nil
 }
 
+// secretID names, within its subject, the key that [Keyring.Secret] derives
+// from.
+const secretID = "secret"
+
+// Secret returns a secret of 256 bits for subject, made as part of tx the
+// first time it is asked for and the same ever after, through rotations:
+// it is derived from a key of the subject's, kept until Forget, so that it
+// is wrapped and rotated as the data keys are. It is for keyed hashes,
+// such as names that must not show what they name.
+func (k *Keyring) Secret(ctx context.Context, tx uow.Tx, subject string) ([]byte, error) {
+	key, err := k.newKey(subject, secretID)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: secret of %s: %w", subject, err)
+	}
+	kept, err := k.store.KeepKey(ctx, tx, key.WrappedKey)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: secret of %s: %w", subject, err)
+	}
+	raw, err := k.masters.unwrap(kept)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: secret of %s: %w", subject, err)
+	}
+	secret, err := hkdf.Key(sha256.New, raw, nil, "keyring secret of "+subject, keySize)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: secret of %s: %w", subject, err)
+	}
+	return secret, nil
+}
+
 // CurrentMaster returns the ID of the master key that wraps new keys.
 func (k *Keyring) CurrentMaster() string { return k.masters.current().id }
 
-// Forget deletes the key of subject as part of tx, which erases every value
-// sealed for it, and reports whether there was one.
+// Forget deletes every key of subject as part of tx, which erases every
+// value sealed for it, and reports whether there was one.
 func (k *Keyring) Forget(ctx context.Context, tx uow.Tx, subject string) (bool, error) {
-	ok, err := k.store.DeleteKey(ctx, tx, subject)
+	cacheOf(ctx, tx).drop(subject)
+	ok, err := k.store.DeleteKeys(ctx, tx, subject)
 	if err != nil {
 		return false, fmt.Errorf("keyring: forget %s: %w", subject, err)
 	}
 	return ok, nil
+}
+
+// ForgetExpired deletes, as part of tx, the keys of up to limit subjects
+// whose names begin with prefix and whose every key [Keyring.SealUntil]
+// kept until now or earlier, which erases every value sealed for them, and
+// returns those subjects.
+func (k *Keyring) ForgetExpired(ctx context.Context, tx uow.Tx, prefix string, now time.Time, limit int) ([]string, error) {
+	subjects, err := k.store.DeleteExpiredSubjects(ctx, tx, prefix, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: forget expired keys: %w", err)
+	}
+	c := cacheOf(ctx, tx)
+	for _, s := range subjects {
+		c.drop(s)
+	}
+	return subjects, nil
 }
 
 // Rotate rewraps, as part of tx, up to limit keys that a master key other
@@ -164,50 +233,113 @@ func (k *Keyring) Rotate(ctx context.Context, tx uow.Tx, limit int) (int, error)
 		if err != nil {
 			return 0, fmt.Errorf("keyring: rotate %s: %w", w.Subject, err)
 		}
-		wrapped, err := current.wrap(w.Subject, key)
+		wrapped, err := current.wrap(w.Subject, w.ID, key)
 		if err != nil {
 			return 0, fmt.Errorf("keyring: rotate %s: %w", w.Subject, err)
 		}
-		if err := k.store.Rewrap(ctx, tx, w.Subject, w.Master, current.id, wrapped); err != nil {
+		if err := k.store.Rewrap(ctx, tx, w, current.id, wrapped); err != nil {
 			return 0, fmt.Errorf("keyring: rotate %s: %w", w.Subject, err)
 		}
 	}
 	return len(keys), nil
 }
 
-// errNoKey says that a subject has no key.
+// errNoKey says that a subject has no key of an ID.
 var errNoKey = errors.New("no key")
 
-// key returns the unwrapped key of subject, made when create is set and
-// the subject has none, and errNoKey otherwise.
-func (k *Keyring) key(ctx context.Context, tx uow.Tx, subject string, create bool) ([]byte, error) {
-	wrapped, master, ok, err := k.store.Key(ctx, tx, subject)
+// newKey is a fresh key of subject, wrapped by the current master key, and
+// the cipher it seals with. An empty id names it by its fingerprint.
+type newKey struct {
+	WrappedKey
+	aead cipher.AEAD
+}
+
+func (k *Keyring) newKey(subject, id string) (newKey, error) {
+	key := make([]byte, keySize)
+	_, _ = rand.Read(key)
+	if id == "" {
+		id = keyID(fingerprint(key))
+	}
+	current := k.masters.current()
+	wrapped, err := current.wrap(subject, id, key)
+	if err != nil {
+		return newKey{}, err
+	}
+	aead, err := newAEAD(key)
+	if err != nil {
+		return newKey{}, err
+	}
+	return newKey{WrappedKey: WrappedKey{Subject: subject, ID: id, Master: current.id, Wrapped: wrapped}, aead: aead}, nil
+}
+
+// sealingKey returns the cipher of the key that tx seals subject's values
+// under, and the key's ID: under [Within], the one made by the first seal
+// for subject in tx; otherwise a new one, added to the store
+// ([Store.AddKey]).
+func (k *Keyring) sealingKey(ctx context.Context, tx uow.Tx, subject string, expires time.Time) (cipher.AEAD, string, error) {
+	c := cacheOf(ctx, tx)
+	if aead, id, ok := c.sealing(subject); ok {
+		return aead, id, nil
+	}
+	n, err := k.newKey(subject, "")
+	if err != nil {
+		return nil, "", err
+	}
+	if err := k.store.AddKey(ctx, tx, n.WrappedKey, expires); err != nil {
+		return nil, "", err
+	}
+	c.putSealing(subject, n.ID, n.aead)
+	return n.aead, n.ID, nil
+}
+
+// openingKey returns the cipher of the key id of subject, and errNoKey
+// when the subject has none of that ID.
+func (k *Keyring) openingKey(ctx context.Context, tx uow.Tx, subject, id string) (cipher.AEAD, error) {
+	c := cacheOf(ctx, tx)
+	if aead, ok := c.get(subject, id); ok {
+		return aead, nil
+	}
+	w, ok, err := k.store.Key(ctx, tx, subject, id)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		if !create {
-			return nil, errNoKey
-		}
-		key := make([]byte, keySize)
-		_, _ = rand.Read(key)
-		current := k.masters.current()
-		w, err := current.wrap(subject, key)
-		if err != nil {
-			return nil, err
-		}
-		if wrapped, master, err = k.store.AddKey(ctx, tx, subject, current.id, w); err != nil {
-			return nil, err
+		return nil, errNoKey
+	}
+	key, err := k.masters.unwrap(w)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	c.put(subject, id, aead)
+	return aead, nil
+}
+
+// PrefixEnd returns the least string greater than every string that begins
+// with prefix, for the stores' range scans: prefix with its last byte
+// incremented, shorter where that byte is 0xff; "" when there is none.
+func PrefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
 		}
 	}
-	return k.masters.unwrap(WrappedKey{Subject: subject, Master: master, Wrapped: wrapped})
+	return ""
 }
 
 // keySize is the size of every key: AES-256.
 const keySize = 32
 
+// nonceSize is the size of AES-GCM's standard nonce.
+const nonceSize = 12
+
 // fingerprintSize is the length of the fingerprint that each sealed value
-// begins with, which tells which of a subject's keys sealed it.
+// begins with, which names the key that sealed it within its subject.
 const fingerprintSize = 8
 
 // fingerprint names a data key in the values it seals: the first bytes of
@@ -216,6 +348,9 @@ func fingerprint(key []byte) []byte {
 	sum := sha256.Sum256(key)
 	return sum[:fingerprintSize]
 }
+
+// keyID is the ID in the store of the key with fingerprint f.
+func keyID(f []byte) string { return hex.EncodeToString(f) }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {
 	block, err := aes.NewCipher(key)

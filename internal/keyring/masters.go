@@ -1,6 +1,7 @@
 package keyring
 
 import (
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -15,10 +16,10 @@ type Masters struct {
 	keys []master
 }
 
-// master is one master key and its ID.
+// master is one master key, its ID, and the cipher it wraps with.
 type master struct {
-	id  string
-	key []byte
+	id   string
+	aead cipher.AEAD
 }
 
 // ParseMasters parses DATA_KEY: one or more ID:KEY separated by commas,
@@ -44,7 +45,11 @@ func ParseMasters(s string) (Masters, error) {
 		if err != nil {
 			return Masters{}, fmt.Errorf("key %s: %w", id, err)
 		}
-		m.keys = append(m.keys, master{id: id, key: key})
+		aead, err := newAEAD(key)
+		if err != nil {
+			return Masters{}, fmt.Errorf("key %s: %w", id, err)
+		}
+		m.keys = append(m.keys, master{id: id, aead: aead})
 	}
 	return m, nil
 }
@@ -135,14 +140,11 @@ func (m Masters) unwrap(w WrappedKey) ([]byte, error) {
 		if k.id != w.Master {
 			continue
 		}
-		aead, err := newAEAD(k.key)
-		if err != nil {
-			return nil, err
-		}
+		aead := k.aead
 		if len(w.Wrapped) < aead.NonceSize() {
 			return nil, errors.New("wrapped key too short")
 		}
-		key, err := aead.Open(nil, w.Wrapped[:aead.NonceSize()], w.Wrapped[aead.NonceSize():], wrapAD(w.Subject))
+		key, err := aead.Open(nil, w.Wrapped[:aead.NonceSize()], w.Wrapped[aead.NonceSize():], wrapAD(w.Subject, w.ID))
 		if err != nil {
 			return nil, fmt.Errorf("unwrap with master key %s: %w", k.id, err)
 		}
@@ -151,20 +153,17 @@ func (m Masters) unwrap(w WrappedKey) ([]byte, error) {
 	return nil, fmt.Errorf("master key %q, which wrapped the key, is not in DATA_KEY", w.Master)
 }
 
-// wrap encrypts the key of subject under k.
-func (k master) wrap(subject string, key []byte) ([]byte, error) {
-	aead, err := newAEAD(k.key)
-	if err != nil {
-		return nil, err
-	}
+// wrap encrypts the key id of subject under k.
+func (k master) wrap(subject, id string, key []byte) ([]byte, error) {
+	aead := k.aead
 	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(key)+aead.Overhead())
 	_, _ = rand.Read(nonce)
-	return aead.Seal(nonce, nonce, key, wrapAD(subject)), nil
+	return aead.Seal(nonce, nonce, key, wrapAD(subject, id)), nil
 }
 
 // wrapAD is the associated data of a wrapped key: a key unwraps only as
-// the key of the subject it was made for.
-func wrapAD(subject string) []byte { return []byte("data key of " + subject) }
+// the key of the subject and ID it was made for.
+func wrapAD(subject, id string) []byte { return []byte("data key " + id + " of " + subject) }
 
 func validID(id string) bool {
 	if id == "" || len(id) > 32 {

@@ -60,3 +60,13 @@ func TestKeyFile(t *testing.T) {
 		t.Error("a garbled key file was taken")
 	}
 }
+
+func TestPrefixEnd(t *testing.T) {
+	for prefix, want := range map[string]string{
+		"signin-": "signin.", "a": "b", "a\xff": "b", "\xff\xff": "", "": "",
+	} {
+		if got := keyring.PrefixEnd(prefix); got != want {
+			t.Errorf("PrefixEnd(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+}

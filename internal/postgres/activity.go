@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
@@ -24,13 +25,15 @@ type Activity struct {
 	user.ActivityProjection
 	pool *pgxpool.Pool
 	log  *EventLog
+	keys *keyring.Keyring
 }
 
 var _ projections.Rebuildable = Activity{}
 
-// Activity returns the activity projection over db, at its first version.
-func (db *DB) Activity() Activity {
-	return Activity{pool: db.pool, log: db.Log(LogConfig{})}
+// Activity returns the activity projection over db, at its first version,
+// which opens the addresses of events with keys.
+func (db *DB) Activity(keys *keyring.Keyring) Activity {
+	return Activity{keys: keys, pool: db.pool, log: db.Log(LogConfig{})}
 }
 
 // At returns the projection writing version v.
@@ -92,7 +95,7 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 	var ids, types, details []string
 	var commits, seqs []int64
 	var ats []time.Time
-	err = user.EachActivity(events, func(id uuid.UUID, a user.Activity) error {
+	err = user.EachActivity(ctx, t, a.keys, events, func(id uuid.UUID, a user.Activity) error {
 		ids, types, details = append(ids, id.String()), append(types, a.Type), append(details, a.Detail)
 		commits, seqs, ats = append(commits, int64(a.Position.Commit)), append(seqs, a.Position.Seq), append(ats, a.At)
 		return nil

@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,55 +21,100 @@ type DataKeys struct{}
 
 var _ keyring.Store = DataKeys{}
 
-// Key returns the wrapped key of subject, as [keyring.Store] describes.
-func (DataKeys) Key(ctx context.Context, t uow.Tx, subject string) ([]byte, string, bool, error) {
-	ptx, err := PgxTx(t)
+// Key returns the wrapped key id of subject, as [keyring.Store] describes.
+// It reads in a unit of work of this backend's runner, or in the
+// transaction of an event-log subscriber ([SQLTx]), where the activity
+// projection opens addresses.
+func (DataKeys) Key(ctx context.Context, t uow.Tx, subject, id string) (keyring.WrappedKey, bool, error) {
+	const q = `SELECT master_id, wrapped FROM data_keys WHERE subject = $1 AND id = $2`
+	var row pgx.Row
+	if st, ok := t.(*sqlTx); ok && st != nil {
+		row = st.QueryRowContext(ctx, q, subject, id)
+	} else {
+		ptx, err := PgxTx(t)
+		if err != nil {
+			return keyring.WrappedKey{}, false, fmt.Errorf("data keys: %w", err)
+		}
+		row = ptx.QueryRow(ctx, q, subject, id)
+	}
+	k := keyring.WrappedKey{Subject: subject, ID: id}
+	err := row.Scan(&k.Master, &k.Wrapped)
+	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
+		return keyring.WrappedKey{}, false, nil
+	}
 	if err != nil {
-		return nil, "", false, fmt.Errorf("data keys: %w", err)
+		return keyring.WrappedKey{}, false, fmt.Errorf("data keys: key %s of %s: %w", id, subject, err)
 	}
-	var wrapped []byte
-	var master string
-	err = ptx.QueryRow(ctx, `SELECT wrapped, master_id FROM data_keys WHERE subject = $1`, subject).Scan(&wrapped, &master)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, "", false, nil
-	}
-	if err != nil {
-		return nil, "", false, fmt.Errorf("data keys: key of %s: %w", subject, err)
-	}
-	return wrapped, master, true, nil
+	return k, true, nil
 }
 
-// AddKey stores the key of subject unless it has one, and returns the one
-// it has, as [keyring.Store] describes. The insert waits for a concurrent
-// insert of the same subject and gives way to it; the select that follows
-// is a statement of its own, so it sees the row that won.
-func (s DataKeys) AddKey(ctx context.Context, t uow.Tx, subject, master string, wrapped []byte) ([]byte, string, error) {
-	ptx, err := PgxTx(t)
+// AddKey stores a new key, as [keyring.Store] describes. The insert goes
+// to the server with the unit of work's next statement or its commit, in
+// no round trip of its own.
+func (DataKeys) AddKey(ctx context.Context, t uow.Tx, k keyring.WrappedKey, expires time.Time) error {
+	pt, err := asTx(t)
 	if err != nil {
-		return nil, "", fmt.Errorf("data keys: %w", err)
+		return fmt.Errorf("data keys: %w", err)
 	}
-	if _, err := ptx.Exec(ctx, `INSERT INTO data_keys (subject, master_id, wrapped, created_at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (subject) DO NOTHING`, subject, master, wrapped, t.Now()); err != nil {
-		return nil, "", fmt.Errorf("data keys: add key of %s: %w", subject, err)
-	}
-	got, m, ok, err := s.Key(ctx, t, subject)
-	if err == nil && !ok {
-		err = fmt.Errorf("data keys: add key of %s: no key after the insert", subject)
-	}
-	return got, m, err
+	return pt.later(ctx, `INSERT INTO data_keys (subject, id, master_id, wrapped, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		[]any{k.Subject, k.ID, k.Master, k.Wrapped, t.Now(), nullTime(expires)},
+		func(err error) error { return fmt.Errorf("data keys: add key %s of %s: %w", k.ID, k.Subject, err) })
 }
 
-// DeleteKey deletes the key of subject, as [keyring.Store] describes.
-func (DataKeys) DeleteKey(ctx context.Context, t uow.Tx, subject string) (bool, error) {
+// KeepKey stores k unless its subject has a key of its ID, and returns the
+// one it has, as [keyring.Store] describes. The upsert waits for a
+// concurrent insert of the same key and then returns the row that won.
+func (DataKeys) KeepKey(ctx context.Context, t uow.Tx, k keyring.WrappedKey) (keyring.WrappedKey, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return keyring.WrappedKey{}, fmt.Errorf("data keys: %w", err)
+	}
+	kept := keyring.WrappedKey{Subject: k.Subject, ID: k.ID}
+	err = ptx.QueryRow(ctx, `INSERT INTO data_keys (subject, id, master_id, wrapped, created_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (subject, id) DO UPDATE SET subject = excluded.subject
+RETURNING master_id, wrapped`, k.Subject, k.ID, k.Master, k.Wrapped, t.Now()).Scan(&kept.Master, &kept.Wrapped)
+	if err != nil {
+		return keyring.WrappedKey{}, fmt.Errorf("data keys: keep key %s of %s: %w", k.ID, k.Subject, err)
+	}
+	return kept, nil
+}
+
+// DeleteKeys deletes every key of subject, as [keyring.Store] describes.
+func (DataKeys) DeleteKeys(ctx context.Context, t uow.Tx, subject string) (bool, error) {
 	ptx, err := PgxTx(t)
 	if err != nil {
 		return false, fmt.Errorf("data keys: %w", err)
 	}
 	tag, err := ptx.Exec(ctx, `DELETE FROM data_keys WHERE subject = $1`, subject)
 	if err != nil {
-		return false, fmt.Errorf("data keys: delete key of %s: %w", subject, err)
+		return false, fmt.Errorf("data keys: delete keys of %s: %w", subject, err)
 	}
 	return tag.RowsAffected() > 0, nil
+}
+
+// DeleteExpiredSubjects deletes the keys of subjects of prefix whose every
+// key has expired, as [keyring.Store] describes, scanning the primary key
+// from prefix on.
+func (DataKeys) DeleteExpiredSubjects(ctx context.Context, t uow.Tx, prefix string, now time.Time, limit int) ([]string, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("data keys: %w", err)
+	}
+	rows, err := ptx.Query(ctx, `DELETE FROM data_keys WHERE subject IN (
+    SELECT subject FROM data_keys WHERE subject >= $1 AND ($2 = '' OR subject < $2)
+    GROUP BY subject
+    HAVING max(expires_at) <= $3 AND count(*) = count(expires_at)
+    LIMIT $4)
+RETURNING subject`, prefix, keyring.PrefixEnd(prefix), now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+	}
+	subjects, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+	}
+	slices.Sort(subjects)
+	return slices.Compact(subjects), nil
 }
 
 // KeysNotWrappedBy returns keys that another master key wrapped, as
@@ -76,14 +124,14 @@ func (DataKeys) KeysNotWrappedBy(ctx context.Context, t uow.Tx, master string, l
 	if err != nil {
 		return nil, fmt.Errorf("data keys: %w", err)
 	}
-	rows, err := ptx.Query(ctx, `SELECT subject, master_id, wrapped FROM data_keys
-WHERE master_id <> $1 ORDER BY subject LIMIT $2`, master, limit)
+	rows, err := ptx.Query(ctx, `SELECT subject, id, master_id, wrapped FROM data_keys
+WHERE master_id <> $1 ORDER BY subject, id LIMIT $2`, master, limit)
 	if err != nil {
 		return nil, fmt.Errorf("data keys: keys to rewrap: %w", err)
 	}
 	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (keyring.WrappedKey, error) {
 		var k keyring.WrappedKey
-		err := r.Scan(&k.Subject, &k.Master, &k.Wrapped)
+		err := r.Scan(&k.Subject, &k.ID, &k.Master, &k.Wrapped)
 		return k, err
 	})
 	if err != nil {
@@ -92,16 +140,24 @@ WHERE master_id <> $1 ORDER BY subject LIMIT $2`, master, limit)
 	return keys, nil
 }
 
-// Rewrap replaces a key wrapped by from with one wrapped by to, as
+// Rewrap replaces a key wrapped by k.Master with one wrapped by to, as
 // [keyring.Store] describes.
-func (DataKeys) Rewrap(ctx context.Context, t uow.Tx, subject, from, to string, wrapped []byte) error {
+func (DataKeys) Rewrap(ctx context.Context, t uow.Tx, k keyring.WrappedKey, to string, wrapped []byte) error {
 	ptx, err := PgxTx(t)
 	if err != nil {
 		return fmt.Errorf("data keys: %w", err)
 	}
-	if _, err := ptx.Exec(ctx, `UPDATE data_keys SET master_id = $3, wrapped = $4 WHERE subject = $1 AND master_id = $2`,
-		subject, from, to, wrapped); err != nil {
-		return fmt.Errorf("data keys: rewrap key of %s: %w", subject, err)
+	if _, err := ptx.Exec(ctx, `UPDATE data_keys SET master_id = $4, wrapped = $5 WHERE subject = $1 AND id = $2 AND master_id = $3`,
+		k.Subject, k.ID, k.Master, to, wrapped); err != nil {
+		return fmt.Errorf("data keys: rewrap key %s of %s: %w", k.ID, k.Subject, err)
 	}
 	return nil
+}
+
+// nullTime is t, or NULL for the zero time.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

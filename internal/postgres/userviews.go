@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -20,7 +21,14 @@ import (
 // ([UserViews.Sweep]) deletes them, so a rebuild from the events produces
 // exactly the same rows as the live views once both are swept as of the
 // same time.
-type UserViews struct{ user.ViewsProjection }
+//
+// Keys opens the addresses of the events ([user.Address]). An event whose
+// address is erased adds no row: its account, or its address's links, are
+// gone.
+type UserViews struct {
+	user.ViewsProjection
+	Keys *keyring.Keyring
+}
 
 var _ user.Views = UserViews{}
 
@@ -34,13 +42,13 @@ const uniqueViolation = "23505"
 // their own; an error of theirs is returned there, and t rolls back. Those
 // of Registered and EmailChanged run at once, so that Apply itself returns
 // [user.ErrEmailTaken], which commands act on.
-func (UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
+func (v UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
 	pt, err := asTx(t)
 	if err != nil {
 		return fmt.Errorf("user views: %w", err)
 	}
 	for _, e := range events {
-		sql, args, err := userViewStatement(e)
+		sql, args, err := v.statement(ctx, t, e)
 		if err != nil {
 			return applyError(e, err)
 		}
@@ -71,21 +79,36 @@ func applyError(e eventstore.Event, err error) error {
 	return fmt.Errorf("user views: apply %s %s: %w", e.Type, e.ID, err)
 }
 
-// userViewStatement returns the statement that applies e to the views, with
-// its arguments, or no statement for an event the views do not follow.
-func userViewStatement(e eventstore.Event) (string, []any, error) {
+// statement returns the statement that applies e to the views, with its
+// arguments, or no statement for an event the views do not follow or whose
+// address is erased.
+func (v UserViews) statement(ctx context.Context, t uow.Tx, e eventstore.Event) (string, []any, error) {
 	switch e.Type {
 	case user.TypeSignInLinkRequested:
 		d, err := eventstore.Decode[user.SignInLinkRequested](e)
+		if err != nil {
+			return "", nil, err
+		}
+		email, ok, err := user.Address(ctx, t, v.Keys, e, d.Email)
+		if err != nil || !ok {
+			return "", nil, err
+		}
 		return `INSERT INTO signin_codes (code_hash, email, expires_at) VALUES ($1, $2, $3)`,
-			[]any{d.CodeHash, d.Email, d.ExpiresAt}, err
+			[]any{d.CodeHash, email, d.ExpiresAt}, nil
 	case user.TypeSignInLinkUsed:
 		d, err := eventstore.Decode[user.SignInLinkUsed](e)
 		return `DELETE FROM signin_codes WHERE code_hash = $1`, []any{d.CodeHash}, err
 	case user.TypeRegistered:
 		d, err := eventstore.Decode[user.Registered](e)
+		if err != nil {
+			return "", nil, err
+		}
+		email, ok, err := user.Address(ctx, t, v.Keys, e, d.Email)
+		if err != nil || !ok {
+			return "", nil, err
+		}
 		return `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)`,
-			[]any{d.UserID, d.Email, e.RecordedAt}, err
+			[]any{d.UserID, email, e.RecordedAt}, nil
 	case user.TypeSessionStarted:
 		d, err := eventstore.Decode[user.SessionStarted](e)
 		return `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
@@ -99,9 +122,19 @@ func userViewStatement(e eventstore.Event) (string, []any, error) {
 			[]any{d.CodeHash, d.UserID, d.ExpiresAt}, err
 	case user.TypeEmailChanged:
 		d, err := eventstore.Decode[user.EmailChanged](e)
+		if err != nil {
+			return "", nil, err
+		}
+		email, ok, err := user.Address(ctx, t, v.Keys, e, d.NewEmail)
+		if err != nil {
+			return "", nil, err
+		}
+		if !ok {
+			return `DELETE FROM email_change_codes WHERE code_hash = $1`, []any{d.CodeHash}, nil
+		}
 		return `
 WITH used AS (DELETE FROM email_change_codes WHERE code_hash = $3)
-UPDATE users SET email = $2 WHERE id = $1`, []any{d.UserID, d.NewEmail, d.CodeHash}, err
+UPDATE users SET email = $2 WHERE id = $1`, []any{d.UserID, email, d.CodeHash}, nil
 	}
 	return "", nil, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
@@ -24,11 +25,13 @@ func TestUserViews(t *testing.T) {
 	t.Parallel()
 	viewstest.Run(t, func(t *testing.T) viewstest.Harness {
 		db := pgtest.New(t)
+		keys := keyringtest.New(t, postgres.DataKeys{})
 		return viewstest.Harness{
 			Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
 			Events: db.Events(),
 			Outbox: db.Outbox(),
-			Views:  postgres.UserViews{},
+			Keys:   keys,
+			Views:  postgres.UserViews{Keys: keys},
 			Tables: func(t *testing.T) map[string][]string { return snapshotUserViews(t, db) },
 		}
 	})

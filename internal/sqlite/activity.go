@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
@@ -19,15 +20,17 @@ import (
 // in the transactions of the log's subscriber; its reads on the read pool.
 type Activity struct {
 	user.ActivityProjection
-	db  *DB
-	log *Log
+	db   *DB
+	log  *Log
+	keys *keyring.Keyring
 }
 
 var _ projections.Rebuildable = Activity{}
 
-// Activity returns the activity projection over db, at its first version.
-func (db *DB) Activity() Activity {
-	return Activity{db: db, log: db.Log(LogConfig{})}
+// Activity returns the activity projection over db, at its first version,
+// which opens the addresses of events with keys.
+func (db *DB) Activity(keys *keyring.Keyring) Activity {
+	return Activity{keys: keys, db: db, log: db.Log(LogConfig{})}
 }
 
 // At returns the projection writing version v.
@@ -89,7 +92,7 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 	// One statement for all of them: an asynchronous projection is handed
 	// a batch at a time.
 	var args []any
-	err = user.EachActivity(events, func(id uuid.UUID, a user.Activity) error {
+	err = user.EachActivity(ctx, t, a.keys, events, func(id uuid.UUID, a user.Activity) error {
 		args = append(args, id.String(), a.Position.Seq, a.Type, micros(a.At), a.Detail)
 		return nil
 	})

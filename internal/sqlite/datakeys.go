@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -17,58 +19,112 @@ type DataKeys struct{}
 
 var _ keyring.Store = DataKeys{}
 
-// Key returns the wrapped key of subject, as [keyring.Store] describes.
-func (DataKeys) Key(ctx context.Context, t uow.Tx, subject string) ([]byte, string, bool, error) {
+// Key returns the wrapped key id of subject, as [keyring.Store] describes.
+func (DataKeys) Key(ctx context.Context, t uow.Tx, subject, id string) (keyring.WrappedKey, bool, error) {
 	st, err := asTx(t)
 	if err != nil {
-		return nil, "", false, fmt.Errorf("data keys: %w", err)
+		return keyring.WrappedKey{}, false, fmt.Errorf("data keys: %w", err)
 	}
-	var wrapped []byte
-	var master string
-	err = st.QueryRowContext(ctx, `SELECT wrapped, master_id FROM data_keys WHERE subject = ?`, subject).Scan(&wrapped, &master)
+	k := keyring.WrappedKey{Subject: subject, ID: id}
+	err = st.QueryRowContext(ctx, `SELECT master_id, wrapped FROM data_keys WHERE subject = ? AND id = ?`, subject, id).Scan(&k.Master, &k.Wrapped)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, "", false, nil
+		return keyring.WrappedKey{}, false, nil
 	}
 	if err != nil {
-		return nil, "", false, fmt.Errorf("data keys: key of %s: %w", subject, err)
+		return keyring.WrappedKey{}, false, fmt.Errorf("data keys: key %s of %s: %w", id, subject, err)
 	}
-	return wrapped, master, true, nil
+	return k, true, nil
 }
 
-// AddKey stores the key of subject unless it has one, and returns the one
-// it has, as [keyring.Store] describes; SQLite's writers take turns, so
-// the first to insert wins.
-func (s DataKeys) AddKey(ctx context.Context, t uow.Tx, subject, master string, wrapped []byte) ([]byte, string, error) {
+// AddKey stores a new key, as [keyring.Store] describes.
+func (DataKeys) AddKey(ctx context.Context, t uow.Tx, k keyring.WrappedKey, expires time.Time) error {
 	st, err := asTx(t)
 	if err != nil {
-		return nil, "", fmt.Errorf("data keys: %w", err)
+		return fmt.Errorf("data keys: %w", err)
 	}
-	if _, err := st.ExecContext(ctx, `INSERT INTO data_keys (subject, master_id, wrapped, created_at) VALUES (?, ?, ?, ?)
-ON CONFLICT (subject) DO NOTHING`, subject, master, wrapped, micros(t.Now())); err != nil {
-		return nil, "", fmt.Errorf("data keys: add key of %s: %w", subject, err)
+	var exp sql.NullInt64
+	if !expires.IsZero() {
+		exp = sql.NullInt64{Int64: micros(expires), Valid: true}
 	}
-	got, m, ok, err := s.Key(ctx, t, subject)
-	if err == nil && !ok {
-		err = fmt.Errorf("data keys: add key of %s: no key after the insert", subject)
+	if _, err := st.ExecContext(ctx, `INSERT INTO data_keys (subject, id, master_id, wrapped, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		k.Subject, k.ID, k.Master, k.Wrapped, micros(t.Now()), exp); err != nil {
+		return fmt.Errorf("data keys: add key %s of %s: %w", k.ID, k.Subject, err)
 	}
-	return got, m, err
+	return nil
 }
 
-// DeleteKey deletes the key of subject, as [keyring.Store] describes.
-func (DataKeys) DeleteKey(ctx context.Context, t uow.Tx, subject string) (bool, error) {
+// KeepKey stores k unless its subject has a key of its ID, and returns the
+// one it has, as [keyring.Store] describes; SQLite's writers take turns,
+// so the first to insert wins.
+func (DataKeys) KeepKey(ctx context.Context, t uow.Tx, k keyring.WrappedKey) (keyring.WrappedKey, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return keyring.WrappedKey{}, fmt.Errorf("data keys: %w", err)
+	}
+	if err := st.writing(); err != nil {
+		return keyring.WrappedKey{}, fmt.Errorf("data keys: %w", err)
+	}
+	kept := keyring.WrappedKey{Subject: k.Subject, ID: k.ID}
+	err = st.QueryRowContext(ctx, `INSERT INTO data_keys (subject, id, master_id, wrapped, created_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (subject, id) DO UPDATE SET subject = excluded.subject
+RETURNING master_id, wrapped`, k.Subject, k.ID, k.Master, k.Wrapped, micros(t.Now())).Scan(&kept.Master, &kept.Wrapped)
+	if err != nil {
+		return keyring.WrappedKey{}, fmt.Errorf("data keys: keep key %s of %s: %w", k.ID, k.Subject, err)
+	}
+	return kept, nil
+}
+
+// DeleteKeys deletes every key of subject, as [keyring.Store] describes.
+func (DataKeys) DeleteKeys(ctx context.Context, t uow.Tx, subject string) (bool, error) {
 	st, err := asTx(t)
 	if err != nil {
 		return false, fmt.Errorf("data keys: %w", err)
 	}
 	res, err := st.ExecContext(ctx, `DELETE FROM data_keys WHERE subject = ?`, subject)
 	if err != nil {
-		return false, fmt.Errorf("data keys: delete key of %s: %w", subject, err)
+		return false, fmt.Errorf("data keys: delete keys of %s: %w", subject, err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("data keys: delete key of %s: %w", subject, err)
+		return false, fmt.Errorf("data keys: delete keys of %s: %w", subject, err)
 	}
 	return n > 0, nil
+}
+
+// DeleteExpiredSubjects deletes the keys of subjects of prefix whose every
+// key has expired, as [keyring.Store] describes, scanning the primary key
+// from prefix on.
+func (DataKeys) DeleteExpiredSubjects(ctx context.Context, t uow.Tx, prefix string, now time.Time, limit int) ([]string, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("data keys: %w", err)
+	}
+	if err := st.writing(); err != nil {
+		return nil, fmt.Errorf("data keys: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, `DELETE FROM data_keys WHERE subject IN (
+    SELECT subject FROM data_keys WHERE subject >= ?1 AND (?2 = '' OR subject < ?2)
+    GROUP BY subject
+    HAVING max(expires_at) <= ?3 AND count(*) = count(expires_at)
+    LIMIT ?4)
+RETURNING subject`, prefix, keyring.PrefixEnd(prefix), micros(now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+	}
+	defer rows.Close()
+	var subjects []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+		}
+		subjects = append(subjects, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+	}
+	slices.Sort(subjects)
+	return slices.Compact(subjects), nil
 }
 
 // KeysNotWrappedBy returns keys that another master key wrapped, as
@@ -78,8 +134,8 @@ func (DataKeys) KeysNotWrappedBy(ctx context.Context, t uow.Tx, master string, l
 	if err != nil {
 		return nil, fmt.Errorf("data keys: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, `SELECT subject, master_id, wrapped FROM data_keys
-WHERE master_id <> ? ORDER BY subject LIMIT ?`, master, limit)
+	rows, err := st.QueryContext(ctx, `SELECT subject, id, master_id, wrapped FROM data_keys
+WHERE master_id <> ? ORDER BY subject, id LIMIT ?`, master, limit)
 	if err != nil {
 		return nil, fmt.Errorf("data keys: keys to rewrap: %w", err)
 	}
@@ -87,7 +143,7 @@ WHERE master_id <> ? ORDER BY subject LIMIT ?`, master, limit)
 	var keys []keyring.WrappedKey
 	for rows.Next() {
 		var k keyring.WrappedKey
-		if err := rows.Scan(&k.Subject, &k.Master, &k.Wrapped); err != nil {
+		if err := rows.Scan(&k.Subject, &k.ID, &k.Master, &k.Wrapped); err != nil {
 			return nil, fmt.Errorf("data keys: keys to rewrap: %w", err)
 		}
 		keys = append(keys, k)
@@ -98,16 +154,16 @@ WHERE master_id <> ? ORDER BY subject LIMIT ?`, master, limit)
 	return keys, nil
 }
 
-// Rewrap replaces a key wrapped by from with one wrapped by to, as
+// Rewrap replaces a key wrapped by k.Master with one wrapped by to, as
 // [keyring.Store] describes.
-func (DataKeys) Rewrap(ctx context.Context, t uow.Tx, subject, from, to string, wrapped []byte) error {
+func (DataKeys) Rewrap(ctx context.Context, t uow.Tx, k keyring.WrappedKey, to string, wrapped []byte) error {
 	st, err := asTx(t)
 	if err != nil {
 		return fmt.Errorf("data keys: %w", err)
 	}
-	if _, err := st.ExecContext(ctx, `UPDATE data_keys SET master_id = ?, wrapped = ? WHERE subject = ? AND master_id = ?`,
-		to, wrapped, subject, from); err != nil {
-		return fmt.Errorf("data keys: rewrap key of %s: %w", subject, err)
+	if _, err := st.ExecContext(ctx, `UPDATE data_keys SET master_id = ?, wrapped = ? WHERE subject = ? AND id = ? AND master_id = ?`,
+		to, wrapped, k.Subject, k.ID, k.Master); err != nil {
+		return fmt.Errorf("data keys: rewrap key %s of %s: %w", k.ID, k.Subject, err)
 	}
 	return nil
 }

@@ -80,6 +80,16 @@ func (t *tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
+// writing returns an error wrapping [uow.ErrReadOnly] in a read-only unit
+// of work, for a write that returns rows (RETURNING) and so goes through
+// QueryContext rather than ExecContext.
+func (t *tx) writing() error {
+	if t.readOnly {
+		return errReadOnly
+	}
+	return nil
+}
+
 // onCommit makes fn run once t has committed, and never if it rolls back.
 func (t *tx) onCommit(fn func()) { t.afterCommit = append(t.afterCommit, fn) }
 

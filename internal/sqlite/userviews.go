@@ -12,6 +12,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -21,22 +22,29 @@ import (
 // The rows of expired codes and sessions stay until a sweep
 // ([UserViews.Sweep]) deletes them, so a rebuild from the events produces
 // exactly the same rows as the live views once both are swept as of the
-// same time. The zero value is ready to
-// use: it works in the transaction of the unit of work it is given.
-type UserViews struct{ user.ViewsProjection }
+// same time. They work in the transaction of the unit of work they are
+// given.
+//
+// Keys opens the addresses of the events ([user.Address]). An event whose
+// address is erased adds no row: its account, or its address's links, are
+// gone.
+type UserViews struct {
+	user.ViewsProjection
+	Keys *keyring.Keyring
+}
 
 var _ user.Views = UserViews{}
 
 // Apply updates the projections with events appended in t. An event that
 // would give one address to two users is an error wrapping
 // [user.ErrEmailTaken], and changes nothing.
-func (UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
+func (v UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
 	st, err := asTx(t)
 	if err != nil {
 		return fmt.Errorf("user views: %w", err)
 	}
 	for _, e := range events {
-		if err := applyUserEvent(ctx, st, e); err != nil {
+		if err := v.apply(ctx, st, e); err != nil {
 			if isEmailTaken(err) {
 				return fmt.Errorf("user views: apply %s: %w", e.Type, user.ErrEmailTaken)
 			}
@@ -60,8 +68,8 @@ type statement struct {
 	args []any
 }
 
-func applyUserEvent(ctx context.Context, st *tx, e eventstore.Event) error {
-	stmts, err := userViewStatements(e)
+func (v UserViews) apply(ctx context.Context, st *tx, e eventstore.Event) error {
+	stmts, err := v.statements(ctx, st, e)
 	if err != nil {
 		return err
 	}
@@ -76,24 +84,38 @@ func applyUserEvent(ctx context.Context, st *tx, e eventstore.Event) error {
 	return nil
 }
 
-// userViewStatements returns the statements that apply e to the views, or
-// none for an event the views do not follow.
-func userViewStatements(e eventstore.Event) ([]statement, error) {
+// statements returns the statements that apply e to the views, or none
+// for an event the views do not follow or whose address is erased.
+func (v UserViews) statements(ctx context.Context, st *tx, e eventstore.Event) ([]statement, error) {
 	recorded := micros(e.RecordedAt)
 	switch e.Type {
 	case user.TypeSignInLinkRequested:
 		d, err := eventstore.Decode[user.SignInLinkRequested](e)
+		if err != nil {
+			return nil, err
+		}
+		email, ok, err := user.Address(ctx, st, v.Keys, e, d.Email)
+		if err != nil || !ok {
+			return nil, err
+		}
 		return []statement{
 			{`INSERT INTO signin_codes (code_hash, email, expires_at) VALUES (?, ?, ?)`,
-				[]any{d.CodeHash, d.Email, micros(d.ExpiresAt)}},
-		}, err
+				[]any{d.CodeHash, email, micros(d.ExpiresAt)}},
+		}, nil
 	case user.TypeSignInLinkUsed:
 		d, err := eventstore.Decode[user.SignInLinkUsed](e)
 		return []statement{{`DELETE FROM signin_codes WHERE code_hash = ?`, []any{d.CodeHash}}}, err
 	case user.TypeRegistered:
 		d, err := eventstore.Decode[user.Registered](e)
+		if err != nil {
+			return nil, err
+		}
+		email, ok, err := user.Address(ctx, st, v.Keys, e, d.Email)
+		if err != nil || !ok {
+			return nil, err
+		}
 		return []statement{{`INSERT INTO users (id, email, created_at) VALUES (?, ?, ?)`,
-			[]any{d.UserID, d.Email, recorded}}}, err
+			[]any{d.UserID, email, recorded}}}, nil
 	case user.TypeSessionStarted:
 		d, err := eventstore.Decode[user.SessionStarted](e)
 		return []statement{
@@ -111,10 +133,15 @@ func userViewStatements(e eventstore.Event) ([]statement, error) {
 		}, err
 	case user.TypeEmailChanged:
 		d, err := eventstore.Decode[user.EmailChanged](e)
-		return []statement{
-			{`UPDATE users SET email = ? WHERE id = ?`, []any{d.NewEmail, d.UserID}},
-			{`DELETE FROM email_change_codes WHERE code_hash = ?`, []any{d.CodeHash}},
-		}, err
+		if err != nil {
+			return nil, err
+		}
+		used := statement{`DELETE FROM email_change_codes WHERE code_hash = ?`, []any{d.CodeHash}}
+		email, ok, err := user.Address(ctx, st, v.Keys, e, d.NewEmail)
+		if err != nil || !ok {
+			return []statement{used}, err
+		}
+		return []statement{{`UPDATE users SET email = ? WHERE id = ?`, []any{email, d.UserID}}, used}, nil
 	}
 	return nil, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -17,11 +18,13 @@ func TestUserViews(t *testing.T) {
 	t.Parallel()
 	viewstest.Run(t, func(t *testing.T) viewstest.Harness {
 		db := sqlitetest.New(t)
+		keys := keyringtest.New(t, sqlite.DataKeys{})
 		return viewstest.Harness{
 			Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
 			Events: db.Events(),
 			Outbox: db.Outbox(),
-			Views:  sqlite.UserViews{},
+			Keys:   keys,
+			Views:  sqlite.UserViews{Keys: keys},
 			Tables: func(t *testing.T) map[string][]string { return snapshotUserViews(t, db) },
 		}
 	})

@@ -1,6 +1,7 @@
 package user
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/uow"
 )
 
 // The kinds of an account's activity, as [Activity.Type] names them.
@@ -68,8 +71,9 @@ func ActivityTypes() []string {
 }
 
 // ActivityOf returns the account and the activity that e records, and false
-// for an event that records none.
-func ActivityOf(e eventstore.Event) (uuid.UUID, Activity, bool, error) {
+// for an event that records none. The address it names is opened with keys
+// ([Address]); an erased one leaves the detail empty.
+func ActivityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event) (uuid.UUID, Activity, bool, error) {
 	a := Activity{At: e.RecordedAt, Position: e.Position}
 	switch e.Type {
 	case TypeRegistered:
@@ -99,17 +103,25 @@ func ActivityOf(e eventstore.Event) (uuid.UUID, Activity, bool, error) {
 		return uuid.Nil, Activity{}, false, fmt.Errorf("user: activity of %s %s: no user_id", e.Type, e.ID)
 	}
 	if a.Type == ActivityEmailChangeRequested || a.Type == ActivityEmailChanged {
-		a.Detail = d.NewEmail
+		email, ok, err := Address(ctx, tx, keys, e, d.NewEmail)
+		if err != nil {
+			return uuid.Nil, Activity{}, false, err
+		}
+		if ok {
+			a.Detail = email
+		}
 	}
 	return d.UserID, a, true, nil
 }
 
 // EachActivity calls record with the account and the activity of each of
-// events that records one, in their order, and stops at its first error,
-// which it returns naming the event.
-func EachActivity(events []eventstore.Event, record func(id uuid.UUID, a Activity) error) error {
+// events that records one ([ActivityOf]), in their order, and stops at its
+// first error, which it returns naming the event. The events are a batch
+// of tx's, which reads each account's key once.
+func EachActivity(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, events []eventstore.Event, record func(id uuid.UUID, a Activity) error) error {
+	ctx = keyring.Within(ctx, tx)
 	for _, e := range events {
-		id, a, ok, err := ActivityOf(e)
+		id, a, ok, err := ActivityOf(ctx, tx, keys, e)
 		if err == nil && ok {
 			err = record(id, a)
 		}

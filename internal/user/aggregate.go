@@ -116,7 +116,9 @@ type account struct {
 }
 
 type emailChange struct {
-	hash      string
+	hash string
+	// newEmail is the address as the event holds it, sealed; [Service]
+	// opens it for the one change a code names.
 	newEmail  string
 	expiresAt time.Time
 	used      bool

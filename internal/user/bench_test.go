@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
@@ -33,10 +34,12 @@ func BenchmarkHistory(b *testing.B) {
 			switch name {
 			case "PostgreSQL":
 				db := pgtest.New(b)
-				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{}}
+				keys := keyringtest.New(b, postgres.DataKeys{})
+				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{Keys: keys}, Keys: keys}
 			default:
 				db := sqlitetest.New(b)
-				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{}}
+				keys := keyringtest.New(b, sqlite.DataKeys{})
+				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{Keys: keys}, Keys: keys}
 			}
 			svc, err := user.NewService(d, user.Policy{}, baseURL)
 			if err != nil {

@@ -7,9 +7,12 @@ import (
 )
 
 // Event types. Each event's data is the struct of the same name, as JSON.
-// Codes and tokens appear only as their SHA-256 hash.
+// Codes and tokens appear only as their SHA-256 hash, and addresses only
+// sealed under the key of the event's stream (personal.go), except in
+// events written before addresses were sealed; [Address] reads both.
 const (
-	// Stream "signin-<address>": the sign-in links of one address.
+	// Stream "signin-HASH": the sign-in links of one address, named by a
+	// keyed hash of it (personal.go).
 	TypeSignInLinkRequested = "signin.link_requested"
 	TypeSignInLinkUsed      = "signin.link_used"
 
@@ -45,9 +48,11 @@ type SignInLinkRequested struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// SignInLinkUsed records the one use of a sign-in code.
+// SignInLinkUsed records the one use of a sign-in code. Email is the
+// address in events written before addresses were sealed; later events
+// leave it out, as the stream says whose it is.
 type SignInLinkUsed struct {
-	Email    string    `json:"email"`
+	Email    string    `json:"email,omitempty"`
 	CodeHash string    `json:"code_hash"`
 	UserID   uuid.UUID `json:"user_id"`
 }
@@ -93,7 +98,3 @@ type EmailChanged struct {
 	NewEmail string    `json:"new_email"`
 	CodeHash string    `json:"code_hash"`
 }
-
-func signInStream(email string) string { return "signin-" + email }
-
-func userStream(id uuid.UUID) string { return "user-" + id.String() }

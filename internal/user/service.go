@@ -1,7 +1,7 @@
 // Package user is the account domain: passwordless sign-in by emailed link,
 // sessions, and change of address confirmed by a link sent to the new one.
 //
-// It is event-sourced. Two kinds of stream hold its facts: "signin-ADDRESS"
+// It is event-sourced. Two kinds of stream hold its facts: "signin-HASH"
 // has the sign-in links sent to one address, so that an address can be
 // limited and its codes used once whether or not it has an account, and
 // "user-ID" has one account. Each command is one unit of work: it loads the
@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -148,6 +150,12 @@ type Deps struct {
 	Events eventstore.Store
 	Outbox outbox.Store
 	Views  Views
+	// Keys seals the addresses in events (personal.go); the views that
+	// open them must have the same keyring. Without it addresses are
+	// written as they are and nothing can erase them: that is there to
+	// measure what sealing costs (app bench signin --compare-plain), not
+	// to run the service with.
+	Keys *keyring.Keyring
 }
 
 // Service runs the domain's commands.
@@ -156,6 +164,7 @@ type Service struct {
 	policy      Policy
 	baseURL     string
 	integration integration.Events
+	names       signInNames
 }
 
 // NewService returns a service whose links point at baseURL, such as
@@ -189,12 +198,24 @@ func (s *Service) do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx
 			case <-time.After(pause):
 			}
 		}
-		err = s.Runner.Do(ctx, fn)
+		err = s.Runner.Do(ctx, withKeys(fn))
 		if !errors.Is(err, eventstore.ErrConcurrency) {
 			return err
 		}
 	}
 	return fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
+}
+
+// read runs fn in a read-only unit of work.
+func (s *Service) read(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
+	return s.Runner.Read(ctx, withKeys(fn))
+}
+
+// withKeys returns fn run under a context that keeps the keys its unit of
+// work reads ([keyring.Within]): a command seals an address, and its views
+// open it again, at the cost of one read of the key.
+func withKeys(fn func(ctx context.Context, tx uow.Tx) error) func(ctx context.Context, tx uow.Tx) error {
+	return func(ctx context.Context, tx uow.Tx) error { return fn(keyring.Within(ctx, tx), tx) }
 }
 
 // event returns a new event of type typ with data.
@@ -229,9 +250,13 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 	if err != nil {
 		return err
 	}
-	stream := signInStream(email)
+	secret, err := s.signInSecret(ctx)
+	if err != nil {
+		return err
+	}
+	stream := signInStream(secret, email)
 	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		links, err := s.loadSignInLinks(ctx, tx, email)
+		links, err := s.loadSignInLinks(ctx, tx, stream)
 		if err != nil {
 			return err
 		}
@@ -240,7 +265,13 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 		}
 		code, hash := newSecret()
 		expires := tx.Now().Add(s.policy.LinkTTL)
-		e, err := event(TypeSignInLinkRequested, SignInLinkRequested{Email: email, CodeHash: hash, ExpiresAt: expires})
+		// The key of the address is kept while this link can count or
+		// sign in, and forgotten by the sweep after.
+		sealed, err := s.sealUntil(ctx, tx, stream, email, tx.Now().Add(s.span()))
+		if err != nil {
+			return err
+		}
+		e, err := event(TypeSignInLinkRequested, SignInLinkRequested{Email: sealed, CodeHash: hash, ExpiresAt: expires})
 		if err != nil {
 			return err
 		}
@@ -260,12 +291,16 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		return Session{}, fmt.Errorf("%w: malformed", ErrInvalidCode)
 	}
 	hash := hashSecret(code)
+	secret, err := s.signInSecret(ctx)
+	if err != nil {
+		return Session{}, err
+	}
 	var session Session
-	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err = s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
 		// Queue the sign-ins of this address, so that a crowd of them
 		// (one link opened on several devices at once) wait their turn
 		// instead of failing each other's appends.
-		email, links, err := s.liveSignIn(ctx, tx, hash, true)
+		email, stream, links, err := s.liveSignIn(ctx, tx, secret, hash, true)
 		if err != nil {
 			return err
 		}
@@ -290,17 +325,21 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 				return err
 			}
 			u = User{ID: id, Email: email, CreatedAt: tx.Now()}
-			e, err := event(TypeRegistered, Registered{UserID: id, Email: email})
+			sealed, err := s.seal(ctx, tx, userStream(id), email)
+			if err != nil {
+				return err
+			}
+			e, err := event(TypeRegistered, Registered{UserID: id, Email: sealed})
 			if err != nil {
 				return err
 			}
 			userEvents = append(userEvents, e)
 		}
-		used, err := event(TypeSignInLinkUsed, SignInLinkUsed{Email: email, CodeHash: hash, UserID: u.ID})
+		used, err := event(TypeSignInLinkUsed, SignInLinkUsed{CodeHash: hash, UserID: u.ID})
 		if err != nil {
 			return err
 		}
-		if _, err := s.appendAndApply(ctx, tx, signInStream(email), eventstore.Exactly(links.version), used); err != nil {
+		if _, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(links.version), used); err != nil {
 			return err
 		}
 		token, tokenHash := newSecret()
@@ -338,8 +377,8 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 // longer, can still count against the limit or sign in, so it loads just
 // those ([eventstore.Store.LoadSince]): an address asked for often over
 // years costs what a new one does.
-func (s *Service) loadSignInLinks(ctx context.Context, tx uow.Tx, email string) (signInLinks, error) {
-	events, version, err := s.Events.LoadSince(ctx, tx, signInStream(email), s.window(tx))
+func (s *Service) loadSignInLinks(ctx context.Context, tx uow.Tx, stream string) (signInLinks, error) {
+	events, version, err := s.Events.LoadSince(ctx, tx, stream, s.window(tx))
 	if err != nil {
 		return signInLinks{}, err
 	}
@@ -369,7 +408,16 @@ func (s *Service) liveChange(ctx context.Context, tx uow.Tx, hash string) (accou
 	case !tx.Now().Before(c.expiresAt):
 		return account{}, nil, fmt.Errorf("%w: confirmation code expired", ErrInvalidCode)
 	}
-	return acct, c, nil
+	to, ok, err := openAddress(ctx, tx, s.Keys, userStream(id), c.newEmail)
+	if err != nil {
+		return account{}, nil, err
+	}
+	if !ok {
+		return account{}, nil, fmt.Errorf("%w: the address of the confirmation code is erased", ErrInvalidCode)
+	}
+	change := *c
+	change.newEmail = to
+	return acct, &change, nil
 }
 
 // SignInAddress returns the address that a sign-in code would sign in,
@@ -382,40 +430,45 @@ func (s *Service) SignInAddress(ctx context.Context, code string) (string, error
 		return "", fmt.Errorf("%w: malformed", ErrInvalidCode)
 	}
 	hash := hashSecret(code)
+	secret, err := s.signInSecret(ctx)
+	if err != nil {
+		return "", err
+	}
 	var email string
-	err := s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err = s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
 		var err error
-		email, _, err = s.liveSignIn(ctx, tx, hash, false)
+		email, _, _, err = s.liveSignIn(ctx, tx, secret, hash, false)
 		return err
 	})
 	return email, err
 }
 
 // liveSignIn returns the address of a sign-in code that can still be used,
-// and the state of the address's links, or [ErrInvalidCode]. With lock it
-// holds the address's stream first ([eventstore.Store.Lock]), for a
-// command that appends to it.
-func (s *Service) liveSignIn(ctx context.Context, tx uow.Tx, hash string, lock bool) (string, signInLinks, error) {
+// its sign-in stream (named under secret) and the state of the address's
+// links, or [ErrInvalidCode]. With lock it holds the address's stream
+// first ([eventstore.Store.Lock]), for a command that appends to it.
+func (s *Service) liveSignIn(ctx context.Context, tx uow.Tx, secret []byte, hash string, lock bool) (string, string, signInLinks, error) {
 	email, ok, err := s.Views.SignInCode(ctx, tx, hash)
 	if err != nil {
-		return "", signInLinks{}, err
+		return "", "", signInLinks{}, err
 	}
 	if !ok {
-		return "", signInLinks{}, fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
+		return "", "", signInLinks{}, fmt.Errorf("%w: unknown sign-in code", ErrInvalidCode)
 	}
+	stream := signInStream(secret, email)
 	if lock {
-		if err := s.Events.Lock(ctx, tx, signInStream(email)); err != nil {
-			return "", signInLinks{}, err
+		if err := s.Events.Lock(ctx, tx, stream); err != nil {
+			return "", "", signInLinks{}, err
 		}
 	}
-	links, err := s.loadSignInLinks(ctx, tx, email)
+	links, err := s.loadSignInLinks(ctx, tx, stream)
 	if err != nil {
-		return "", signInLinks{}, err
+		return "", "", signInLinks{}, err
 	}
 	if err := links.use(hash, tx.Now()); err != nil {
-		return "", signInLinks{}, err
+		return "", "", signInLinks{}, err
 	}
-	return email, links, nil
+	return email, stream, links, nil
 }
 
 // EmailChangeOf returns the address a confirmation code would move its
@@ -427,7 +480,7 @@ func (s *Service) EmailChangeOf(ctx context.Context, code string) (from, to stri
 		return "", "", fmt.Errorf("%w: malformed", ErrInvalidCode)
 	}
 	hash := hashSecret(code)
-	err = s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err = s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
 		acct, c, err := s.liveChange(ctx, tx, hash)
 		if err != nil {
 			return err
@@ -471,8 +524,13 @@ func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (acc
 // window returns the start of the stretch of a stream that decisions need:
 // the last LinkWindow or LinkTTL, whichever is longer.
 func (s *Service) window(tx uow.Tx) time.Time {
-	return tx.Now().Add(-max(s.policy.LinkWindow, s.policy.LinkTTL))
+	return tx.Now().Add(-s.span())
 }
+
+// span is how long a request for a link matters: the longer of
+// LinkWindow, in which it counts against the limit, and LinkTTL, in
+// which its link works.
+func (s *Service) span() time.Duration { return max(s.policy.LinkWindow, s.policy.LinkTTL) }
 
 // user returns the user with id from the users view, which holds every
 // user that a session or code names.
@@ -566,13 +624,53 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	}
 }
 
+// ForgetIdleAddresses forgets the key of each address that has asked for
+// no link for longer than a link can count against its limit or sign in,
+// and a few minutes more (sweepMargin), which erases the address wherever
+// its sign-in stream holds it; and it drops all but the last event of that
+// stream ([eventstore.Store.Truncate]), which no decision needs any more
+// and whose address is erased now. It goes a batch per unit of work and
+// returns how many addresses it forgot. The app runs it every
+// SWEEP_INTERVAL, so that the log keeps an address that only ever asked
+// for a link no longer than that link mattered. Without a keyring it
+// forgets nothing.
+func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
+	if s.Keys == nil {
+		return 0, nil
+	}
+	var total int64
+	for {
+		var n int
+		err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+			subjects, err := s.Keys.ForgetExpired(ctx, tx, signInPrefix, tx.Now().Add(-sweepMargin), sweepBatch)
+			if err != nil {
+				return err
+			}
+			for _, stream := range subjects {
+				if _, err := s.Events.Truncate(ctx, tx, stream, math.MaxInt64); err != nil {
+					return err
+				}
+			}
+			n = len(subjects)
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("user: forget idle addresses: %w", err)
+		}
+		total += int64(n)
+		if n == 0 {
+			return total, nil
+		}
+	}
+}
+
 // Me returns the user of a session token, or [ErrUnauthenticated]. It
 // changes nothing, so it runs in a read-only unit of work, which waits for
 // no command, and it reads two rows of the views, whatever the account's
 // history.
 func (s *Service) Me(ctx context.Context, token string) (User, error) {
 	var u User
-	err := s.Runner.Read(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err := s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
 		id, _, err := s.session(ctx, tx, token)
 		if err != nil {
 			return err
@@ -630,8 +728,12 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 		}
 		code, hash := newSecret()
 		expires := tx.Now().Add(s.policy.LinkTTL)
+		sealed, err := s.seal(ctx, tx, userStream(acct.id), email)
+		if err != nil {
+			return err
+		}
 		e, err := event(TypeEmailChangeRequested, EmailChangeRequested{
-			UserID: acct.id, NewEmail: email, CodeHash: hash, ExpiresAt: expires, Taken: taken,
+			UserID: acct.id, NewEmail: sealed, CodeHash: hash, ExpiresAt: expires, Taken: taken,
 		})
 		if err != nil {
 			return err
@@ -662,11 +764,20 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, er
 		if err != nil {
 			return err
 		}
-		e, err := event(TypeEmailChanged, EmailChanged{UserID: acct.id, OldEmail: acct.email, NewEmail: c.newEmail, CodeHash: hash})
+		stream := userStream(acct.id)
+		oldSealed, err := s.seal(ctx, tx, stream, acct.email)
 		if err != nil {
 			return err
 		}
-		appended, err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e)
+		newSealed, err := s.seal(ctx, tx, stream, c.newEmail)
+		if err != nil {
+			return err
+		}
+		e, err := event(TypeEmailChanged, EmailChanged{UserID: acct.id, OldEmail: oldSealed, NewEmail: newSealed, CodeHash: hash})
+		if err != nil {
+			return err
+		}
+		appended, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(acct.version), e)
 		if err != nil {
 			return err
 		}

@@ -3,11 +3,15 @@
 package keyringtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -29,9 +33,12 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 		{"SealOpen/RoundTrip", testRoundTrip},
 		{"SealOpen/BoundToSubject", testBoundToSubject},
 		{"Forget/Erases", testForgetErases},
-		{"AddKey/ConcurrentSealsShareOneKey", testConcurrentSeals},
+		{"Seal/ConcurrentSealsAllOpen", testConcurrentSeals},
 		{"Rotate/RewrapsEveryKey", testRotate},
-		{"ReadOnly/SealOfANewSubjectRefused", testReadOnly},
+		{"ReadOnly/SealRefused", testReadOnly},
+		{"SealUntil/ForgetExpired", testForgetExpired},
+		{"Secret/StableAndSecret", testSecret},
+		{"Within/OneReadPerUnitOfWork", testWithin},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -173,7 +180,7 @@ func testForgetErases(t *testing.T, h Harness) {
 	})
 }
 
-// Units of work that seal for a new subject at once end with one key, and
+// Units of work that seal for one subject at once each make a key, and
 // every value they sealed opens.
 func testConcurrentSeals(t *testing.T, h Harness) {
 	k := ring(t, h, "a")
@@ -240,14 +247,224 @@ func testRotate(t *testing.T, h Harness) {
 	}
 }
 
-// A read-only unit of work cannot make a key.
+// A read-only unit of work cannot seal: a seal makes the subject's key
+// or sets when it expires. It can open.
 func testReadOnly(t *testing.T, h Harness) {
 	k := ring(t, h, "a")
-	err := h.Runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		_, err := k.Seal(ctx, tx, "user:1", "ada@example.com")
+	sealed := seal(t, h, k, "user:1", "ada@example.com")
+	for _, subject := range []string{"user:1", "user:2"} {
+		err := h.Runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			_, err := k.Seal(ctx, tx, subject, "ada@example.com")
+			return err
+		})
+		if !errors.Is(err, uow.ErrReadOnly) {
+			t.Errorf("Seal for %s in a read-only unit of work: %v, want uow.ErrReadOnly", subject, err)
+		}
+	}
+	wantOpen(t, h, k, "user:1", sealed, "ada@example.com")
+}
+
+// ForgetExpired forgets the subjects all of whose keys' time has come, and
+// only those: a later seal keeps a subject longer, and a subject with a
+// key of Seal is never due.
+func testForgetExpired(t *testing.T, h Harness) {
+	k := ring(t, h, "a")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sealUntil := func(subject string, until time.Time) string {
+		var sealed string
+		do(t, h, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			sealed, err = k.SealUntil(ctx, tx, subject, subject+"@example.com", until)
+			return err
+		})
+		return sealed
+	}
+	early := sealUntil("signin:early", t0.Add(time.Minute))
+	moved := sealUntil("signin:moved", t0.Add(time.Minute))
+	sealUntil("signin:moved", t0.Add(time.Hour))
+	kept := seal(t, h, k, "user:kept", "user:kept@example.com")
+	other := sealUntil("signin;other", t0.Add(time.Minute)) // Of another prefix.
+	mixed := sealUntil("signin:mixed", t0.Add(time.Minute))
+	seal(t, h, k, "signin:mixed", "kept")
+	forget := func(now time.Time, limit int) []string {
+		var subjects []string
+		do(t, h, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			subjects, err = k.ForgetExpired(ctx, tx, "signin:", now, limit)
+			return err
+		})
+		slices.Sort(subjects)
+		return subjects
+	}
+	if got := forget(t0.Add(time.Minute-time.Microsecond), 10); len(got) != 0 {
+		t.Errorf("ForgetExpired before any key's time forgot %v", got)
+	}
+	if got := forget(t0.Add(time.Minute), 10); !slices.Equal(got, []string{"signin:early"}) {
+		t.Errorf("ForgetExpired at the first key's time forgot %v, want [signin:early]", got)
+	}
+	if got, ok, err := open(t, h, k, "signin:early", early); err != nil || ok || got != keyring.Erased {
+		t.Errorf("Open of a value of an expired key = %q, %v, %v; want erased", got, ok, err)
+	}
+	wantOpen(t, h, k, "signin:moved", moved, "signin:moved@example.com")
+	for _, s := range []string{"signin:a", "signin:b", "signin:c"} {
+		sealUntil(s, t0.Add(time.Minute))
+	}
+	var all []string
+	for range 5 {
+		got := forget(t0.Add(24*time.Hour), 2)
+		if len(got) > 2 {
+			t.Fatalf("ForgetExpired(limit 2) forgot %v", got)
+		}
+		all = append(all, got...)
+	}
+	slices.Sort(all)
+	if want := []string{"signin:a", "signin:b", "signin:c", "signin:moved"}; !slices.Equal(all, want) {
+		t.Errorf("ForgetExpired a day on forgot %v, want %v", all, want)
+	}
+	wantOpen(t, h, k, "user:kept", kept, "user:kept@example.com")
+	wantOpen(t, h, k, "signin:mixed", mixed, "signin:mixed@example.com")
+	wantOpen(t, h, k, "signin;other", other, "signin;other@example.com")
+}
+
+// A secret is 256 bits, the same at each call and after a rotation, other
+// for another subject, and none of the subject's wrapped key.
+func testSecret(t *testing.T, h Harness) {
+	secret := func(k *keyring.Keyring, subject string) []byte {
+		var s []byte
+		do(t, h, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			s, err = k.Secret(ctx, tx, subject)
+			return err
+		})
+		return s
+	}
+	old := ring(t, h, "a")
+	one := secret(old, "$names")
+	if len(one) != 32 || !bytes.Equal(one, secret(old, "$names")) || bytes.Equal(one, secret(old, "$other")) {
+		t.Fatalf("Secret: %x, then %x, and %x for another subject; want one 32-byte secret per subject", one, secret(old, "$names"), secret(old, "$other"))
+	}
+	rotated := ring(t, h, "b", "a")
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		_, err := rotated.Rotate(ctx, tx, 10)
 		return err
 	})
-	if !errors.Is(err, uow.ErrReadOnly) {
-		t.Errorf("Seal of a new subject in a read-only unit of work: %v, want uow.ErrReadOnly", err)
+	if got := secret(ring(t, h, "b"), "$names"); !bytes.Equal(got, one) {
+		t.Errorf("Secret after a rotation = %x, want %x", got, one)
 	}
+	// Units of work that make a subject's secret at once agree on it.
+	const n = 8
+	got := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+				var err error
+				got[i], err = old.Secret(ctx, tx, "$new")
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || !bytes.Equal(got[i], got[0]) {
+			t.Errorf("concurrent Secret %d = %x, %v; want the one secret %x", i, got[i], errs[i], got[0])
+		}
+	}
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		w, _, err := h.Store.Key(ctx, tx, "$names", "secret")
+		if bytes.Contains(w.Wrapped, one) {
+			t.Error("the store holds the secret itself")
+		}
+		return err
+	})
+}
+
+// Under Within, a unit of work reads a subject's key once, whether it
+// sealed or opened first, and sees its own Forget; without it, each open
+// reads the store.
+func testWithin(t *testing.T, h Harness) {
+	counting := &countingStore{Store: h.Store}
+	k, err := keyring.New(masters(t, "a"), counting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := seal(t, h, k, "user:1", "ada@example.com")
+	counting.reset()
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		ctx = keyring.Within(ctx, tx)
+		again, err := k.Seal(ctx, tx, "user:2", "bob@example.com")
+		if err != nil {
+			return err
+		}
+		for range 3 {
+			if got, ok, err := k.Open(ctx, tx, "user:2", again); err != nil || !ok || got != "bob@example.com" {
+				t.Errorf("Open of a value sealed in this unit of work = %q, %v, %v", got, ok, err)
+			}
+			if got, ok, err := k.Open(ctx, tx, "user:1", sealed); err != nil || !ok || got != "ada@example.com" {
+				t.Errorf("Open = %q, %v, %v", got, ok, err)
+			}
+		}
+		if _, err := k.Forget(ctx, tx, "user:1"); err != nil {
+			return err
+		}
+		if got, ok, err := k.Open(ctx, tx, "user:1", sealed); err != nil || ok {
+			t.Errorf("Open after Forget in the same unit of work = %q, %v, %v; want erased", got, ok, err)
+		}
+		return nil
+	})
+	if got, want := counting.calls(), 4; got != want {
+		t.Errorf("the unit of work made %d calls to the store (an add, a read, a delete, a read); want %d", got, want)
+	}
+	counting.reset()
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		for range 3 {
+			if _, _, err := k.Open(ctx, tx, "user:2", sealed); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if got := counting.calls(); got != 3 {
+		t.Errorf("three opens without Within made %d calls to the store, want 3", got)
+	}
+}
+
+// countingStore counts the calls made to a store.
+type countingStore struct {
+	keyring.Store
+	n atomic.Int64
+}
+
+func (s *countingStore) reset()     { s.n.Store(0) }
+func (s *countingStore) calls() int { return int(s.n.Load()) }
+
+func (s *countingStore) Key(ctx context.Context, tx uow.Tx, subject, id string) (keyring.WrappedKey, bool, error) {
+	s.n.Add(1)
+	return s.Store.Key(ctx, tx, subject, id)
+}
+
+func (s *countingStore) AddKey(ctx context.Context, tx uow.Tx, k keyring.WrappedKey, expires time.Time) error {
+	s.n.Add(1)
+	return s.Store.AddKey(ctx, tx, k, expires)
+}
+
+func (s *countingStore) DeleteKeys(ctx context.Context, tx uow.Tx, subject string) (bool, error) {
+	s.n.Add(1)
+	return s.Store.DeleteKeys(ctx, tx, subject)
+}
+
+// New returns a keyring over store with a fixed master key, for the tests
+// of what seals and opens personal data.
+func New(t testing.TB, store keyring.Store) *keyring.Keyring {
+	t.Helper()
+	m, err := keyring.ParseMasters(testKeys["a"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := keyring.New(m, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

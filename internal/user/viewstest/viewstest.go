@@ -50,13 +50,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -75,6 +78,9 @@ type Harness struct {
 	// Outbox is where the service adds the mails from which the suite takes
 	// the codes.
 	Outbox outbox.Store
+	// Keys is the keyring that the service seals addresses with and Views
+	// open them with.
+	Keys *keyring.Keyring
 	// Views are the views under test.
 	Views interface {
 		user.Views
@@ -114,6 +120,7 @@ var cases = []struct {
 	{"EmailChangeCode/UntilUsed", testEmailChangeCodeUntilUsed},
 	{"Session/UntilSignOut", testSessionUntilSignOut},
 	{"Sweep/ExpiredOnly", testSweepExpiredOnly},
+	{"Sweep/RebuildAfterForgetting", testRebuildAfterForgetting},
 	{"Apply/TimesFromEvents", testApplyTimesFromEvents},
 	{"Apply/RegisteredForHeldAddress", testApplyRegisteredForHeldAddress},
 	{"Apply/EmailChangedToHeldAddress", testApplyEmailChangedToHeldAddress},
@@ -584,7 +591,7 @@ func testRebuildEqualsLive(t *testing.T, s *suite) {
 	// Every key the log names, and some it does not.
 	log := s.log(t)
 	k := newKeys()
-	k.addEvents(t, log...)
+	k.addEvents(t, s.opened(t, log...)...)
 	k.emails["nobody@example.com"], k.ids[uuid.Nil] = true, true
 	k.signInCodes[fakeHash("unknown")], k.changeCodes[fakeHash("unknown")], k.tokenHashes[fakeHash("unknown")] = true, true, true
 	// Events the log does not hold, to make the views wrong below: rows no
@@ -770,5 +777,43 @@ func testSweepExpiredOnly(t *testing.T, s *suite) {
 	}
 	if _, err := s.svc.ConfirmEmailChange(ctx, c2.plain); err != nil {
 		t.Errorf("the live change after the sweep: %v", err)
+	}
+}
+
+// Sweep: once the sweeps have deleted what expired, forgotten the
+// addresses that asked for no link lately and dropped all but the last
+// event of their sign-in streams, a rebuild from what is left of the log
+// makes the views the sweeps left, and every account still signs in.
+func testRebuildAfterForgetting(t *testing.T, s *suite) {
+	ctx := t.Context()
+	ada := s.signIn(t, "ada@example.com")
+	s.link(t, "cy@example.com") // Never used.
+	s.link(t, "cy@example.com")
+	s.clock.Advance(time.Hour)
+	bob := s.signIn(t, "bob@example.com")
+	live := s.link(t, "dee@example.com")
+	if _, err := s.svc.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.svc.ForgetIdleAddresses(ctx); err != nil || n != 2 {
+		t.Fatalf("ForgetIdleAddresses = %d, %v; want Ada's and Cy's addresses, which asked for no link in the last hour", n, err)
+	}
+	var before map[string][]string
+	if s.Tables != nil {
+		before = s.Tables(t)
+	}
+	s.rebuild(t)
+	if s.Tables != nil {
+		if after := s.Tables(t); !maps.EqualFunc(before, after, slices.Equal) {
+			t.Errorf("the rebuild after forgetting made\n%v\nwhere the views held\n%v", after, before)
+		}
+	}
+	s.wantUser(t, user.User{ID: ada.User.ID, Email: "ada@example.com", CreatedAt: start})
+	s.wantSignInCode(t, "Dee's live code", live.hash, "dee@example.com")
+	if again := s.signIn(t, "ada@example.com"); again.User.ID != ada.User.ID {
+		t.Errorf("ada@example.com signs in to %s after her address was forgotten, want her account %s", again.User.ID, ada.User.ID)
+	}
+	if again := s.signIn(t, "cy@example.com"); again.User.ID == ada.User.ID || again.User.ID == bob.User.ID {
+		t.Errorf("cy@example.com signs in to another's account")
 	}
 }

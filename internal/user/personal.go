@@ -1,0 +1,119 @@
+package user
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// The addresses in this domain's events are personal data, and the log
+// keeps its events for good; so each address is sealed with the keyring
+// ([keyring.Keyring]) under the key of the event's stream, and erased by
+// deleting that key (crypto-shredding):
+//
+//   - "user-ID": the account's addresses. Its key goes when the account
+//     is deleted.
+//   - "signin-HASH": the address that asked for links. Its key is kept
+//     only while a link of the address can still count against its limit
+//     or sign in ([keyring.Keyring.SealUntil]); the sweep then forgets it
+//     and drops all but the last of the stream's events
+//     ([Service.Sweep]).
+//
+// The name of a sign-in stream is a keyed hash of the address (HMAC-SHA256
+// under a secret of the keyring's, signInNamesSubject), so that the log's
+// stream names list no address either.
+
+// signInNamesSubject is the keyring subject whose secret names the sign-in
+// streams ([keyring.Keyring.Secret]).
+const signInNamesSubject = "$signin-stream-names"
+
+// signInPrefix begins the name of every sign-in stream.
+const signInPrefix = "signin-"
+
+// signInStream returns the name of the sign-in stream of email:
+// signInPrefix and the first 128 bits of the address's HMAC-SHA256 under
+// secret, in hex.
+func signInStream(secret []byte, email string) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(email))
+	return signInPrefix + hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
+func userStream(id uuid.UUID) string { return "user-" + id.String() }
+
+// signInNames holds the secret that names sign-in streams once it has been
+// read.
+type signInNames struct {
+	mu     sync.Mutex
+	secret []byte
+}
+
+// signInSecret returns the secret that names sign-in streams (none
+// without a keyring), reading it,
+// or making it the first time ever, in a unit of work of its own, before
+// the command that needs it begins its own: it never changes, so the
+// service keeps it once that unit of work has committed.
+func (s *Service) signInSecret(ctx context.Context) ([]byte, error) {
+	s.names.mu.Lock()
+	defer s.names.mu.Unlock()
+	if s.names.secret != nil || s.Keys == nil {
+		return s.names.secret, nil
+	}
+	var secret []byte
+	err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		var err error
+		secret, err = s.Keys.Secret(ctx, tx, signInNamesSubject)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("user: the secret of sign-in stream names: %w", err)
+	}
+	s.names.secret = secret
+	return secret, nil
+}
+
+// seal returns address sealed for stream, whose key is kept until the
+// account is erased, or address as it is without a keyring.
+func (s *Service) seal(ctx context.Context, tx uow.Tx, stream, address string) (string, error) {
+	return s.sealUntil(ctx, tx, stream, address, time.Time{})
+}
+
+// sealUntil returns address sealed for stream, whose key is kept until
+// expires ([keyring.Keyring.SealUntil]), or address as it is without a
+// keyring.
+func (s *Service) sealUntil(ctx context.Context, tx uow.Tx, stream, address string, expires time.Time) (string, error) {
+	if s.Keys == nil {
+		return address, nil
+	}
+	return s.Keys.SealUntil(ctx, tx, stream, address, expires)
+}
+
+// Address returns the address that value, a field of e, holds: opened
+// with the key of e's stream when it is sealed, and as it is when it is
+// not, as in events written before addresses were sealed. A value whose
+// key is gone gives [keyring.Erased] and false. The views and projections
+// that show addresses read them through it.
+func Address(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event, value string) (string, bool, error) {
+	return openAddress(ctx, tx, keys, e.Stream, value)
+}
+
+// openAddress is [Address] for a value of stream.
+func openAddress(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, stream, value string) (string, bool, error) {
+	if !keyring.Sealed(value) {
+		return value, true, nil
+	}
+	if keys == nil {
+		return "", false, fmt.Errorf("user: a sealed address in %s, and no keyring to open it", stream)
+	}
+	return keys.Open(ctx, tx, stream, value)
+}

@@ -1,0 +1,140 @@
+package user_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// logText returns every stream name, data and metadata of the log, as
+// text to search.
+func (b *bundle) logText(t *testing.T) string {
+	t.Helper()
+	var sb strings.Builder
+	rows, err := b.db.Pool().Query(t.Context(), `SELECT stream, data::text, metadata::text FROM events ORDER BY position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var stream, data, metadata string
+		if err := rows.Scan(&stream, &data, &metadata); err != nil {
+			t.Fatal(err)
+		}
+		sb.WriteString(stream + " " + data + " " + metadata + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sb.String()
+}
+
+// The log holds no address in plain text, in stream names, data or
+// metadata, though each command's answer, the views and the events opened
+// with the keyring all have them.
+func TestTheLogHoldsNoAddressInPlainText(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	code := b.changeCode(t, ada.Token, "ada.lovelace@example.com")
+	if _, err := b.svc.ConfirmEmailChange(ctx, code); err != nil {
+		t.Fatal(err)
+	}
+	b.signIn(t, "ada.lovelace@example.com")
+	if err := b.svc.RequestSignInLink(ctx, "link.only@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	b.mails(t)
+	for _, secret := range []string{"ada", "lovelace", "link.only", "example.com"} {
+		if text := b.logText(t); strings.Contains(text, secret) {
+			t.Errorf("the log holds %q:\n%s", secret, text)
+		}
+	}
+	if me := b.me(t, ada.Token); me.Email != "ada.lovelace@example.com" {
+		t.Errorf("Me = %s, want ada.lovelace@example.com", me.Email)
+	}
+	want := map[string][]string{
+		user.TypeRegistered:           {"ada@example.com"},
+		user.TypeEmailChangeRequested: {"ada.lovelace@example.com"},
+		user.TypeSignInLinkRequested:  {"ada@example.com", "ada.lovelace@example.com", "link.only@example.com"},
+	}
+	fields := map[string]string{user.TypeRegistered: "email", user.TypeEmailChangeRequested: "new_email", user.TypeSignInLinkRequested: "email"}
+	for typ, addrs := range want {
+		if got := b.addresses(t, typ, fields[typ]); strings.Join(got, " ") != strings.Join(addrs, " ") {
+			t.Errorf("%s opens to %v, want %v", typ, got, addrs)
+		}
+	}
+	if got := b.addresses(t, user.TypeEmailChanged, "old_email"); len(got) != 1 || got[0] != "ada@example.com" {
+		t.Errorf("EmailChanged's old address opens to %v", got)
+	}
+	// A sign-in stream is named by a keyed hash: the same address names the
+	// same stream, and the name shows nothing of it.
+	if n := b.count(t, `SELECT count(DISTINCT stream) FROM events WHERE stream LIKE 'signin-%'`); n != 3 {
+		t.Errorf("%d sign-in streams, want 3: one per address", n)
+	}
+}
+
+// An address that asked for a link and never signed in is erased from the
+// log once the link no longer matters: its key is forgotten and its
+// stream keeps only its last event, whose address reads as erased. The
+// address can ask again, and sign in, as if it never had.
+func TestIdleAddressesAreForgotten(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	for range 3 {
+		if err := b.svc.RequestSignInLink(ctx, "link.only@example.com"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.mails(t)
+	var stream string
+	if err := b.db.Pool().QueryRow(ctx, `SELECT DISTINCT stream FROM events`).Scan(&stream); err != nil {
+		t.Fatal(err)
+	}
+	// Within the window and the margin, nothing goes.
+	b.clock.Advance(15*time.Minute + 4*time.Minute)
+	if n, err := b.svc.ForgetIdleAddresses(ctx); err != nil || n != 0 {
+		t.Fatalf("ForgetIdleAddresses within the margin = %d, %v; want 0", n, err)
+	}
+	b.clock.Advance(2 * time.Minute)
+	if n, err := b.svc.Sweep(ctx); err != nil || n != 3 {
+		t.Fatalf("Sweep = %d, %v; want the 3 expired codes", n, err)
+	}
+	if n, err := b.svc.ForgetIdleAddresses(ctx); err != nil || n != 1 {
+		t.Fatalf("ForgetIdleAddresses = %d, %v; want 1", n, err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM events WHERE stream LIKE 'signin-%'`); n != 1 {
+		t.Errorf("the sign-in stream keeps %d events, want its last", n)
+	}
+	if got := b.addresses(t, user.TypeSignInLinkRequested, "email"); len(got) != 1 || got[0] != keyring.Erased {
+		t.Errorf("the last event's address opens to %v, want erased", got)
+	}
+	if n, err := b.svc.ForgetIdleAddresses(ctx); err != nil || n != 0 {
+		t.Errorf("ForgetIdleAddresses again = %d, %v; want 0", n, err)
+	}
+	// The limit of 5 counts none of the forgotten requests, which are
+	// out of the window anyway; the stream goes on from its version.
+	for range 5 {
+		b.link(t, "link.only@example.com", "link.only@example.com")
+	}
+	var tooMany *user.TooManyRequestsError
+	if err := b.svc.RequestSignInLink(ctx, "link.only@example.com"); !errors.As(err, &tooMany) {
+		t.Errorf("a sixth link in the window: %v, want TooManyRequestsError", err)
+	}
+	code := b.link(t, "other@example.com", "other@example.com")
+	if _, err := b.svc.SignIn(ctx, code); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT max(version) FROM events WHERE stream = $1`, stream); n != 8 {
+		t.Errorf("the forgotten address's stream is at version %d, want 8: numbered on from 3", n)
+	}
+	if got := b.addresses(t, user.TypeSignInLinkRequested, "email"); strings.Count(strings.Join(got, " "), "link.only@example.com") != 5 {
+		t.Errorf("the new requests open to %v, want the address 5 times", got)
+	}
+}
