@@ -57,11 +57,13 @@ type activity interface {
 	Behind(ctx context.Context) (int64, error)
 }
 
-// outboxStore is an outbox store with what operators use: inspection and
-// requeuing of buried messages. Both backends have these; only the
+// outboxStore is an outbox store with what operators use, inspection and
+// requeuing of buried messages, and what an erasure does, the purge of a
+// person's messages. Both backends have these; only the
 // operators' commands need them, so they are asked for here.
 type outboxStore interface {
 	outbox.Store
+	outbox.Purger
 	// Buried returns up to limit buried messages, oldest burial first.
 	Buried(ctx context.Context, limit int) ([]outbox.Record, error)
 	// Lookup returns the message with id as the store holds it, or an error

@@ -24,8 +24,9 @@ import (
 // pages in headless Chromium against the whole app and a real SMTP server,
 // once with JavaScript and once without: ask for a link on /, open the
 // mailed link, sign in, change the address from the link mailed to the new
-// one, and sign out. Every page passes axe-core's accessibility check and
-// leaves a screenshot in the test's artifact directory.
+// one, sign out, and sign in again to delete the account. Every page
+// passes axe-core's accessibility check and leaves a screenshot in the
+// test's artifact directory.
 func TestBrowserSignInChangeOfAddressAndSignOut(t *testing.T) {
 	t.Parallel()
 	for name, opts := range map[string][]browsertest.Option{
@@ -168,6 +169,35 @@ func browserWalkThrough(t *testing.T, scripts bool, opts []browsertest.Option) {
 	)
 	if got := path(); got != "/" {
 		t.Errorf("/account after signing out went to %q, want /", got)
+	}
+
+	// Signed in again, the person deletes their account.
+	step("10-link-sent-again",
+		chromedp.SendKeys(chromedp.ID("email"), "grace@example.com"),
+		chromedp.Click(submit),
+		chromedp.WaitVisible(chromedp.ID("sent-to")),
+	)
+	again := e2eLinkCode(t, mx.Wait(t, 3, e2eWait)[2], linkBase+"/sign-in?code=")
+	step("11-account-again",
+		chromedp.Navigate(open(linkBase+"/sign-in?code="+again)),
+		chromedp.WaitVisible(chromedp.ID("code")),
+		chromedp.Click(submit),
+		signedIn,
+	)
+	step("12-deleted",
+		chromedp.Click(chromedp.ID("confirm-delete")),
+		chromedp.Click(chromedp.CSS(`form[action="/account/delete"] button`)),
+		chromedp.WaitVisible(chromedp.ID("email")),
+	)
+	if got := text(".notice"); !strings.HasPrefix(got, "Your account is deleted") {
+		t.Errorf("after the deletion the notice says %q", got)
+	}
+	step("13-account-after-deletion",
+		chromedp.Navigate(app.base+"/account"),
+		chromedp.WaitVisible(chromedp.ID("email")),
+	)
+	if got := path(); got != "/" {
+		t.Errorf("/account after the deletion went to %q, want /", got)
 	}
 	app.stop(t)
 }

@@ -147,7 +147,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 
 	const maxAttempts = 3
 	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{MaxAttempts: maxAttempts})
-	added := &e2eRecordingOutbox{Store: db.Outbox()}
+	added := &e2eRecordingOutbox{Outbox: db.Outbox()}
 	keys := keyringtest.New(t, postgres.DataKeys{})
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(clock.Now),
@@ -493,13 +493,13 @@ func (l *e2eLogs) String() string {
 // e2eRecordingOutbox is an outbox store that notes the IDs of the messages
 // added through it.
 type e2eRecordingOutbox struct {
-	outbox.Store
+	user.Outbox
 	mu  sync.Mutex
 	ids []uuid.UUID
 }
 
 func (o *e2eRecordingOutbox) Add(ctx context.Context, tx uow.Tx, msgs ...outbox.Message) error {
-	if err := o.Store.Add(ctx, tx, msgs...); err != nil {
+	if err := o.Outbox.Add(ctx, tx, msgs...); err != nil {
 		return err
 	}
 	o.mu.Lock()

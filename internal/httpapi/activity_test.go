@@ -400,3 +400,50 @@ func testActivityRebuild(t *testing.T, e *env) {
 		assertActivityIsTheReplay(t, e, caughtUp, tokens, ids)
 	}
 }
+
+// DELETE /v1/me: 204, every session of the account stops working, and its
+// activity goes too, once the projection has read the erasure, while
+// another account's stays; the address signs up again as a new account,
+// whose activity starts anew. Without a token, or with one that no longer
+// works, it is 401 and changes nothing.
+func TestDeleteMe(t *testing.T) {
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testDeleteMe(t, setup(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testDeleteMe(t, serveSQLite(t)) })
+}
+
+func testDeleteMe(t *testing.T, e *env) {
+	caughtUp := runActivity(t, e)
+	ada := e.signIn(t, "ada@example.com")
+	other := e.signIn(t, "ada@example.com")
+	grace := e.signIn(t, "grace@example.com")
+	wantStatus(t, "email change", e.post(t, "/v1/me/email-change", ada.Token, newEmailBody("ada@lovelace.example")), http.StatusAccepted)
+	caughtUp()
+	if items, _, err := e.activity.Page(t.Context(), ada.User.ID, nil, 10); err != nil || len(items) != 4 {
+		t.Fatalf("Ada's activity before: %d items, %v; want 4", len(items), err)
+	}
+
+	wantUnauthenticated(t, "DELETE /v1/me without a token", e.send(t, request{method: "DELETE", path: "/v1/me"}))
+	if r := e.send(t, request{method: "DELETE", path: "/v1/me", token: ada.Token}); r.status != http.StatusNoContent || len(r.body) != 0 {
+		t.Fatalf("DELETE /v1/me: %s, want 204 and no body", r)
+	}
+	for _, token := range []string{ada.Token, other.Token} {
+		wantUnauthenticated(t, "GET /v1/me of the deleted account", e.get(t, "/v1/me", token))
+		wantUnauthenticated(t, "DELETE /v1/me again", e.send(t, request{method: "DELETE", path: "/v1/me", token: token}))
+	}
+	caughtUp()
+	if items, _, err := e.activity.Page(t.Context(), ada.User.ID, nil, 10); err != nil || len(items) != 0 {
+		t.Errorf("the deleted account's activity: %v, %v; want none", items, err)
+	}
+	if p := e.activityPage(t, grace.Token, ""); len(p.Items) != 2 {
+		t.Errorf("Grace's activity: %d items, want her 2", len(p.Items))
+	}
+	again := e.signIn(t, "ada@example.com")
+	if again.User.ID == ada.User.ID {
+		t.Fatal("the address signed in to the deleted account")
+	}
+	caughtUp()
+	if p := e.activityPage(t, again.Token, ""); len(p.Items) != 2 || p.Items[1].Type != "registered" {
+		t.Errorf("the new account's activity: %+v, want its registration and sign-in", p.Items)
+	}
+}

@@ -18,6 +18,10 @@ func (contended) SignOut(context.Context, string) error {
 	return fmt.Errorf("user: gave up after 8 concurrent changes: %w", eventstore.ErrConcurrency)
 }
 
+func (c contended) DeleteAccount(ctx context.Context, token string) error {
+	return c.SignOut(ctx, token)
+}
+
 // TestContentionIsBusyNotInternal: a command that lost its race too often
 // changed nothing and may be sent again, which a 503 with Retry-After says.
 func TestContentionIsBusyNotInternal(t *testing.T) {

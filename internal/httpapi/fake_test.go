@@ -77,6 +77,10 @@ func (fakeUsers) Me(_ context.Context, token string) (user.User, error) {
 	return fakeUser, nil
 }
 
+func (f fakeUsers) DeleteAccount(ctx context.Context, token string) error {
+	return f.SignOut(ctx, token)
+}
+
 func (fakeUsers) SignOut(_ context.Context, token string) error {
 	if token != fakeToken {
 		return user.ErrUnauthenticated
@@ -178,7 +182,9 @@ func TestClientRateLimitPerClient(t *testing.T) {
 // panicky is a domain that panics or fails in ways the API does not know.
 type panicky struct{ fakeUsers }
 
-func (panicky) Me(context.Context, string) (user.User, error) { panic("boom") }
+func (panicky) Me(context.Context, string) (user.User, error)           { panic("boom") }
+func (p panicky) DeleteAccount(ctx context.Context, token string) error { return p.SignOut(ctx, token) }
+
 func (panicky) SignOut(context.Context, string) error {
 	return errors.New("connection refused to 10.0.0.7:5432 password=hunter2")
 }

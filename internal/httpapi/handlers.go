@@ -204,6 +204,19 @@ func handleSignOut(users Users, log *slog.Logger) http.HandlerFunc {
 	}
 }
 
+// handleDeleteAccount erases the account of the bearer's session
+// ([user.Service.DeleteAccount]): 204, and the token, and every other of
+// the account, stops working.
+func handleDeleteAccount(users Users, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := users.DeleteAccount(r.Context(), bearer(r)); err != nil {
+			writeError(w, r, log, err, 0)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
 func handleReady(ready func(context.Context) error, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ready != nil {

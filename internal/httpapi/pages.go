@@ -55,6 +55,7 @@ var notices = map[string]string{
 	"email-changed": "Your email address has been changed.",
 	"signed-out":    "You have signed out.",
 	"session-ended": "Your session has ended. Sign in again to go on.",
+	"deleted":       "Your account is deleted, and everything we held of it erased. You can sign up again with the same address, as a new account.",
 }
 
 // maxFormBytes bounds the body of a page's form.
@@ -82,6 +83,7 @@ type pageData struct {
 	// User, NewEmail and the activity fill the account page.
 	User          user.User
 	NewEmail      string
+	DeleteRefused bool // Error is about the deletion's box, not the address.
 	ActivityShown bool
 	Activity      []activityLine
 	Behind        int64
@@ -452,6 +454,42 @@ func (s *site) changeEmail(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	seeOther(w, "/account?notice=email-sent")
+}
+
+// deleteAccount erases the signed-in account ([user.Service.DeleteAccount])
+// once the form's box says that the person means it, clears the cookie,
+// and sends the browser to the start, which says so. An unticked box
+// changes nothing.
+func (s *site) deleteAccount(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.signedIn(w, r)
+	if !ok {
+		return
+	}
+	confirm, err := form(w, r, "confirm")
+	if err == nil && confirm != "yes" {
+		d, perr := s.accountPage(r, u)
+		if perr != nil {
+			s.fail(w, r, perr, "", pageData{}, "/account")
+			return
+		}
+		d.Error, d.DeleteRefused = "Tick the box to say that you mean to delete your account.", true
+		s.render(w, r, http.StatusBadRequest, "account", d)
+		return
+	}
+	if err == nil {
+		err = s.users.DeleteAccount(r.Context(), s.cookie.token(r))
+	}
+	if err != nil {
+		d, perr := s.accountPage(r, u)
+		if perr != nil {
+			err = perr
+		}
+		d.DeleteRefused = true
+		s.fail(w, r, err, "account", d, "")
+		return
+	}
+	s.cookie.clear(w)
+	seeOther(w, "/?notice=deleted")
 }
 
 // signOut ends the browser's session. The cookie is cleared whatever the

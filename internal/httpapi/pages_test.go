@@ -196,6 +196,38 @@ func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 	wantRedirect(t, "GET /account after signing out", b.get(t, "/account"), "/")
 }
 
+// TestPagesDeleteTheAccount: the account page's deletion needs its box
+// ticked, and then erases the account, clears the cookie and says so.
+func TestPagesDeleteTheAccount(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := newBrowser(e.url)
+	b.submit(t, "/", url.Values{"email": {"ada@example.com"}})
+	wantRedirect(t, "POST /sign-in", b.submit(t, "/sign-in", url.Values{"code": {e.oneMail(t, mail.TopicLoginLink, "ada@example.com", "/sign-in")}}), "/account")
+	token := b.cookies["session"].Value
+	wantPage(t, "GET /account", b.get(t, "/account"), http.StatusOK,
+		`action="/account/delete"`, `<input id="confirm-delete" name="confirm" type="checkbox" value="yes" required`)
+
+	before := e.snapshot(t)
+	wantPage(t, "POST /account/delete without the box", b.submit(t, "/account/delete", url.Values{}), http.StatusBadRequest,
+		"Tick the box to say that you mean to delete your account.", `id="confirm-delete"`, `aria-invalid="true"`)
+	e.unchanged(t, "a deletion without the box", before)
+	if who := e.me(t, token); who.Email != "ada@example.com" {
+		t.Fatalf("Me after a refused deletion: %+v", who)
+	}
+
+	deleted := b.submit(t, "/account/delete", url.Values{"confirm": {"yes"}})
+	wantRedirect(t, "POST /account/delete", deleted, "/?notice=deleted")
+	if len(deleted.cookies) != 1 || deleted.cookies[0].Name != "session" || deleted.cookies[0].MaxAge >= 0 {
+		t.Errorf("POST /account/delete set %v, want the session cookie cleared", deleted.cookies)
+	}
+	wantPage(t, "GET / after the deletion", b.get(t, "/?notice=deleted"), http.StatusOK, "Your account is deleted")
+	wantUnauthenticated(t, "GET /v1/me after the deletion", e.get(t, "/v1/me", token))
+	if n := e.count(t, `SELECT count(*) FROM users`); n != 0 {
+		t.Errorf("%d users after the only one was deleted", n)
+	}
+}
+
 // TestPagesSendAnEndedSessionToSignIn: a cookie whose session has ended or
 // expired is cleared, and the browser is sent to sign in again.
 func TestPagesSendAnEndedSessionToSignIn(t *testing.T) {
@@ -300,7 +332,8 @@ func (unavailableUsers) SignIn(context.Context, string) (user.Session, error) {
 func (unavailableUsers) Me(context.Context, string) (user.User, error) {
 	return user.User{}, uow.ErrUnavailable
 }
-func (unavailableUsers) SignOut(context.Context, string) error { return uow.ErrUnavailable }
+func (unavailableUsers) SignOut(context.Context, string) error       { return uow.ErrUnavailable }
+func (unavailableUsers) DeleteAccount(context.Context, string) error { return uow.ErrUnavailable }
 func (unavailableUsers) SignInAddress(context.Context, string) (string, error) {
 	return "", uow.ErrUnavailable
 }

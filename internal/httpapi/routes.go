@@ -20,16 +20,22 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 		declared = func(string) {}
 	}
 	limiter := newClientLimiter(d.RateLimit, d.Now, d.TrustedProxies)
+	// The methods of each path, for its 405 answer, registered once every
+	// route of the path is.
+	methods := map[string][]string{}
+	var paths []string
 	v1 := func(method, path string, h http.HandlerFunc) {
 		declared(method + " " + path)
 		mux.Handle(method+" "+path, limiter.limit(h, func(w http.ResponseWriter, _ *http.Request, wait time.Duration) {
 			writeTooMany(w, wait, "this client sent too many requests")
 		}))
-		allowed := method
-		if method == http.MethodGet {
-			allowed = "GET, HEAD"
+		if methods[path] == nil {
+			paths = append(paths, path)
 		}
-		mux.Handle(path, methodNotAllowed(allowed))
+		methods[path] = append(methods[path], method)
+		if method == http.MethodGet {
+			methods[path] = append(methods[path], http.MethodHead)
+		}
 	}
 	v1("POST", "/v1/sign-in-links", handleRequestSignInLink(d.Users, d.Log))
 	v1("POST", "/v1/sessions", handleSignIn(d.Users, d.Log))
@@ -37,8 +43,12 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	v1("POST", "/v1/me/email-change", handleRequestEmailChange(d.Users, d.Log))
 	v1("POST", "/v1/email-changes", handleConfirmEmailChange(d.Users, d.Log))
 	v1("DELETE", "/v1/sessions/current", handleSignOut(d.Users, d.Log))
+	v1("DELETE", "/v1/me", handleDeleteAccount(d.Users, d.Log))
 	if d.Activity != nil {
 		v1("GET", "/v1/me/activity", handleActivity(d.Users, d.Activity, d.Log))
+	}
+	for _, path := range paths {
+		mux.Handle(path, methodNotAllowed(strings.Join(methods[path], ", ")))
 	}
 
 	op := func(path string, h http.Handler) {
@@ -92,6 +102,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	page("/confirm-email", site.showCode(confirmPage), site.confirmEmail)
 	page("/account", limited(site.account), nil)
 	page("/account/email", nil, site.changeEmail)
+	page("/account/delete", nil, site.deleteAccount)
 	page("/sign-out", nil, site.signOut)
 	op("/assets/pages.js", serveAsset("pages.js", "text/javascript; charset=utf-8"))
 	op("/assets/pages.css", serveAsset("pages.css", "text/css; charset=utf-8"))

@@ -26,6 +26,7 @@ type Users interface {
 	SignIn(ctx context.Context, code string) (user.Session, error)
 	Me(ctx context.Context, token string) (user.User, error)
 	SignOut(ctx context.Context, token string) error
+	DeleteAccount(ctx context.Context, token string) error
 	RequestEmailChange(ctx context.Context, token, newEmail string) error
 	ConfirmEmailChange(ctx context.Context, code string) (user.User, error)
 	// SignInAddress and EmailChangeOf tell what a code would do, and use

@@ -94,6 +94,19 @@ type Events struct {
 // Enabled reports whether any destination is configured.
 func (e Events) Enabled() bool { return len(e.Destinations) > 0 }
 
+// Keys returns the keys ([outbox.Message.Key]) of the messages about
+// subject, one per destination: those [outbox.Purger] deletes when the
+// subject is erased.
+func (e Events) Keys(subject string) []string {
+	keys := make([]string, len(e.Destinations))
+	for i, d := range e.Destinations {
+		keys[i] = key(d, subject)
+	}
+	return keys
+}
+
+func key(d Destination, subject string) string { return string(d) + ":" + subject }
+
 // Messages returns the outbox messages of one event of type typ about
 // subject, with data as its JSON data, created at now: one per destination,
 // each carrying the CloudEvent with its own ID, and keyed ([outbox.Message.Key])
@@ -115,7 +128,7 @@ func (e Events) Messages(typ, subject string, data any, now time.Time) ([]outbox
 		}
 		// One subject's events to one destination are delivered one at a
 		// time, in the order of their changes.
-		m.Key = string(d) + ":" + subject
+		m.Key = key(d, subject)
 		if m.Payload, err = json.Marshal(CloudEvent{
 			SpecVersion:     SpecVersion,
 			ID:              m.ID.String(),

@@ -90,21 +90,36 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
 	}
-	// One statement for all of them: an asynchronous projection is handed
-	// a batch at a time.
+	// One statement for all of them, an asynchronous projection being
+	// handed a batch at a time, or for those before an erasure, which
+	// deletes the account's rows after them.
 	var ids, types, details []string
 	var commits, seqs []int64
 	var ats []time.Time
+	flush := func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		_, err := stx.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position_commit, position_seq, type, at, detail)
+SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
+ON CONFLICT DO NOTHING`,
+			ids, commits, seqs, types, ats, details)
+		ids, types, details, commits, seqs, ats = nil, nil, nil, nil, nil, nil
+		return err
+	}
 	err = user.EachActivity(ctx, t, a.keys, events, func(id uuid.UUID, a user.Activity) error {
 		ids, types, details = append(ids, id.String()), append(types, a.Type), append(details, a.Detail)
 		commits, seqs, ats = append(commits, int64(a.Position.Commit)), append(seqs, a.Position.Seq), append(ats, a.At)
 		return nil
+	}, func(id uuid.UUID) error {
+		if err := flush(); err != nil {
+			return err
+		}
+		_, err := stx.ExecContext(ctx, `DELETE FROM `+a.Table()+` WHERE user_id = $1`, id)
+		return err
 	})
-	if err == nil && len(ids) > 0 {
-		_, err = stx.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position_commit, position_seq, type, at, detail)
-SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
-ON CONFLICT DO NOTHING`,
-			ids, commits, seqs, types, ats, details)
+	if err == nil {
+		err = flush()
 	}
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", unavailable(ctx, err))

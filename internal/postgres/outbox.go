@@ -541,3 +541,49 @@ func (o *Outbox) listen(ctx context.Context, wake func()) (bool, error) {
 		}
 	}
 }
+
+var _ outbox.Purger = (*Outbox)(nil)
+
+// Addressed returns the messages of topic whose payload holds value in
+// field, as [outbox.Purger] describes.
+func (o *Outbox) Addressed(ctx context.Context, t uow.Tx, topic, field, value string) ([]outbox.Message, error) {
+	if err := outbox.CheckFields([]string{field}); err != nil {
+		return nil, fmt.Errorf("outbox: addressed: %w", err)
+	}
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: addressed: %w", err)
+	}
+	rows, err := ptx.Query(ctx, `SELECT id, topic, payload, created_at, attempts, coalesce(ordering_key, '') FROM outbox_messages
+WHERE topic = $1 AND payload->>$2 = $3 ORDER BY created_at, id`, topic, field, value)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: addressed: %w", err)
+	}
+	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outbox.Message, error) {
+		var m outbox.Message
+		err := r.Scan(&m.ID, &m.Topic, &m.Payload, &m.CreatedAt, &m.Attempts, &m.Key)
+		m.CreatedAt = m.CreatedAt.UTC()
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: addressed: %w", err)
+	}
+	return msgs, nil
+}
+
+// Delete deletes the messages with ids or one of keys, as [outbox.Purger]
+// describes.
+func (o *Outbox) Delete(ctx context.Context, t uow.Tx, ids []uuid.UUID, keys []string) (int64, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: delete: %w", err)
+	}
+	if len(ids) == 0 && len(keys) == 0 {
+		return 0, nil
+	}
+	tag, err := ptx.Exec(ctx, `DELETE FROM outbox_messages WHERE id = ANY($1) OR ordering_key = ANY($2)`, ids, keys)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: delete: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -135,6 +135,13 @@ func (v UserViews) statement(ctx context.Context, t uow.Tx, e eventstore.Event) 
 		return `
 WITH used AS (DELETE FROM email_change_codes WHERE code_hash = $3)
 UPDATE users SET email = $2 WHERE id = $1`, []any{d.UserID, email, d.CodeHash}, nil
+	case user.TypeErased:
+		d, err := eventstore.Decode[user.Erased](e)
+		return `
+WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING email),
+     sessions AS (DELETE FROM sessions WHERE user_id = $1),
+     changes AS (DELETE FROM email_change_codes WHERE user_id = $1)
+DELETE FROM signin_codes WHERE email IN (SELECT email FROM gone)`, []any{d.UserID}, err
 	}
 	return "", nil, nil
 }

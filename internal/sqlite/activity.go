@@ -89,15 +89,30 @@ func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Even
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", err)
 	}
-	// One statement for all of them: an asynchronous projection is handed
-	// a batch at a time.
+	// One statement for all of them, an asynchronous projection being
+	// handed a batch at a time, or for those before an erasure, which
+	// deletes the account's rows after them.
 	var args []any
+	flush := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		_, err := st.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5)+` ON CONFLICT DO NOTHING`, args...)
+		args = nil
+		return err
+	}
 	err = user.EachActivity(ctx, t, a.keys, events, func(id uuid.UUID, a user.Activity) error {
 		args = append(args, id.String(), a.Position.Seq, a.Type, micros(a.At), a.Detail)
 		return nil
+	}, func(id uuid.UUID) error {
+		if err := flush(); err != nil {
+			return err
+		}
+		_, err := st.ExecContext(ctx, `DELETE FROM `+a.Table()+` WHERE user_id = ?`, id.String())
+		return err
 	})
-	if err == nil && len(args) > 0 {
-		_, err = st.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position, type, at, detail) VALUES `+valueRows(len(args)/5, 5)+` ON CONFLICT DO NOTHING`, args...)
+	if err == nil {
+		err = flush()
 	}
 	if err != nil {
 		return fmt.Errorf("activity: apply: %w", unavailable(ctx, err))

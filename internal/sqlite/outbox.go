@@ -607,3 +607,79 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 // fromMicros returns the time stored as us, in UTC.
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+var _ outbox.Purger = (*Outbox)(nil)
+
+// Addressed returns the messages of topic whose payload holds value in
+// field, as [outbox.Purger] describes.
+func (o *Outbox) Addressed(ctx context.Context, t uow.Tx, topic, field, value string) ([]outbox.Message, error) {
+	if err := outbox.CheckFields([]string{field}); err != nil {
+		return nil, fmt.Errorf("outbox: addressed: %w", err)
+	}
+	st, err := asTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: addressed: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, `SELECT id, topic, payload, created_at, attempts, coalesce(ordering_key, '') FROM outbox_messages
+WHERE topic = ? AND json_extract(payload, ?) = ? ORDER BY created_at, id`, topic, "$."+field, value)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: addressed: %w", err)
+	}
+	defer rows.Close()
+	var msgs []outbox.Message
+	for rows.Next() {
+		var m outbox.Message
+		var id, payload string
+		var created int64
+		if err := rows.Scan(&id, &m.Topic, &payload, &created, &m.Attempts, &m.Key); err != nil {
+			return nil, fmt.Errorf("outbox: addressed: %w", err)
+		}
+		if m.ID, err = uuid.Parse(id); err != nil {
+			return nil, fmt.Errorf("outbox: addressed: %w", err)
+		}
+		m.Payload, m.CreatedAt = []byte(payload), time.UnixMicro(created).UTC()
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: addressed: %w", err)
+	}
+	return msgs, nil
+}
+
+// Delete deletes the messages with ids or one of keys, as [outbox.Purger]
+// describes.
+func (o *Outbox) Delete(ctx context.Context, t uow.Tx, ids []uuid.UUID, keys []string) (int64, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: delete: %w", err)
+	}
+	if len(ids) == 0 && len(keys) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(ids)+len(keys))
+	for _, id := range ids {
+		args = append(args, id.String())
+	}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	q := `DELETE FROM outbox_messages WHERE id IN (` + placeholders(len(ids)) + `) OR ordering_key IN (` + placeholders(len(keys)) + `)`
+	res, err := st.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: delete: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("outbox: delete: %w", err)
+	}
+	return n, nil
+}
+
+// placeholders returns n comma-separated placeholders, or NULL for none,
+// which an IN list matches nothing with.
+func placeholders(n int) string {
+	if n == 0 {
+		return "NULL"
+	}
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

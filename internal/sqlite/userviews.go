@@ -142,6 +142,15 @@ func (v UserViews) statements(ctx context.Context, st *tx, e eventstore.Event) (
 			return []statement{used}, err
 		}
 		return []statement{{`UPDATE users SET email = ? WHERE id = ?`, []any{email, d.UserID}}, used}, nil
+	case user.TypeErased:
+		d, err := eventstore.Decode[user.Erased](e)
+		id := d.UserID.String()
+		return []statement{
+			{`DELETE FROM signin_codes WHERE email = (SELECT email FROM users WHERE id = ?)`, []any{id}},
+			{`DELETE FROM sessions WHERE user_id = ?`, []any{id}},
+			{`DELETE FROM email_change_codes WHERE user_id = ?`, []any{id}},
+			{`DELETE FROM users WHERE id = ?`, []any{id}},
+		}, err
 	}
 	return nil, nil
 }

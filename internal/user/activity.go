@@ -65,9 +65,10 @@ func (p ActivityProjection) Table() string { return "activity_v" + strconv.Itoa(
 // Types are the event types an account's activity is made of.
 func (ActivityProjection) Types() []string { return ActivityTypes() }
 
-// ActivityTypes are the event types an account's activity is made of.
+// ActivityTypes are the event types an account's activity is made of, and
+// [TypeErased], which ends it.
 func ActivityTypes() []string {
-	return []string{TypeRegistered, TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged}
+	return []string{TypeRegistered, TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged, TypeErased}
 }
 
 // ActivityOf returns the account and the activity that e records, and false
@@ -115,15 +116,27 @@ func ActivityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventst
 }
 
 // EachActivity calls record with the account and the activity of each of
-// events that records one ([ActivityOf]), in their order, and stops at its
+// events that records one ([ActivityOf]), and erase with the account of
+// each [Erased], whose activity goes, in their order, and stops at the
 // first error, which it returns naming the event. The events are a batch
 // of tx's, which reads each account's key once.
-func EachActivity(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, events []eventstore.Event, record func(id uuid.UUID, a Activity) error) error {
+func EachActivity(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, events []eventstore.Event,
+	record func(id uuid.UUID, a Activity) error, erase func(id uuid.UUID) error) error {
 	ctx = keyring.Within(ctx, tx)
 	for _, e := range events {
-		id, a, ok, err := ActivityOf(ctx, tx, keys, e)
-		if err == nil && ok {
-			err = record(id, a)
+		var err error
+		if e.Type == TypeErased {
+			var d Erased
+			if d, err = eventstore.Decode[Erased](e); err == nil {
+				err = erase(d.UserID)
+			}
+		} else {
+			var id uuid.UUID
+			var a Activity
+			var ok bool
+			if id, a, ok, err = ActivityOf(ctx, tx, keys, e); err == nil && ok {
+				err = record(id, a)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("activity of event %s: %w", e.ID, err)

@@ -38,7 +38,7 @@ func (ViewsProjection) Version() int { return 1 }
 // Types returns every event type of this domain: the views follow all.
 func (ViewsProjection) Types() []string {
 	return []string{TypeSignInLinkRequested, TypeSignInLinkUsed, TypeRegistered,
-		TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged}
+		TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged, TypeErased}
 }
 
 // SignInLinkRequested records a sign-in link sent to an address.

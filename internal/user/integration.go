@@ -23,9 +23,10 @@ const (
 	EventEmailChanged = "user.email_changed"
 )
 
-// IntegrationEvents returns every integration event type.
+// IntegrationEvents returns every integration event type, [EventDeleted]
+// included.
 func IntegrationEvents() []string {
-	return []string{EventRegistered, EventSignedIn, EventEmailChanged}
+	return []string{EventRegistered, EventSignedIn, EventEmailChanged, EventDeleted}
 }
 
 // RegisteredData is the data of [EventRegistered].

@@ -148,7 +148,7 @@ type Views interface {
 type Deps struct {
 	Runner uow.Runner
 	Events eventstore.Store
-	Outbox outbox.Store
+	Outbox Outbox
 	Views  Views
 	// Keys seals the addresses in events (personal.go); the views that
 	// open them must have the same keyring. Without it addresses are

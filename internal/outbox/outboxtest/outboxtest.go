@@ -129,6 +129,7 @@ var cases = []struct {
 	{"Operator/BuriedMessageIsDueAgain", testRequeue},
 	{"Operator/ListAndDiscard", testListAndDiscard},
 	{"Operator/RedactBuried", testRedactBuried},
+	{"Purger/AddressedAndDelete", testPurge},
 	{"Key/RoundTrips", testKeyRoundTrips},
 	{"Key/OneAtATimeInTheOrderAdded", testKeyOneAtATime},
 	{"Key/BuriedStopsHolding", testKeyBuriedStopsHolding},

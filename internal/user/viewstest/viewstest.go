@@ -60,7 +60,6 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
-	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
@@ -77,7 +76,7 @@ type Harness struct {
 	Events eventstore.Store
 	// Outbox is where the service adds the mails from which the suite takes
 	// the codes.
-	Outbox outbox.Store
+	Outbox user.Outbox
 	// Keys is the keyring that the service seals addresses with and Views
 	// open them with.
 	Keys *keyring.Keyring
@@ -815,5 +814,42 @@ func testRebuildAfterForgetting(t *testing.T, s *suite) {
 	}
 	if again := s.signIn(t, "cy@example.com"); again.User.ID == ada.User.ID || again.User.ID == bob.User.ID {
 		t.Errorf("cy@example.com signs in to another's account")
+	}
+}
+
+// Apply: an erasure takes the account out of every view, its address's
+// sign-in codes included, and leaves the others; a rebuild from the log
+// makes the same views.
+func testErased(t *testing.T, s *suite) {
+	ctx := t.Context()
+	ada := s.signIn(t, "ada@example.com")
+	s.signIn(t, "ada@example.com")
+	bob := s.signIn(t, "bob@example.com")
+	change := s.changeCode(t, ada, "ada.new@example.com")
+	link := s.link(t, "ada@example.com")
+	bobLink := s.link(t, "bob@example.com")
+	if err := s.svc.DeleteAccount(ctx, ada.Token); err != nil {
+		t.Fatal(err)
+	}
+	s.wantNoUser(t, ada.User.ID)
+	s.wantNoUserByEmail(t, "ada@example.com")
+	s.wantNoSession(t, "Ada's session", ada.hash)
+	s.wantNoEmailChangeCode(t, "Ada's change", change.hash)
+	s.wantNoSignInCode(t, "the link to Ada's address", link.hash)
+	s.wantSession(t, "Bob's session", bob.hash, bob.User.ID, bob.ExpiresAt)
+	s.wantSignInCode(t, "Bob's link", bobLink.hash, "bob@example.com")
+	var before map[string][]string
+	if s.Tables != nil {
+		before = s.Tables(t)
+	}
+	s.rebuild(t)
+	if s.Tables != nil {
+		if after := s.Tables(t); !maps.EqualFunc(before, after, slices.Equal) {
+			t.Errorf("the rebuild after an erasure made\n%v\nwhere the views held\n%v", after, before)
+		}
+	}
+	s.wantNoUser(t, ada.User.ID)
+	if again := s.signIn(t, "ada@example.com"); again.User.ID == ada.User.ID {
+		t.Error("the erased address signed in to the erased account")
 	}
 }

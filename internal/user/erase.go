@@ -1,0 +1,176 @@
+package user
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+// TypeErased is the last event of an account's stream ("user-ID"): the
+// account was deleted at its owner's request.
+const TypeErased = "user.erased"
+
+// Erased records the deletion of an account ([Service.DeleteAccount]). It
+// holds no personal data; the unit of work that appended it forgot the
+// keys that the account's addresses were sealed under.
+type Erased struct {
+	UserID uuid.UUID `json:"user_id"`
+}
+
+// EventDeleted is the integration event of an account's deletion: a
+// consumer deletes what it holds of the user.
+const EventDeleted = "user.deleted"
+
+// DeletedData is the data of [EventDeleted].
+type DeletedData struct {
+	UserID  uuid.UUID `json:"user_id"`
+	Version int64     `json:"version"`
+}
+
+// Outbox is where the service adds its mails and integration events, and
+// from which it deletes a person's messages when it erases them.
+type Outbox interface {
+	outbox.Store
+	outbox.Purger
+}
+
+// DeleteAccount erases the account of the session's user at their request
+// (GDPR art. 17), in one unit of work, so that nothing of it is left half
+// erased:
+//
+//   - It appends [Erased] to the account's stream, which ends every
+//     session and takes the account out of the views: its row, sessions
+//     and codes, and the sign-in codes of its address; the activity, which
+//     follows the log, deletes its rows when it gets there.
+//   - It forgets the keys of the account's stream and of its address's
+//     sign-in stream, which erases every address those streams hold, and
+//     drops all but the last event of both
+//     ([eventstore.Store.Truncate]).
+//   - It deletes the messages not yet delivered that are the person's: the
+//     sign-in mail to the address, the confirmation mail of the account's
+//     changes of address, and the integration events about it. A message
+//     that a relay holds at that moment may still go out, once.
+//   - With integration events, it publishes [EventDeleted].
+//
+// The address can then sign up again, as a new account. It returns
+// [ErrUnauthenticated].
+func (s *Service) DeleteAccount(ctx context.Context, token string) error {
+	secret, err := s.signInSecret(ctx)
+	if err != nil {
+		return err
+	}
+	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		acct, _, err := s.authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		stream, signIn := userStream(acct.id), signInStream(secret, acct.email)
+		ids, err := s.personalMail(ctx, tx, acct)
+		if err != nil {
+			return err
+		}
+		e, err := event(TypeErased, Erased{UserID: acct.id})
+		if err != nil {
+			return err
+		}
+		appended, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(acct.version), e)
+		if err != nil {
+			return err
+		}
+		if _, err := s.Outbox.Delete(ctx, tx, ids, s.integration.Keys(acct.id.String())); err != nil {
+			return err
+		}
+		if s.Keys != nil {
+			for _, subject := range []string{stream, signIn} {
+				if _, err := s.Keys.Forget(ctx, tx, subject); err != nil {
+					return err
+				}
+			}
+		}
+		for _, st := range []string{stream, signIn} {
+			if _, err := s.Events.Truncate(ctx, tx, st, math.MaxInt64); err != nil {
+				return err
+			}
+		}
+		return s.publish(ctx, tx, EventDeleted, acct.id, DeletedData{UserID: acct.id, Version: appended[0].Version})
+	})
+}
+
+// personalMail returns the IDs of the mails in the outbox that are the
+// account's: the sign-in mail to its address, which is the account's
+// alone, and the confirmation mail of each change of address it asked
+// for, told from another account's mail to the same address by its code,
+// or, once a buried mail's code has been removed ([mail.SecretFields]),
+// by the address alone: such a mail can sign nobody in. It reads the
+// account's whole stream, which only an erasure does.
+func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]uuid.UUID, error) {
+	msgs, err := s.Outbox.Addressed(ctx, tx, mail.TopicLoginLink, "to", acct.email)
+	if err != nil {
+		return nil, err
+	}
+	var ids []uuid.UUID
+	for _, m := range msgs {
+		ids = append(ids, m.ID)
+	}
+	stream := userStream(acct.id)
+	events, err := s.Events.Load(ctx, tx, stream, 0)
+	if err != nil {
+		return nil, err
+	}
+	codes := map[string][]string{} // the code hashes of the changes to each address
+	for _, e := range events {
+		if e.Type != TypeEmailChangeRequested {
+			continue
+		}
+		d, err := eventstore.Decode[EmailChangeRequested](e)
+		if err != nil {
+			return nil, err
+		}
+		if d.Taken {
+			continue // Its mail went to the address's owner, and is theirs.
+		}
+		to, ok, err := openAddress(ctx, tx, s.Keys, stream, d.NewEmail)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			codes[to] = append(codes[to], d.CodeHash)
+		}
+	}
+	for to, hashes := range codes {
+		msgs, err := s.Outbox.Addressed(ctx, tx, mail.TopicEmailChange, "to", to)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			var link mail.Link
+			if err := json.Unmarshal(m.Payload, &link); err != nil {
+				return nil, fmt.Errorf("user: mail %s: %w", m.ID, err)
+			}
+			if link.Code == "" || anySameHash(hashes, hashSecret(link.Code)) {
+				ids = append(ids, m.ID)
+			}
+		}
+	}
+	return ids, nil
+}
+
+// anySameHash reports whether hashes holds hash, comparing each in
+// constant time.
+func anySameHash(hashes []string, hash string) bool {
+	found := false
+	for _, h := range hashes {
+		if sameHash(h, hash) {
+			found = true
+		}
+	}
+	return found
+}
