@@ -1,0 +1,313 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/config"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
+	"github.com/eventsourced/accounts/internal/testclock"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// TestErasureLeavesNoAddressInTheDatabase runs the whole app on each
+// backend: a person who changed their address and asked for another
+// change deletes their account, and an address that only ever asked for a
+// link waits out its window. Once the sweeps have run, a dump of every row
+// of every table, the events and the keys included, holds neither address
+// anywhere in plain text, the API answers as if they had never been, and
+// both sign up again as new people. Then the master key is rotated, the
+// app restarted with the new key alone, and the account that stayed
+// still signs in and confirms the change it asked for before.
+func TestErasureLeavesNoAddressInTheDatabase(t *testing.T) {
+	t.Parallel()
+	for name, databaseURL := range map[string]func(testing.TB) string{
+		"PostgreSQL": pgtest.NewURL,
+		"SQLite":     func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			erasure(t, databaseURL(t))
+		})
+	}
+}
+
+func erasure(t *testing.T, databaseURL string) {
+	mx := smtptest.NewServer(t)
+	vars := map[string]string{
+		"DATABASE_URL":    databaseURL,
+		"DATA_KEY":        testDataKey,
+		"HTTP_ADDR":       "127.0.0.1:0",
+		"SMTP_URL":        mx.URL(),
+		"BASE_URL":        "http://accounts.test",
+		"MAIL_FROM":       "accounts@accounts.test",
+		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
+		"SWEEP_INTERVAL":  "0",  // The test sweeps, on a clock an hour on.
+	}
+	app := e2eStart(t, vars)
+	mails := 0
+	// mailed waits for the next mail and returns its link's code.
+	mailed := func(to, path string) string {
+		t.Helper()
+		mails++
+		m := mx.Wait(t, mails, e2eWait)[mails-1]
+		if len(m.To) != 1 || m.To[0] != to {
+			t.Fatalf("mail %d went to %v, want %s", mails, m.To, to)
+		}
+		return e2eLinkCode(t, m, "http://accounts.test"+path+"?code=")
+	}
+	type session struct {
+		Token string `json:"token"`
+		User  struct {
+			ID uuid.UUID `json:"id"`
+		} `json:"user"`
+	}
+	signIn := func(a *e2eApp, email string) session {
+		t.Helper()
+		a.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
+		var s session
+		a.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mailed(email, "/sign-in")}), http.StatusCreated, &s)
+		return s
+	}
+
+	ada := signIn(app, "ada@example.com")
+	app.expect(t, "POST", "/v1/me/email-change", ada.Token, `{"new_email":"ada.lovelace@example.com"}`, http.StatusAccepted, nil)
+	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": mailed("ada.lovelace@example.com", "/confirm-email")}), http.StatusOK, nil)
+	app.expect(t, "POST", "/v1/me/email-change", ada.Token, `{"new_email":"ada.byron@example.com"}`, http.StatusAccepted, nil)
+	pending := mailed("ada.byron@example.com", "/confirm-email")
+	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"ada.lovelace@example.com"}`, http.StatusAccepted, nil)
+	unused := mailed("ada.lovelace@example.com", "/sign-in")
+	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"link.only@example.com"}`, http.StatusAccepted, nil)
+	mailed("link.only@example.com", "/sign-in")
+	bob := signIn(app, "bob@example.com")
+	dump := dumpDatabase(t, databaseURL)
+	for _, address := range []string{"ada.lovelace@example.com", "ada.byron@example.com", "bob@example.com"} {
+		if !strings.Contains(dump, address) {
+			t.Fatalf("the dump holds no %s before the erasure: it cannot tell", address)
+		}
+	}
+	// The activity shows the changes of address, so its rows hold them.
+	awaitDump(t, databaseURL, "the activity of Ada's changes", func(d string) bool {
+		return strings.Contains(d, "ada.byron@example.com") && strings.Count(d, "ada.lovelace@example.com") >= 2
+	})
+
+	app.expect(t, "DELETE", "/v1/me", ada.Token, "", http.StatusNoContent, nil)
+	app.expect(t, "GET", "/v1/me", ada.Token, "", http.StatusUnauthorized, nil)
+	awaitDump(t, databaseURL, "the activity to drop Ada's", func(d string) bool { return !strings.Contains(d, "ada.") })
+
+	// The sweeps, an hour on: the link-only address's window has passed.
+	sweepLater(t, vars, time.Hour)
+	dump = dumpDatabase(t, databaseURL)
+	// The account's ID stays in its erasure, which tells nothing of whose
+	// it was.
+	for _, gone := range []string{"ada@", "ada.lovelace@", "ada.byron@", "link.only@"} {
+		if i := strings.Index(dump, gone); i >= 0 {
+			t.Errorf("the dump still holds %q: ...%s...", gone, dump[max(i-200, 0):min(i+200, len(dump))])
+		}
+	}
+	if !strings.Contains(dump, "bob@example.com") {
+		t.Error("the dump lost Bob's address, who stayed")
+	}
+	// The API answers as if Ada had never been, and both addresses sign up
+	// anew.
+	app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": unused}), http.StatusUnauthorized, nil)
+	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": pending}), http.StatusBadRequest, nil)
+	for _, email := range []string{"ada.lovelace@example.com", "link.only@example.com"} {
+		if again := signIn(app, email); again.User.ID == ada.User.ID || again.User.ID == bob.User.ID {
+			t.Errorf("%s signed in to an account that was there before", email)
+		}
+	}
+	// Bob asks for a change, to confirm it after the rotation.
+	app.expect(t, "POST", "/v1/me/email-change", bob.Token, `{"new_email":"bob.new@example.com"}`, http.StatusAccepted, nil)
+	bobChange := mailed("bob.new@example.com", "/confirm-email")
+	app.stop(t)
+
+	// Rotate: a new master key first, the old one to unwrap; then serve
+	// with the new key alone.
+	rotated := "next:" + strings.Repeat("B", 43)
+	vars["DATA_KEY"] = rotated + "," + testDataKey
+	out, err := runApp(t, t.Context(), vars, "keys", "rotate")
+	if err != nil || !strings.Contains(out, "with master key next") {
+		t.Fatalf("keys rotate: %q, %v", out, err)
+	}
+	vars["DATA_KEY"] = rotated
+	app = e2eStart(t, vars)
+	app.expect(t, "GET", "/v1/me", bob.Token, "", http.StatusOK, nil)
+	var moved struct {
+		Email string `json:"email"`
+	}
+	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": bobChange}), http.StatusOK, &moved)
+	if moved.Email != "bob.new@example.com" {
+		t.Errorf("Bob's change after the rotation moved him to %q", moved.Email)
+	}
+	if again := signIn(app, "bob.new@example.com"); again.User.ID != bob.User.ID {
+		t.Errorf("Bob signs in to %s after the rotation, want his account %s", again.User.ID, bob.User.ID)
+	}
+	app.stop(t)
+}
+
+// sweepLater runs the app's sweeps of the user domain on the database of
+// vars, on a clock d ahead of now.
+func sweepLater(t *testing.T, vars map[string]string, d time.Duration) {
+	t.Helper()
+	cfg, err := config.Load(getenv(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	db, err := e.openDB(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	keys, err := e.keyring(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := testclock.New(time.Now().Add(d))
+	users, err := user.NewService(user.Deps{
+		Runner: db.Runner(later.Now), Events: db.Events(), Outbox: db.Outbox(), Views: db.Views(keys), Keys: keys,
+	}, cfg.Policy, cfg.BaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := users.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := users.ForgetIdleAddresses(t.Context()); err != nil || n == 0 {
+		t.Fatalf("ForgetIdleAddresses = %d, %v; want the addresses that asked for links", n, err)
+	}
+}
+
+// awaitDump waits until the dump of the database satisfies ok.
+func awaitDump(t *testing.T, databaseURL, what string, ok func(dump string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(e2eWait)
+	for !ok(dumpDatabase(t, databaseURL)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", e2eWait, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dumpDatabase returns every row of every table of the database, one line
+// per row, its values as text separated by tabs.
+func dumpDatabase(t *testing.T, databaseURL string) string {
+	t.Helper()
+	d, err := parseDatabaseURL(databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if d.postgresURL != "" {
+		db, err := postgres.Open(t.Context(), d.postgresURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rows, err := db.Pool().Query(t.Context(), `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tables []string
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			tables = append(tables, name)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, table := range tables {
+			rows, err := db.Pool().Query(t.Context(), fmt.Sprintf(`SELECT t::text FROM %q t`, table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				sb.WriteString(table + "\t" + strings.ReplaceAll(line, ",", "\t") + "\n")
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return sb.String()
+	}
+	db, err := sql.Open("sqlite", "file:"+d.sqlitePath+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tables := sqliteStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1`)
+	for _, table := range tables {
+		rows, err := db.QueryContext(t.Context(), fmt.Sprintf(`SELECT * FROM %q`, table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			sb.WriteString(table)
+			for _, v := range vals {
+				if b, ok := v.([]byte); ok {
+					v = string(b)
+				}
+				fmt.Fprintf(&sb, "\t%v", v)
+			}
+			sb.WriteString("\n")
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	return sb.String()
+}
+
+func sqliteStrings(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
