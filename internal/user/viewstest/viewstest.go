@@ -120,6 +120,7 @@ var cases = []struct {
 	{"Session/UntilSignOut", testSessionUntilSignOut},
 	{"Sweep/ExpiredOnly", testSweepExpiredOnly},
 	{"Sweep/RebuildAfterForgetting", testRebuildAfterForgetting},
+	{"Apply/Erased", testErased},
 	{"Apply/TimesFromEvents", testApplyTimesFromEvents},
 	{"Apply/RegisteredForHeldAddress", testApplyRegisteredForHeldAddress},
 	{"Apply/EmailChangedToHeldAddress", testApplyEmailChangedToHeldAddress},
