@@ -10,10 +10,11 @@
 // read, only an insert that can go with the unit of work's next statement,
 // and units of work that seal for one subject at once never contend. Data
 // is sealed with AES-256-GCM, the subject bound in as associated data, so
-// a value cannot be moved to another subject. Forgetting a subject deletes
-// all its keys. A master key has an ID: DATA_KEY may list several, the
-// first wrapping new keys and the others only unwrapping old ones, until
-// [Keyring.Rotate] has rewrapped every key with the first.
+// a value cannot be moved to another subject; keys are wrapped with
+// XChaCha20-Poly1305, bound to their subject and ID. Forgetting a subject
+// deletes all its keys. A master key has an ID: DATA_KEY may list several,
+// the first wrapping new keys and the others only unwrapping old ones,
+// until [Keyring.Rotate] has rewrapped every key with the first.
 package keyring
 
 import (
@@ -39,8 +40,9 @@ type Store interface {
 	// Key returns the wrapped key id of subject, and false when the
 	// subject has none of that ID.
 	Key(ctx context.Context, tx uow.Tx, subject, id string) (WrappedKey, bool, error)
-	// AddKey stores a new key, to be deleted by DeleteExpiredSubjects once
-	// expires has passed (the zero time: never). It may be sent with the
+	// AddKey stores a new key that expires at expires (the zero time:
+	// never); DeleteExpiredSubjects deletes it once every key of its
+	// subject has expired. It may be sent with the
 	// unit of work's next statement rather than at once; an error of its
 	// is then returned there, or by the commit.
 	AddKey(ctx context.Context, tx uow.Tx, k WrappedKey, expires time.Time) error

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 // Masters are the master keys of DATA_KEY: the first wraps new keys, and
@@ -16,7 +18,11 @@ type Masters struct {
 	keys []master
 }
 
-// master is one master key, its ID, and the cipher it wraps with.
+// master is one master key, its ID, and the cipher it wraps with:
+// XChaCha20-Poly1305, whose random 192-bit nonces stay unique however
+// many keys one master key wraps (a key per unit of work that seals),
+// where AES-GCM's 96-bit ones would call for a new master key after some
+// billions.
 type master struct {
 	id   string
 	aead cipher.AEAD
@@ -45,7 +51,7 @@ func ParseMasters(s string) (Masters, error) {
 		if err != nil {
 			return Masters{}, fmt.Errorf("key %s: %w", id, err)
 		}
-		aead, err := newAEAD(key)
+		aead, err := chacha20poly1305.NewX(key)
 		if err != nil {
 			return Masters{}, fmt.Errorf("key %s: %w", id, err)
 		}

@@ -261,3 +261,62 @@ func everyMigration(t *testing.T) []int64 {
 	slices.Sort(versions)
 	return versions
 }
+
+// Migration 00013 deletes the sign-in streams named by an address, which
+// a release before the sealing of addresses wrote, and keeps those named
+// by a hash and every other stream.
+func TestMigrationDropsSignInStreamsNamedByAddress(t *testing.T) {
+	t.Parallel()
+	db := open(t, filepath.Join(t.TempDir(), "a.db"))
+	before := fstest.MapFS{}
+	names, err := fs.Glob(migrations.Sqlite(), "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if name < "00013" {
+			data, err := fs.ReadFile(migrations.Sqlite(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before[name] = &fstest.MapFile{Data: data}
+		}
+	}
+	if _, err := sqlite.MigrateFS(t.Context(), db, before); err != nil {
+		t.Fatal(err)
+	}
+	streams := []string{"signin-ada@example.com", "signin-0123456789abcdef0123456789abcdef", "user-0190a3b1-0000-7000-8000-000000000000"}
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		for _, stream := range streams {
+			e, err := eventstore.NewEvent("test.event", map[string]string{"email": "ada@example.com"}, eventstore.Metadata{})
+			if err != nil {
+				return err
+			}
+			if _, err := db.Events().Append(ctx, tx, stream, eventstore.Any, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied, err := db.Migrate(t.Context()); err != nil || !slices.Contains(applied, 13) {
+		t.Fatalf("Migrate applied %v, %v; want 00013 among them", applied, err)
+	}
+	err = db.Runner(nil).Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		for i, stream := range streams {
+			events, err := db.Events().Load(ctx, tx, stream, 0)
+			if err != nil {
+				return err
+			}
+			if want := min(i, 1); len(events) != want {
+				t.Errorf("stream %s holds %d events after the migration, want %d", stream, len(events), want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

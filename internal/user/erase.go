@@ -25,6 +25,17 @@ type Erased struct {
 	UserID uuid.UUID `json:"user_id"`
 }
 
+// TypeSignInForgotten is the event that ends what a sign-in stream
+// ("signin-HASH") held before it: the stream's keys were forgotten, so the
+// addresses of its earlier events are erased, and those events may have
+// been dropped ([eventstore.Store.Truncate]). An erasure appends it, and
+// so does the sweep of an address that asked for no link lately.
+const TypeSignInForgotten = "signin.forgotten"
+
+// SignInForgotten is the data of [TypeSignInForgotten]: nothing, so that
+// the event a truncated stream keeps says nothing of whose it was.
+type SignInForgotten struct{}
+
 // EventDeleted is the integration event of an account's deletion: a
 // consumer deletes what it holds of the user.
 const EventDeleted = "user.deleted"
@@ -52,12 +63,19 @@ type Outbox interface {
 //     follows the log, deletes its rows when it gets there.
 //   - It forgets the keys of the account's stream and of its address's
 //     sign-in stream, which erases every address those streams hold, and
-//     drops all but the last event of both
-//     ([eventstore.Store.Truncate]).
+//     drops all but the last event of both ([eventstore.Store.Truncate]):
+//     [Erased], and [SignInForgotten], which it appends to the sign-in
+//     stream, so that a link asked for meanwhile is asked for again after
+//     the erasure rather than sealed under a key it forgets.
 //   - It deletes the messages not yet delivered that are the person's: the
-//     sign-in mail to the address, the confirmation mail of the account's
-//     changes of address, and the integration events about it. A message
-//     that a relay holds at that moment may still go out, once.
+//     mail to the address (a sign-in link, or the news that someone asked
+//     to move to it), the confirmation mail of the account's changes of
+//     address, and the integration events about it. A message that a
+//     relay holds at that moment may still go out, once.
+//
+// The account's former addresses are no longer its own: their sign-in
+// streams, their links and mail are whoever's holds them now, and the
+// sweep forgets them as any address's ([Service.ForgetIdleAddresses]).
 //   - With integration events, it publishes [EventDeleted].
 //
 // The address can then sign up again, as a new account. It returns
@@ -73,6 +91,10 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 			return err
 		}
 		stream, signIn := userStream(acct.id), signInStream(secret, acct.email)
+		links, err := s.loadSignInLinks(ctx, tx, signIn)
+		if err != nil {
+			return err
+		}
 		ids, err := s.personalMail(ctx, tx, acct)
 		if err != nil {
 			return err
@@ -88,37 +110,60 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if _, err := s.Outbox.Delete(ctx, tx, ids, s.integration.Keys(acct.id.String())); err != nil {
 			return err
 		}
-		if s.Keys != nil {
-			for _, subject := range []string{stream, signIn} {
-				if _, err := s.Keys.Forget(ctx, tx, subject); err != nil {
-					return err
-				}
-			}
+		if err := s.forget(ctx, tx, stream); err != nil {
+			return err
 		}
-		for _, st := range []string{stream, signIn} {
-			if _, err := s.Events.Truncate(ctx, tx, st, math.MaxInt64); err != nil {
-				return err
-			}
+		if err := s.forgetSignIn(ctx, tx, signIn, links.version); err != nil {
+			return err
 		}
 		return s.publish(ctx, tx, EventDeleted, acct.id, DeletedData{UserID: acct.id, Version: appended[0].Version})
 	})
 }
 
+// forget forgets the keys of stream, which erases the addresses it holds,
+// and drops all but its last event.
+func (s *Service) forget(ctx context.Context, tx uow.Tx, stream string) error {
+	if s.Keys != nil {
+		if _, err := s.Keys.Forget(ctx, tx, stream); err != nil {
+			return err
+		}
+	}
+	_, err := s.Events.Truncate(ctx, tx, stream, math.MaxInt64)
+	return err
+}
+
+// forgetSignIn appends [SignInForgotten] to a sign-in stream at version,
+// so that a link asked for since that version was read fails this unit of
+// work, and it is tried again; then it forgets the stream's keys and drops
+// its events before the marker.
+func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, version int64) error {
+	e, err := event(TypeSignInForgotten, SignInForgotten{})
+	if err != nil {
+		return err
+	}
+	if _, err := s.Events.Append(ctx, tx, stream, eventstore.Exactly(version), e); err != nil {
+		return err
+	}
+	return s.forget(ctx, tx, stream)
+}
+
 // personalMail returns the IDs of the mails in the outbox that are the
-// account's: the sign-in mail to its address, which is the account's
-// alone, and the confirmation mail of each change of address it asked
+// account's: the mail to its address, which is the account's alone, and
+// the confirmation mail of each change of address it asked
 // for, told from another account's mail to the same address by its code,
 // or, once a buried mail's code has been removed ([mail.SecretFields]),
 // by the address alone: such a mail can sign nobody in. It reads the
 // account's whole stream, which only an erasure does.
 func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]uuid.UUID, error) {
-	msgs, err := s.Outbox.Addressed(ctx, tx, mail.TopicLoginLink, "to", acct.email)
-	if err != nil {
-		return nil, err
-	}
 	var ids []uuid.UUID
-	for _, m := range msgs {
-		ids = append(ids, m.ID)
+	for _, topic := range []string{mail.TopicLoginLink, mail.TopicEmailTaken} {
+		msgs, err := s.Outbox.Addressed(ctx, tx, topic, "to", acct.email)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			ids = append(ids, m.ID)
+		}
 	}
 	stream := userStream(acct.id)
 	events, err := s.Events.Load(ctx, tx, stream, 0)

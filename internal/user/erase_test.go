@@ -1,14 +1,21 @@
 package user_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -155,5 +162,144 @@ func TestDeleteAccountErasesThePerson(t *testing.T) {
 	// The deleted account's registration went with its stream's events.
 	if got := b.addresses(t, user.TypeRegistered, "email"); !slices.Equal(got, []string{"bob@example.com", "ada@example.com"}) {
 		t.Errorf("registrations open to %v, want Bob's and the new account's", got)
+	}
+}
+
+// erasingViews are PostgreSQL's user views that, the first time a command
+// has read a session, let another command commit.
+type erasingViews struct {
+	postgres.UserViews
+	once      sync.Once
+	interrupt func()
+}
+
+func (v *erasingViews) Session(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, time.Time, bool, error) {
+	id, expires, ok, err := v.UserViews.Session(ctx, tx, hash)
+	v.once.Do(v.interrupt)
+	return id, expires, ok, err
+}
+
+// A command under way on a session of an account that is erased meanwhile
+// is refused as unauthenticated, having changed nothing, whichever it is.
+func TestAnErasureWinsOverACommandUnderWay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	for _, c := range []struct {
+		name string
+		run  func(svc *user.Service, token string) error
+	}{
+		{"DeleteAccount", func(svc *user.Service, token string) error { return svc.DeleteAccount(ctx, token) }},
+		{"SignOut", func(svc *user.Service, token string) error { return svc.SignOut(ctx, token) }},
+		{"RequestEmailChange", func(svc *user.Service, token string) error {
+			return svc.RequestEmailChange(ctx, token, "new@example.com")
+		}},
+	} {
+		first := b.signIn(t, "ada@example.com")
+		second, err := b.svc.SignIn(ctx, b.link(t, "ada@example.com", "ada@example.com"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := user.NewService(user.Deps{
+			Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: b.keys,
+			Views: &erasingViews{UserViews: postgres.UserViews{Keys: b.keys}, interrupt: func() {
+				if err := b.svc.DeleteAccount(ctx, second.Token); err != nil {
+					t.Errorf("the interrupting erasure: %v", err)
+				}
+			}},
+		}, user.Policy{}, baseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.run(svc, first.Token); !errors.Is(err, user.ErrUnauthenticated) {
+			t.Errorf("%s while the account was erased: %v, want ErrUnauthenticated", c.name, err)
+		}
+		if ms := b.mails(t); len(ms) != 0 {
+			t.Errorf("%s while the account was erased mailed %+v", c.name, ms)
+		}
+		if n := b.count(t, `SELECT count(*) FROM events WHERE stream = 'user-' || $1::text`, first.User.ID); n != 1 {
+			t.Errorf("%s while the account was erased: its stream holds %d events, want the erasure alone", c.name, n)
+		}
+	}
+}
+
+// pausingOutbox is PostgreSQL's outbox that, the first time an erasure
+// deletes messages, lets another command commit.
+type pausingOutbox struct {
+	*postgres.Outbox
+	once      sync.Once
+	interrupt func()
+}
+
+func (o *pausingOutbox) Delete(ctx context.Context, tx uow.Tx, ids []uuid.UUID, keys []string) (int64, error) {
+	n, err := o.Outbox.Delete(ctx, tx, ids, keys)
+	o.once.Do(o.interrupt)
+	return n, err
+}
+
+// A link asked for while the address's account is being erased does not
+// outlive the erasure half-way: the erasure is tried again after it, and
+// takes the link with the rest, in the views, in the outbox and in a
+// rebuild alike.
+func TestALinkAskedForDuringAnErasureGoesWithIt(t *testing.T) {
+	t.Parallel()
+	// With integration events the erasure has messages to delete, and
+	// sends the views' deletions before the interruption.
+	events := user.WithIntegrationEvents(integration.Events{Source: baseURL, Destinations: []integration.Destination{integration.Broker}})
+	b := setupPolicy(t, user.Policy{}, events)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	var code string
+	svc, err := user.NewService(user.Deps{
+		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Views: postgres.UserViews{Keys: b.keys}, Keys: b.keys,
+		Outbox: &pausingOutbox{Outbox: b.db.Outbox(), interrupt: func() {
+			if err := b.svc.RequestSignInLink(ctx, "ada@example.com"); err != nil {
+				t.Errorf("the interrupting request: %v", err)
+			}
+			code = b.oneMail(t, mail.TopicLoginLink, "ada@example.com", "/sign-in").Link.Code
+		}},
+	}, user.Policy{}, baseURL, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.DeleteAccount(ctx, ada.Token); err != nil {
+		t.Fatal(err)
+	}
+	for _, when := range []string{"after the erasure", "after a rebuild"} {
+		if _, err := b.svc.SignInAddress(ctx, code); !errors.Is(err, user.ErrInvalidCode) {
+			t.Errorf("the link asked for during the erasure, %s: %v, want ErrInvalidCode", when, err)
+		}
+		if _, err := projections.Rebuild(ctx, b.db.Runner(b.clock.Now), b.db.Events(), postgres.UserViews{Keys: b.keys}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM data_keys WHERE subject LIKE 'signin-%'`); n != 0 {
+		t.Errorf("%d keys of sign-in streams are left", n)
+	}
+	for _, line := range b.outboxText(t) {
+		if !strings.HasPrefix(line, integration.Topic(integration.Broker, user.EventDeleted)) {
+			t.Errorf("the outbox holds %s", line)
+		}
+	}
+}
+
+// The mail that tells the owner of an address that someone asked to move
+// to it is the owner's: it goes with their erasure.
+func TestAnErasureTakesTheNewsOfATakenAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	bob := b.signIn(t, "bob@example.com")
+	if err := b.svc.RequestEmailChange(ctx, bob.Token, "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range b.outboxText(t) {
+		if strings.Contains(line, "ada@") {
+			t.Errorf("the outbox still holds %s", line)
+		}
 	}
 }

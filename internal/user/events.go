@@ -50,7 +50,7 @@ type SignInLinkRequested struct {
 
 // SignInLinkUsed records the one use of a sign-in code. Email is the
 // address in events written before addresses were sealed; later events
-// leave it out, as the stream says whose it is.
+// leave it out: the stream's first event of the link holds it, sealed.
 type SignInLinkUsed struct {
 	Email    string    `json:"email,omitempty"`
 	CodeHash string    `json:"code_hash"`

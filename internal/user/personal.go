@@ -23,11 +23,12 @@ import (
 //
 //   - "user-ID": the account's addresses. Its key goes when the account
 //     is deleted.
-//   - "signin-HASH": the address that asked for links. Its key is kept
+//   - "signin-HASH": the address that asked for links. Its keys are kept
 //     only while a link of the address can still count against its limit
-//     or sign in ([keyring.Keyring.SealUntil]); the sweep then forgets it
-//     and drops all but the last of the stream's events
-//     ([Service.Sweep]).
+//     or sign in ([keyring.Keyring.SealUntil]); the sweep then forgets
+//     them and drops the stream's events before a [SignInForgotten]
+//     ([Service.ForgetIdleAddresses]), and so does the erasure of the
+//     address's account.
 //
 // The name of a sign-in stream is a keyed hash of the address (HMAC-SHA256
 // under a secret of the keyring's, signInNamesSubject), so that the log's

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -540,7 +539,10 @@ func (s *Service) user(ctx context.Context, tx uow.Tx, id uuid.UUID) (User, erro
 		return User{}, err
 	}
 	if !ok {
-		return User{}, fmt.Errorf("user: account %s is in no view", id)
+		// A session or code named it when the unit of work read it: an
+		// erasure committed since, and the command, tried again, finds
+		// the session or code gone with it.
+		return User{}, fmt.Errorf("%w: account %s was erased meanwhile", eventstore.ErrConcurrency, id)
 	}
 	return u, nil
 }
@@ -624,16 +626,19 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	}
 }
 
-// ForgetIdleAddresses forgets the key of each address that has asked for
+// ForgetIdleAddresses forgets the keys of each address that has asked for
 // no link for longer than a link can count against its limit or sign in,
 // and a few minutes more (sweepMargin), which erases the address wherever
-// its sign-in stream holds it; and it drops all but the last event of that
-// stream ([eventstore.Store.Truncate]), which no decision needs any more
-// and whose address is erased now. It goes a batch per unit of work and
-// returns how many addresses it forgot. The app runs it every
-// SWEEP_INTERVAL, so that the log keeps an address that only ever asked
-// for a link no longer than that link mattered. Without a keyring it
-// forgets nothing.
+// its sign-in stream holds it; it appends [SignInForgotten] to that stream
+// and drops the events before it ([eventstore.Store.Truncate]), which no
+// decision needs any more. A stream that a link was asked for in since
+// its keys expired keeps its events and its new key: it is forgotten when
+// it is idle again. A link asked for while it runs fails the marker's
+// append, and the batch is tried again without that address. It goes a
+// batch per unit of work and returns how many addresses it forgot. The app
+// runs it every SWEEP_INTERVAL, so that the log keeps an address that only
+// ever asked for a link no longer than that link mattered. Without a
+// keyring it forgets nothing.
 func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
 	if s.Keys == nil {
 		return 0, nil
@@ -641,17 +646,24 @@ func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
 	var total int64
 	for {
 		var n int
-		err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
 			subjects, err := s.Keys.ForgetExpired(ctx, tx, signInPrefix, tx.Now().Add(-sweepMargin), sweepBatch)
 			if err != nil {
 				return err
 			}
+			n = len(subjects)
 			for _, stream := range subjects {
-				if _, err := s.Events.Truncate(ctx, tx, stream, math.MaxInt64); err != nil {
+				recent, version, err := s.Events.LoadSince(ctx, tx, stream, s.window(tx))
+				if err != nil {
+					return err
+				}
+				if len(recent) > 0 {
+					continue // Asked for again; its new key is not due.
+				}
+				if err := s.forgetSignIn(ctx, tx, stream, version); err != nil {
 					return err
 				}
 			}
-			n = len(subjects)
 			return nil
 		})
 		if err != nil {

@@ -27,6 +27,9 @@ CREATE TABLE data_keys (
 -- operator runs now and then, scans the table.
 
 -- +goose Down
+-- Going back deletes every data key: every sealed address in the log then
+-- reads as erased, and a rebuild of the views loses every account. Take a
+-- copy of data_keys first if there is any chance of coming forward again.
 DROP TABLE data_keys;
 CREATE TABLE data_keys (
     subject    TEXT    PRIMARY KEY,
