@@ -33,15 +33,18 @@ import (
 // failure.
 const e2eWait = 30 * time.Second
 
+// e2eDatabases make a fresh DATABASE_URL of each backend.
+var e2eDatabases = map[string]func(testing.TB) string{
+	"PostgreSQL": pgtest.NewURL,
+	"SQLite":     func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
+}
+
 // TestEndToEnd runs the whole app, API and relay, on each backend and a
 // real SMTP server, and walks a person through sign-in, email change and
 // sign-out by the mails the SMTP server received.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
-	for name, databaseURL := range map[string]func(testing.TB) string{
-		"PostgreSQL": pgtest.NewURL,
-		"SQLite":     func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
-	} {
+	for name, databaseURL := range e2eDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			endToEnd(t, databaseURL(t))

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/postgres"
-	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
@@ -32,10 +30,7 @@ import (
 // still signs in and confirms the change it asked for before.
 func TestErasureLeavesNoAddressInTheDatabase(t *testing.T) {
 	t.Parallel()
-	for name, databaseURL := range map[string]func(testing.TB) string{
-		"PostgreSQL": pgtest.NewURL,
-		"SQLite":     func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
-	} {
+	for name, databaseURL := range e2eDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			erasure(t, databaseURL(t))
