@@ -87,12 +87,13 @@ func erasure(t *testing.T, databaseURL string) {
 	mailed("link.only@example.com", "/sign-in")
 	bob := signIn(app, "bob@example.com")
 	dump := dumpDatabase(t, databaseURL)
-	for _, address := range []string{"ada.lovelace@example.com", "ada.byron@example.com", "bob@example.com"} {
+	for _, address := range []string{"ada.lovelace@example.com", "bob@example.com"} {
 		if !strings.Contains(dump, address) {
 			t.Fatalf("the dump holds no %s before the erasure: it cannot tell", address)
 		}
 	}
-	// The activity shows the changes of address, so its rows hold them.
+	// The activity shows the changes of address, so its rows hold them,
+	// once the projection has read them.
 	awaitDump(t, databaseURL, "the activity of Ada's changes", func(d string) bool {
 		return strings.Contains(d, "ada.byron@example.com") && strings.Count(d, "ada.lovelace@example.com") >= 2
 	})
