@@ -41,8 +41,7 @@ type Store interface {
 	// subject has none of that ID.
 	Key(ctx context.Context, tx uow.Tx, subject, id string) (WrappedKey, bool, error)
 	// AddKey stores a new key that expires at expires (the zero time:
-	// never); DeleteExpiredSubjects deletes it once every key of its
-	// subject has expired. It may be sent with the
+	// never). It may be sent with the
 	// unit of work's next statement rather than at once; an error of its
 	// is then returned there, or by the commit.
 	AddKey(ctx context.Context, tx uow.Tx, k WrappedKey, expires time.Time) error
@@ -54,11 +53,11 @@ type Store interface {
 	// DeleteKeys deletes every key of subject and reports whether it had
 	// any.
 	DeleteKeys(ctx context.Context, tx uow.Tx, subject string) (bool, error)
-	// DeleteExpiredSubjects deletes the keys of up to limit subjects whose
-	// names begin with prefix and all of whose keys expire at or before
-	// now, and returns those subjects. Its cost grows with the keys of the
-	// subjects of prefix, not with all the store holds.
-	DeleteExpiredSubjects(ctx context.Context, tx uow.Tx, prefix string, now time.Time, limit int) ([]string, error)
+	// ExpiredSubjects returns, in order, up to limit subjects after after
+	// whose names begin with prefix and all of whose keys expire at or
+	// before now. Its cost grows with the keys of the subjects of prefix,
+	// not with all the store holds.
+	ExpiredSubjects(ctx context.Context, tx uow.Tx, prefix, after string, now time.Time, limit int) ([]string, error)
 	// KeysNotWrappedBy returns up to limit keys that a master key other
 	// than master wrapped.
 	KeysNotWrappedBy(ctx context.Context, tx uow.Tx, master string, limit int) ([]WrappedKey, error)
@@ -109,7 +108,7 @@ func (k *Keyring) Seal(ctx context.Context, tx uow.Tx, subject, plaintext string
 
 // SealUntil is [Keyring.Seal] for a subject whose data is needed only for
 // a while: the key is kept until expires, and once every key of the
-// subject has expired, [Keyring.ForgetExpired] deletes them all. The zero
+// subject has expired, a sweep may forget them ([Keyring.ExpiredSubjects]). The zero
 // time keeps the key until Forget. Within one unit of work ([Within]) the
 // first seal for a subject makes the key, and sets its time.
 func (k *Keyring) SealUntil(ctx context.Context, tx uow.Tx, subject, plaintext string, expires time.Time) (string, error) {
@@ -205,20 +204,28 @@ func (k *Keyring) Forget(ctx context.Context, tx uow.Tx, subject string) (bool, 
 	return ok, nil
 }
 
-// ForgetExpired deletes, as part of tx, the keys of up to limit subjects
+// ExpiredSubjects returns, in order, up to limit subjects after after
 // whose names begin with prefix and whose every key [Keyring.SealUntil]
-// kept until now or earlier, which erases every value sealed for them, and
-// returns those subjects.
-func (k *Keyring) ForgetExpired(ctx context.Context, tx uow.Tx, prefix string, now time.Time, limit int) ([]string, error) {
-	subjects, err := k.store.DeleteExpiredSubjects(ctx, tx, prefix, now, limit)
+// kept until now or earlier: those whose data is no longer needed, for a
+// sweep to forget one at a time ([Keyring.Expired], [Keyring.Forget]).
+func (k *Keyring) ExpiredSubjects(ctx context.Context, tx uow.Tx, prefix, after string, now time.Time, limit int) ([]string, error) {
+	subjects, err := k.store.ExpiredSubjects(ctx, tx, prefix, after, now, limit)
 	if err != nil {
-		return nil, fmt.Errorf("keyring: forget expired keys: %w", err)
-	}
-	c := cacheOf(ctx, tx)
-	for _, s := range subjects {
-		c.drop(s)
+		return nil, fmt.Errorf("keyring: expired subjects: %w", err)
 	}
 	return subjects, nil
+}
+
+// Expired reports whether subject has keys and all of them expire at or
+// before now, as tx sees them: a sweep asks again, in the unit of work
+// that forgets the subject, whether a seal has kept it since.
+func (k *Keyring) Expired(ctx context.Context, tx uow.Tx, subject string, now time.Time) (bool, error) {
+	// The subject is the least name that begins with itself.
+	subjects, err := k.store.ExpiredSubjects(ctx, tx, subject, "", now, 1)
+	if err != nil {
+		return false, fmt.Errorf("keyring: expired %s: %w", subject, err)
+	}
+	return len(subjects) == 1 && subjects[0] == subject, nil
 }
 
 // Rotate rewraps, as part of tx, up to limit keys that a master key other

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,29 +91,27 @@ func (DataKeys) DeleteKeys(ctx context.Context, t uow.Tx, subject string) (bool,
 	return tag.RowsAffected() > 0, nil
 }
 
-// DeleteExpiredSubjects deletes the keys of subjects of prefix whose every
-// key has expired, as [keyring.Store] describes, scanning the primary key
-// from prefix on.
-func (DataKeys) DeleteExpiredSubjects(ctx context.Context, t uow.Tx, prefix string, now time.Time, limit int) ([]string, error) {
+// ExpiredSubjects returns the subjects of prefix whose every key has
+// expired, as [keyring.Store] describes, scanning the primary key from
+// prefix on.
+func (DataKeys) ExpiredSubjects(ctx context.Context, t uow.Tx, prefix, after string, now time.Time, limit int) ([]string, error) {
 	ptx, err := PgxTx(t)
 	if err != nil {
 		return nil, fmt.Errorf("data keys: %w", err)
 	}
-	rows, err := ptx.Query(ctx, `DELETE FROM data_keys WHERE subject IN (
-    SELECT subject FROM data_keys WHERE subject >= $1 AND ($2 = '' OR subject < $2)
-    GROUP BY subject
-    HAVING max(expires_at) <= $3 AND count(*) = count(expires_at)
-    LIMIT $4)
-RETURNING subject`, prefix, keyring.PrefixEnd(prefix), now, limit)
+	rows, err := ptx.Query(ctx, `SELECT subject FROM data_keys
+WHERE subject >= $1 AND ($2 = '' OR subject < $2) AND subject > $3
+GROUP BY subject
+HAVING max(expires_at) <= $4 AND count(*) = count(expires_at)
+ORDER BY subject LIMIT $5`, prefix, keyring.PrefixEnd(prefix), after, now, limit)
 	if err != nil {
-		return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+		return nil, fmt.Errorf("data keys: expired subjects: %w", err)
 	}
 	subjects, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+		return nil, fmt.Errorf("data keys: expired subjects: %w", err)
 	}
-	slices.Sort(subjects)
-	return slices.Compact(subjects), nil
+	return subjects, nil
 }
 
 // KeysNotWrappedBy returns keys that another master key wrapped, as

@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -22,6 +24,19 @@ func unavailable(ctx context.Context, err error) error {
 	}
 	if isUnavailable(err) {
 		return uow.Unavailable(err)
+	}
+	return err
+}
+
+// lostRace returns err wrapped with [eventstore.ErrConcurrency] beside the
+// driver's error when PostgreSQL aborted the transaction as the loser of a
+// deadlock (40P01) or of a serialization failure (40001): the unit of work
+// changed nothing and may be tried again, as a command that lost an
+// append's race is.
+func lostRace(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") && !errors.Is(err, eventstore.ErrConcurrency) {
+		return fmt.Errorf("%w: %w", eventstore.ErrConcurrency, err)
 	}
 	return err
 }

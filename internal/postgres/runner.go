@@ -95,7 +95,10 @@ func (t *tx) wakeLog() {
 // connection to spare, the error (of beginning, of fn or of committing)
 // wraps [uow.ErrUnavailable]. After a commit it runs the transaction's
 // after-commit hooks, by which [Outbox.Add] wakes relays; a rollback runs
-// none.
+// none. A transaction that PostgreSQL aborted as the loser of a deadlock
+// or a serialization failure returns an error wrapping
+// [eventstore.ErrConcurrency] too: it changed nothing, and a command tries
+// it again.
 func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
 	conn, err := r.db.pool.Acquire(ctx)
 	if err != nil {
@@ -107,10 +110,10 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
 	t := &tx{q: ptx, pipe: ptx, db: r.db, now: r.clock()}
 	if err := fn(ctx, t); err != nil {
-		return unavailable(ctx, err)
+		return lostRace(unavailable(ctx, err))
 	}
 	if err := ptx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: commit: %w", unavailable(ctx, err))
+		return fmt.Errorf("postgres: commit: %w", lostRace(unavailable(ctx, err)))
 	}
 	for _, fn := range t.afterCommit {
 		fn()

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/eventsourced/accounts/internal/keyring"
@@ -91,40 +90,35 @@ func (DataKeys) DeleteKeys(ctx context.Context, t uow.Tx, subject string) (bool,
 	return n > 0, nil
 }
 
-// DeleteExpiredSubjects deletes the keys of subjects of prefix whose every
-// key has expired, as [keyring.Store] describes, scanning the primary key
-// from prefix on.
-func (DataKeys) DeleteExpiredSubjects(ctx context.Context, t uow.Tx, prefix string, now time.Time, limit int) ([]string, error) {
+// ExpiredSubjects returns the subjects of prefix whose every key has
+// expired, as [keyring.Store] describes, scanning the primary key from
+// prefix on.
+func (DataKeys) ExpiredSubjects(ctx context.Context, t uow.Tx, prefix, after string, now time.Time, limit int) ([]string, error) {
 	st, err := asTx(t)
 	if err != nil {
 		return nil, fmt.Errorf("data keys: %w", err)
 	}
-	if err := st.writing(); err != nil {
-		return nil, fmt.Errorf("data keys: %w", err)
-	}
-	rows, err := st.QueryContext(ctx, `DELETE FROM data_keys WHERE subject IN (
-    SELECT subject FROM data_keys WHERE subject >= ?1 AND (?2 = '' OR subject < ?2)
-    GROUP BY subject
-    HAVING max(expires_at) <= ?3 AND count(*) = count(expires_at)
-    LIMIT ?4)
-RETURNING subject`, prefix, keyring.PrefixEnd(prefix), micros(now), limit)
+	rows, err := st.QueryContext(ctx, `SELECT subject FROM data_keys
+WHERE subject >= ?1 AND (?2 = '' OR subject < ?2) AND subject > ?3
+GROUP BY subject
+HAVING max(expires_at) <= ?4 AND count(*) = count(expires_at)
+ORDER BY subject LIMIT ?5`, prefix, keyring.PrefixEnd(prefix), after, micros(now), limit)
 	if err != nil {
-		return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+		return nil, fmt.Errorf("data keys: expired subjects: %w", err)
 	}
 	defer rows.Close()
 	var subjects []string
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {
-			return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+			return nil, fmt.Errorf("data keys: expired subjects: %w", err)
 		}
 		subjects = append(subjects, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("data keys: delete expired subjects: %w", err)
+		return nil, fmt.Errorf("data keys: expired subjects: %w", err)
 	}
-	slices.Sort(subjects)
-	return slices.Compact(subjects), nil
+	return subjects, nil
 }
 
 // KeysNotWrappedBy returns keys that another master key wrapped, as

@@ -91,6 +91,12 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 			return err
 		}
 		stream, signIn := userStream(acct.id), signInStream(secret, acct.email)
+		// Hold the address's stream before writing anything, as a
+		// sign-in, the sweep and a change of address to it do, so that
+		// they take turns instead of deadlocking.
+		if err := s.Events.Lock(ctx, tx, signIn); err != nil {
+			return err
+		}
 		links, err := s.loadSignInLinks(ctx, tx, signIn)
 		if err != nil {
 			return err

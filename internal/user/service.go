@@ -631,49 +631,74 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 // and a few minutes more (sweepMargin), which erases the address wherever
 // its sign-in stream holds it; it appends [SignInForgotten] to that stream
 // and drops the events before it ([eventstore.Store.Truncate]), which no
-// decision needs any more. A stream that a link was asked for in since
-// its keys expired keeps its events and its new key: it is forgotten when
-// it is idle again. A link asked for while it runs fails the marker's
-// append, and the batch is tried again without that address. It goes a
-// batch per unit of work and returns how many addresses it forgot. The app
-// runs it every SWEEP_INTERVAL, so that the log keeps an address that only
-// ever asked for a link no longer than that link mattered. Without a
+// decision needs any more. It returns how many addresses it forgot. The
+// app runs it every SWEEP_INTERVAL, so that the log keeps an address that
+// only ever asked for a link no longer than that link mattered. Without a
 // keyring it forgets nothing.
+//
+// Each address is forgotten in a unit of work of its own, which holds its
+// stream ([eventstore.Store.Lock]) as a sign-in and an erasure do, and
+// asks again whether the address's keys have all expired: one asked for
+// since keeps its stream and its keys, and one asked for while the unit of
+// work runs fails the marker's append, which is then tried again.
 func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
 	if s.Keys == nil {
 		return 0, nil
 	}
 	var total int64
+	after := ""
 	for {
-		var n int
-		err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
-			subjects, err := s.Keys.ForgetExpired(ctx, tx, signInPrefix, tx.Now().Add(-sweepMargin), sweepBatch)
-			if err != nil {
-				return err
-			}
-			n = len(subjects)
-			for _, stream := range subjects {
-				recent, version, err := s.Events.LoadSince(ctx, tx, stream, s.window(tx))
-				if err != nil {
-					return err
-				}
-				if len(recent) > 0 {
-					continue // Asked for again; its new key is not due.
-				}
-				if err := s.forgetSignIn(ctx, tx, stream, version); err != nil {
-					return err
-				}
-			}
-			return nil
+		var streams []string
+		err := s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			streams, err = s.Keys.ExpiredSubjects(ctx, tx, signInPrefix, after, tx.Now().Add(-sweepMargin), sweepBatch)
+			return err
 		})
 		if err != nil {
 			return total, fmt.Errorf("user: forget idle addresses: %w", err)
 		}
-		total += int64(n)
-		if n == 0 {
+		if len(streams) == 0 {
 			return total, nil
 		}
+		for _, stream := range streams {
+			forgot, err := s.forgetIdle(ctx, stream)
+			if err != nil {
+				return total, fmt.Errorf("user: forget idle addresses: %w", err)
+			}
+			if forgot {
+				total++
+			}
+		}
+		after = streams[len(streams)-1]
 	}
+}
+
+// forgetIdle forgets the sign-in stream of an idle address, unless a link
+// was asked for since its keys expired, and reports whether it did.
+func (s *Service) forgetIdle(ctx context.Context, stream string) (bool, error) {
+	var forgot bool
+	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		forgot = false
+		if err := s.Events.Lock(ctx, tx, stream); err != nil {
+			return err
+		}
+		_, version, err := s.Events.LoadSince(ctx, tx, stream, tx.Now())
+		if err != nil {
+			return err
+		}
+		// Read after the version: a link asked for since has a key
+		// that has not expired, or appends past the version.
+		idle, err := s.Keys.Expired(ctx, tx, stream, tx.Now().Add(-sweepMargin))
+		if err != nil || !idle {
+			return err
+		}
+		if err := s.forgetSignIn(ctx, tx, stream, version); err != nil {
+			return err
+		}
+		forgot = true
+		return nil
+	})
+	return forgot, err
 }
 
 // Me returns the user of a session token, or [ErrUnauthenticated]. It
@@ -723,6 +748,10 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 	if err != nil {
 		return err
 	}
+	secret, err := s.signInSecret(ctx)
+	if err != nil {
+		return err
+	}
 	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
 		acct, _, err := s.authenticate(ctx, tx, token)
 		if err != nil {
@@ -733,6 +762,12 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 		}
 		if wait := retryAfter(acct.changeRequests, tx.Now(), s.policy); wait > 0 {
 			return &TooManyRequestsError{RetryAfter: wait}
+		}
+		// Hold the new address's stream, as its account's erasure does,
+		// so that the mail to its owner is either added before the
+		// erasure, which then takes it, or finds the address free.
+		if err := s.Events.Lock(ctx, tx, signInStream(secret, email)); err != nil {
+			return err
 		}
 		_, taken, err := s.Views.UserByEmail(ctx, tx, email)
 		if err != nil {

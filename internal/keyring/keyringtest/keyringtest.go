@@ -36,7 +36,7 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 		{"Seal/ConcurrentSealsAllOpen", testConcurrentSeals},
 		{"Rotate/RewrapsEveryKey", testRotate},
 		{"ReadOnly/SealRefused", testReadOnly},
-		{"SealUntil/ForgetExpired", testForgetExpired},
+		{"SealUntil/ExpiredSubjects", testExpiredSubjects},
 		{"Secret/StableAndSecret", testSecret},
 		{"Within/OneReadPerUnitOfWork", testWithin},
 	} {
@@ -264,10 +264,10 @@ func testReadOnly(t *testing.T, h Harness) {
 	wantOpen(t, h, k, "user:1", sealed, "ada@example.com")
 }
 
-// ForgetExpired forgets the subjects all of whose keys' time has come, and
-// only those: a later seal keeps a subject longer, and a subject with a
-// key of Seal is never due.
-func testForgetExpired(t *testing.T, h Harness) {
+// ExpiredSubjects lists the subjects of a prefix all of whose keys' time
+// has come, and only those: a later seal keeps a subject longer, and a
+// subject with a key of Seal is never due; it pages by name.
+func testExpiredSubjects(t *testing.T, h Harness) {
 	k := ring(t, h, "a")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	sealUntil := func(subject string, until time.Time) string {
@@ -286,21 +286,42 @@ func testForgetExpired(t *testing.T, h Harness) {
 	other := sealUntil("signin;other", t0.Add(time.Minute)) // Of another prefix.
 	mixed := sealUntil("signin:mixed", t0.Add(time.Minute))
 	seal(t, h, k, "signin:mixed", "kept")
+	// forget forgets up to limit expired subjects, as a sweep does.
 	forget := func(now time.Time, limit int) []string {
 		var subjects []string
 		do(t, h, func(ctx context.Context, tx uow.Tx) error {
 			var err error
-			subjects, err = k.ForgetExpired(ctx, tx, "signin:", now, limit)
-			return err
+			if subjects, err = k.ExpiredSubjects(ctx, tx, "signin:", "", now, limit); err != nil {
+				return err
+			}
+			for _, s := range subjects {
+				if idle, err := k.Expired(ctx, tx, s, now); err != nil || !idle {
+					t.Errorf("Expired(%s) = %v, %v; want true for a subject ExpiredSubjects listed", s, idle, err)
+				}
+				if _, err := k.Forget(ctx, tx, s); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
-		slices.Sort(subjects)
+		if !slices.IsSorted(subjects) {
+			t.Errorf("ExpiredSubjects = %v, want them in order", subjects)
+		}
 		return subjects
 	}
 	if got := forget(t0.Add(time.Minute-time.Microsecond), 10); len(got) != 0 {
-		t.Errorf("ForgetExpired before any key's time forgot %v", got)
+		t.Errorf("ExpiredSubjects before any key's time = %v", got)
 	}
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		for subject, want := range map[string]bool{"signin:early": true, "signin:moved": false, "signin:mixed": false, "user:kept": false, "signin:none": false} {
+			if got, err := k.Expired(ctx, tx, subject, t0.Add(time.Minute)); err != nil || got != want {
+				t.Errorf("Expired(%s) at the first key's time = %v, %v; want %v", subject, got, err, want)
+			}
+		}
+		return nil
+	})
 	if got := forget(t0.Add(time.Minute), 10); !slices.Equal(got, []string{"signin:early"}) {
-		t.Errorf("ForgetExpired at the first key's time forgot %v, want [signin:early]", got)
+		t.Errorf("ExpiredSubjects at the first key's time = %v, want [signin:early]", got)
 	}
 	if got, ok, err := open(t, h, k, "signin:early", early); err != nil || ok || got != keyring.Erased {
 		t.Errorf("Open of a value of an expired key = %q, %v, %v; want erased", got, ok, err)
@@ -309,17 +330,24 @@ func testForgetExpired(t *testing.T, h Harness) {
 	for _, s := range []string{"signin:a", "signin:b", "signin:c"} {
 		sealUntil(s, t0.Add(time.Minute))
 	}
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		got, err := k.ExpiredSubjects(ctx, tx, "signin:", "signin:a", t0.Add(time.Minute), 1)
+		if err == nil && !slices.Equal(got, []string{"signin:b"}) {
+			t.Errorf("ExpiredSubjects after signin:a, limit 1 = %v, want [signin:b]", got)
+		}
+		return err
+	})
 	var all []string
 	for range 5 {
 		got := forget(t0.Add(24*time.Hour), 2)
 		if len(got) > 2 {
-			t.Fatalf("ForgetExpired(limit 2) forgot %v", got)
+			t.Fatalf("ExpiredSubjects(limit 2) = %v", got)
 		}
 		all = append(all, got...)
 	}
 	slices.Sort(all)
 	if want := []string{"signin:a", "signin:b", "signin:c", "signin:moved"}; !slices.Equal(all, want) {
-		t.Errorf("ForgetExpired a day on forgot %v, want %v", all, want)
+		t.Errorf("the subjects forgotten a day on: %v, want %v", all, want)
 	}
 	wantOpen(t, h, k, "user:kept", kept, "user:kept@example.com")
 	wantOpen(t, h, k, "signin:mixed", mixed, "signin:mixed@example.com")

@@ -1,0 +1,254 @@
+package user_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
+)
+
+// waitForLockWait waits until some backend of the server waits on a lock
+// (other tests on the server may be the ones waiting, which leaves the
+// interleaving to chance but the checks as strict), or gives up after 5s.
+func waitForLockWait(t *testing.T, b *bundle) {
+	t.Helper()
+	for range 500 {
+		if b.count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`) > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Log("no backend waits on a lock")
+}
+
+// The sweep forgets an address whose link was used later than the sweep's
+// margin after it was asked for: the use within the window does not keep
+// the address, which no decision needs once its links have expired, and
+// the stream ends in the bare marker, so that after the account moves on
+// and is erased no sign-in event of its former address names it.
+func TestTheSweepForgetsAnAddressThatSignedInLate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	code := b.link(t, "ada@example.com", "ada@example.com")
+	var stream string
+	if err := b.db.Pool().QueryRow(ctx, `SELECT stream FROM events WHERE stream LIKE 'signin-%'`).Scan(&stream); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(10 * time.Minute)
+	ada, err := b.svc.SignIn(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.mails(t)
+	b.clock.Advance(11 * time.Minute) // key expired 6m ago; the use is 11m old
+	if n, err := b.svc.ForgetIdleAddresses(ctx); err != nil || n != 1 {
+		t.Fatalf("ForgetIdleAddresses = %d, %v", n, err)
+	}
+	b.clock.Advance(7 * 24 * time.Hour)
+	if _, err := b.svc.ForgetIdleAddresses(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM events WHERE stream = $1`, stream); n != 1 {
+		t.Errorf("a week later the sign-in stream keeps %d events, want the marker alone", n)
+	}
+	// Ada moves on and is erased: her former address's stream still ties
+	// the keyed hash of ada@example.com to her user ID, for good.
+	change := b.changeCode(t, ada.Token, "ada.new@example.com")
+	if _, err := b.svc.ConfirmEmailChange(ctx, change); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM events WHERE stream LIKE 'signin-%' AND data->>'user_id' = $1::text`, ada.User.ID); n != 0 {
+		t.Errorf("after the erasure %d sign-in events still name the erased user", n)
+	}
+}
+
+// usedInterruptingViews let interrupt run once SignIn has appended its
+// SignInLinkUsed (uncommitted).
+type usedInterruptingViews struct {
+	postgres.UserViews
+	once      sync.Once
+	interrupt func()
+}
+
+func (v *usedInterruptingViews) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
+	err := v.UserViews.Apply(ctx, tx, events...)
+	if len(events) == 1 && events[0].Type == user.TypeSignInLinkUsed {
+		v.once.Do(v.interrupt)
+	}
+	return err
+}
+
+// A sign-in and the erasure of its account take turns on the address's
+// stream instead of deadlocking: the erasure waits for the sign-in that
+// holds the stream, and then erases its session too; neither fails
+// otherwise than as the domain says.
+func TestASignInAndAnErasureOfItsAccountTakeTurns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	code := b.link(t, "ada@example.com", "ada@example.com")
+	var delErr error
+	done := make(chan struct{})
+	svc, err := user.NewService(user.Deps{
+		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: b.keys,
+		Views: &usedInterruptingViews{UserViews: postgres.UserViews{Keys: b.keys}, interrupt: func() {
+			go func() { defer close(done); delErr = b.svc.DeleteAccount(ctx, ada.Token) }()
+			waitForLockWait(t, b)
+		}},
+	}, user.Policy{}, baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, signErr := svc.SignIn(ctx, code)
+	<-done
+	for name, err := range map[string]error{"SignIn": signErr, "DeleteAccount": delErr} {
+		if err != nil && !errors.Is(err, user.ErrInvalidCode) && !errors.Is(err, user.ErrUnauthenticated) {
+			t.Errorf("%s racing the other: %v, want success or a domain error", name, err)
+		}
+	}
+}
+
+// pausingKeyStore lets interrupt run once the sweep, holding an address's
+// stream, has asked again whether its keys have expired.
+type pausingKeyStore struct {
+	postgres.DataKeys
+	once      sync.Once
+	interrupt func()
+}
+
+func (s *pausingKeyStore) ExpiredSubjects(ctx context.Context, tx uow.Tx, prefix, after string, now time.Time, limit int) ([]string, error) {
+	subjects, err := s.DataKeys.ExpiredSubjects(ctx, tx, prefix, after, now, limit)
+	if limit == 1 { // The sweep asks again, holding the stream.
+		s.once.Do(s.interrupt)
+	}
+	return subjects, err
+}
+
+var _ keyring.Store = (*pausingKeyStore)(nil)
+
+// The sweep of an idle address and the erasure of its account take turns
+// on the address's stream instead of deadlocking, and both succeed.
+func TestTheSweepAndAnErasureTakeTurns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	b.clock.Advance(21 * time.Minute) // Ada's sign-in stream is idle, her session live
+	var delErr error
+	done := make(chan struct{})
+	store := &pausingKeyStore{interrupt: func() {
+		go func() { defer close(done); delErr = b.svc.DeleteAccount(ctx, ada.Token) }()
+		waitForLockWait(t, b)
+	}}
+	keys := keyringtest.New(t, store)
+	sweeper, err := user.NewService(user.Deps{
+		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: keys,
+		Views: postgres.UserViews{Keys: keys},
+	}, user.Policy{}, baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sweepErr := sweeper.ForgetIdleAddresses(ctx)
+	<-done
+	if delErr != nil {
+		t.Errorf("DeleteAccount racing the idle sweep: %v, want nil", delErr)
+	}
+	if sweepErr != nil {
+		t.Errorf("ForgetIdleAddresses racing an erasure: %v, want nil", sweepErr)
+	}
+}
+
+// takenInterruptingViews let interrupt run once a command has found an
+// address taken.
+type takenInterruptingViews struct {
+	postgres.UserViews
+	once      sync.Once
+	interrupt func()
+}
+
+func (v *takenInterruptingViews) UserByEmail(ctx context.Context, tx uow.Tx, email string) (user.User, bool, error) {
+	u, ok, err := v.UserViews.UserByEmail(ctx, tx, email)
+	if ok {
+		v.once.Do(v.interrupt)
+	}
+	return u, ok, err
+}
+
+// The mail that tells an address's owner that someone asked to move to it
+// and the erasure of that owner's account take turns: a mail added first
+// goes with the erasure, and one asked for after finds the address free.
+func TestAnEmailTakenMailRacingAnErasureGoesWithIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	bob := b.signIn(t, "bob@example.com")
+	done := make(chan struct{})
+	svc, err := user.NewService(user.Deps{
+		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: b.keys,
+		Views: &takenInterruptingViews{UserViews: postgres.UserViews{Keys: b.keys}, interrupt: func() {
+			go func() {
+				defer close(done)
+				if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
+					t.Errorf("the interrupting erasure: %v", err)
+				}
+			}()
+			waitForLockWait(t, b)
+		}},
+	}, user.Policy{}, baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.RequestEmailChange(ctx, bob.Token, "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	for _, line := range b.outboxText(t) {
+		if strings.Contains(line, "ada@") {
+			t.Errorf("after Ada's erasure the outbox holds %s", line)
+		}
+	}
+}
+
+// The sweep forgets an address whose keys have expired though its last
+// request is still within this instance's LINK_WINDOW, as when a rolling
+// deploy raises it: the instance that sealed the address decided how long
+// it matters.
+func TestTheSweepForgetsAnAddressWhenTheWindowGrew(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	b.link(t, "link.only@example.com", "link.only@example.com")
+	wide, err := user.NewService(user.Deps{
+		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: b.keys,
+		Views: postgres.UserViews{Keys: b.keys},
+	}, user.Policy{LinkWindow: time.Hour}, baseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(21 * time.Minute)
+	if _, err := wide.ForgetIdleAddresses(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(7 * 24 * time.Hour)
+	if _, err := wide.ForgetIdleAddresses(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM events WHERE stream LIKE 'signin-%' AND type = $1`, user.TypeSignInForgotten); n != 1 {
+		t.Errorf("a week later the stream has %d markers, want 1", n)
+	}
+}
