@@ -92,10 +92,10 @@ func erasure(t *testing.T, databaseURL string) {
 			t.Fatalf("the dump holds no %s before the erasure: it cannot tell", address)
 		}
 	}
-	// The activity shows the changes of address, so its rows hold them,
-	// once the projection has read them.
-	awaitDump(t, databaseURL, "the activity of Ada's changes", func(d string) bool {
-		return strings.Contains(d, "ada.byron@example.com") && strings.Count(d, "ada.lovelace@example.com") >= 2
+	// The activity shows the address a change made, so its rows hold it
+	// beside the users view, once the projection has read the change.
+	awaitDump(t, databaseURL, "the activity of Ada's change", func(d string) bool {
+		return strings.Count(d, "ada.lovelace@example.com") >= 2
 	})
 
 	app.expect(t, "DELETE", "/v1/me", ada.Token, "", http.StatusNoContent, nil)

@@ -109,7 +109,7 @@ func describeActivity(a user.Activity) string {
 	case user.ActivitySignedOut:
 		return "Signed out"
 	case user.ActivityEmailChangeRequested:
-		return "Asked to change the address to " + a.Detail
+		return "Asked to change the address"
 	case user.ActivityEmailChanged:
 		return "Address changed to " + a.Detail
 	default:

@@ -29,8 +29,10 @@ const (
 type Activity struct {
 	Type string
 	At   time.Time
-	// Detail says more where there is more to say: the address an email
-	// change asked for or made. It is never a code or a token.
+	// Detail says more where there is more to say: the address a change
+	// of address made, which was the account's own. The address a change
+	// asked for is not shown: it may be another person's, and their
+	// erasure could not reach it here. It is never a code or a token.
 	Detail string
 	// Position is the event's place in the log; pages of activity are cut
 	// by it ([ActivityCursor]).
@@ -103,7 +105,7 @@ func ActivityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventst
 	if d.UserID == uuid.Nil {
 		return uuid.Nil, Activity{}, false, fmt.Errorf("user: activity of %s %s: no user_id", e.Type, e.ID)
 	}
-	if a.Type == ActivityEmailChangeRequested || a.Type == ActivityEmailChanged {
+	if a.Type == ActivityEmailChanged {
 		email, ok, err := Address(ctx, tx, keys, e, d.NewEmail)
 		if err != nil {
 			return uuid.Nil, Activity{}, false, err

@@ -44,6 +44,13 @@ func foldSignInLinks(events []eventstore.Event, version int64) (signInLinks, err
 			if c := s.code(d.CodeHash); c != nil {
 				c.used = true
 			}
+		case TypeSignInForgotten:
+			// The events before it are gone; their requests still count.
+			d, err := eventstore.Decode[SignInForgotten](e)
+			if err != nil {
+				return s, err
+			}
+			s.requests = append(s.requests, d.Requests...)
 		}
 	}
 	return s, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -32,9 +33,15 @@ type Erased struct {
 // so does the sweep of an address that asked for no link lately.
 const TypeSignInForgotten = "signin.forgotten"
 
-// SignInForgotten is the data of [TypeSignInForgotten]: nothing, so that
-// the event a truncated stream keeps says nothing of whose it was.
-type SignInForgotten struct{}
+// SignInForgotten is the data of [TypeSignInForgotten]. It holds no
+// address and no account, so that the event a truncated stream keeps says
+// nothing of whose it was; only the times of the stream's link requests
+// that could still count against its limit, so that forgetting an address,
+// or erasing its account, does not give it a fresh limit (and so tell an
+// observer that it had an account).
+type SignInForgotten struct {
+	Requests []time.Time `json:"requests,omitempty"`
+}
 
 // EventDeleted is the integration event of an account's deletion: a
 // consumer deletes what it holds of the user.
@@ -67,10 +74,11 @@ type Outbox interface {
 //     [Erased], and [SignInForgotten], which it appends to the sign-in
 //     stream, so that a link asked for meanwhile is asked for again after
 //     the erasure rather than sealed under a key it forgets.
-//   - It deletes the messages not yet delivered that are the person's: the
-//     mail to the address (a sign-in link, or the news that someone asked
-//     to move to it), the confirmation mail of the account's changes of
-//     address, and the integration events about it. A message that a
+//   - It deletes the messages not yet delivered that are the person's:
+//     every mail to the address (a sign-in link, a confirmation someone
+//     asked for, the news that someone asked to move to it), the
+//     confirmation mail of the account's changes of address, and the
+//     integration events about it. A message that a
 //     relay holds at that moment may still go out, once.
 //
 // The account's former addresses are no longer its own: their sign-in
@@ -119,7 +127,7 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if err := s.forget(ctx, tx, stream); err != nil {
 			return err
 		}
-		if err := s.forgetSignIn(ctx, tx, signIn, links.version); err != nil {
+		if err := s.forgetSignIn(ctx, tx, signIn, links); err != nil {
 			return err
 		}
 		return s.publish(ctx, tx, EventDeleted, acct.id, DeletedData{UserID: acct.id, Version: appended[0].Version})
@@ -138,23 +146,25 @@ func (s *Service) forget(ctx context.Context, tx uow.Tx, stream string) error {
 	return err
 }
 
-// forgetSignIn appends [SignInForgotten] to a sign-in stream at version,
-// so that a link asked for since that version was read fails this unit of
-// work, and it is tried again; then it forgets the stream's keys and drops
-// its events before the marker.
-func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, version int64) error {
-	e, err := event(TypeSignInForgotten, SignInForgotten{})
+// forgetSignIn appends [SignInForgotten], with the times of the recent
+// requests of links, to a sign-in stream at the version links were read
+// at, so that a link asked for since fails this unit of work, and it is
+// tried again; then it forgets the stream's keys and drops its events
+// before the marker.
+func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, links signInLinks) error {
+	e, err := event(TypeSignInForgotten, SignInForgotten{Requests: links.requests})
 	if err != nil {
 		return err
 	}
-	if _, err := s.Events.Append(ctx, tx, stream, eventstore.Exactly(version), e); err != nil {
+	if _, err := s.Events.Append(ctx, tx, stream, eventstore.Exactly(links.version), e); err != nil {
 		return err
 	}
 	return s.forget(ctx, tx, stream)
 }
 
 // personalMail returns the IDs of the mails in the outbox that are the
-// account's: the mail to its address, which is the account's alone, and
+// account's: every mail to its address, which is the account's alone
+// (whoever asked for it, even before the address was the account's), and
 // the confirmation mail of each change of address it asked
 // for, told from another account's mail to the same address by its code,
 // or, once a buried mail's code has been removed ([mail.SecretFields]),
@@ -162,7 +172,7 @@ func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, ve
 // account's whole stream, which only an erasure does.
 func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]uuid.UUID, error) {
 	var ids []uuid.UUID
-	for _, topic := range []string{mail.TopicLoginLink, mail.TopicEmailTaken} {
+	for _, topic := range mail.Topics {
 		msgs, err := s.Outbox.Addressed(ctx, tx, topic, "to", acct.email)
 		if err != nil {
 			return nil, err

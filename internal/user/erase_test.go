@@ -195,8 +195,11 @@ func TestAnErasureWinsOverACommandUnderWay(t *testing.T) {
 			return svc.RequestEmailChange(ctx, token, "new@example.com")
 		}},
 	} {
-		first := b.signIn(t, "ada@example.com")
-		second, err := b.svc.SignIn(ctx, b.link(t, "ada@example.com", "ada@example.com"))
+		// An address of its own each time: an erasure keeps the address's
+		// limit on links.
+		address := strings.ToLower(c.name) + "@example.com"
+		first := b.signIn(t, address)
+		second, err := b.svc.SignIn(ctx, b.link(t, address, address))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,6 +303,74 @@ func TestAnErasureTakesTheNewsOfATakenAddress(t *testing.T) {
 	for _, line := range b.outboxText(t) {
 		if strings.Contains(line, "ada@") {
 			t.Errorf("the outbox still holds %s", line)
+		}
+	}
+}
+
+// An erasure keeps the limit of the address's links: the requests it drops
+// from the sign-in stream still count, so erasing an account neither gives
+// a mailbox more links nor tells an observer, by a fresh limit, that the
+// address had an account.
+func TestAnErasureKeepsTheAddressLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	for range 4 {
+		b.link(t, "ada@example.com", "ada@example.com")
+	}
+	var before *user.TooManyRequestsError
+	if err := b.svc.RequestSignInLink(ctx, "ada@example.com"); !errors.As(err, &before) {
+		t.Fatalf("a sixth link: %v, want TooManyRequestsError", err)
+	}
+	b.clock.Advance(time.Minute)
+	if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
+		t.Fatal(err)
+	}
+	var after *user.TooManyRequestsError
+	if err := b.svc.RequestSignInLink(ctx, "ada@example.com"); !errors.As(err, &after) {
+		t.Fatalf("a link after the erasure: %v, want TooManyRequestsError", err)
+	}
+	if want := before.RetryAfter - time.Minute; after.RetryAfter != want {
+		t.Errorf("after the erasure the address waits %s, want %s, as it would have", after.RetryAfter, want)
+	}
+	b.clock.Advance(after.RetryAfter)
+	b.link(t, "ada@example.com", "ada@example.com")
+}
+
+// Every mail to the erased address goes with the erasure, even one another
+// account asked for before the address was the erased account's.
+func TestAnErasureTakesEveryMailToTheAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	mallory := b.signIn(t, "mallory@example.com")
+	if err := b.svc.RequestEmailChange(ctx, mallory.Token, "pat@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.RequestSignInLink(ctx, "pat@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	var code string
+	for _, line := range b.outboxText(t) {
+		if strings.HasPrefix(line, mail.TopicLoginLink) {
+			var l mail.Link
+			if err := json.Unmarshal([]byte(line[strings.Index(line, "{"):]), &l); err != nil {
+				t.Fatal(err)
+			}
+			code = l.Code
+		}
+	}
+	pat, err := b.svc.SignIn(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.DeleteAccount(ctx, pat.Token); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range b.outboxText(t) {
+		if strings.Contains(line, "pat@") {
+			t.Errorf("after the erasure the outbox holds %s", line)
 		}
 	}
 }

@@ -682,7 +682,7 @@ func (s *Service) forgetIdle(ctx context.Context, stream string) (bool, error) {
 		if err := s.Events.Lock(ctx, tx, stream); err != nil {
 			return err
 		}
-		_, version, err := s.Events.LoadSince(ctx, tx, stream, tx.Now())
+		links, err := s.loadSignInLinks(ctx, tx, stream)
 		if err != nil {
 			return err
 		}
@@ -692,7 +692,7 @@ func (s *Service) forgetIdle(ctx context.Context, stream string) (bool, error) {
 		if err != nil || !idle {
 			return err
 		}
-		if err := s.forgetSignIn(ctx, tx, stream, version); err != nil {
+		if err := s.forgetSignIn(ctx, tx, stream, links); err != nil {
 			return err
 		}
 		forgot = true
