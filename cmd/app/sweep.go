@@ -20,7 +20,9 @@ type sweep struct {
 // sweeps returns what each instance sweeps every SWEEP_INTERVAL: the rows
 // of expired links and sessions in the user views; the keys, and all but
 // the last event of the sign-in streams, of addresses that asked for no
-// link for longer than a link matters; the code and link of
+// link for longer than a link matters; the keys of the addresses that
+// changes of address asked for, once the changes can no longer be
+// confirmed; the code and link of
 // each buried mail whose link has expired, so that a buried message keeps
 // nothing that signs in; and buried messages older than
 // OUTBOX_BURIED_RETENTION (kept, when it is 0, until an operator discards
@@ -29,6 +31,7 @@ func (e env) sweeps(db backend, users *user.Service) []sweep {
 	all := []sweep{
 		{name: "expired links and sessions", run: users.Sweep},
 		{name: "keys of addresses that asked for no link lately", run: users.ForgetIdleAddresses},
+		{name: "keys of the addresses changes of address asked for, once past", run: users.ForgetSettledChanges},
 	}
 	linkTTL := e.cfg.Policy.WithDefaults().LinkTTL
 	all = append(all, sweep{name: "codes of buried mail whose link expired", run: func(ctx context.Context) (int64, error) {

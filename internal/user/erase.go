@@ -68,8 +68,10 @@ type Outbox interface {
 //     session and takes the account out of the views: its row, sessions
 //     and codes, and the sign-in codes of its address; the activity, which
 //     follows the log, deletes its rows when it gets there.
-//   - It forgets the keys of the account's stream and of its address's
-//     sign-in stream, which erases every address those streams hold, and
+//   - It forgets the keys of the account's stream, of its address's
+//     sign-in stream, of its changes of address and of the changes that
+//     other accounts asked to its address and whose confirmation is still
+//     in the outbox, which erases every address those hold, and
 //     drops all but the last event of both ([eventstore.Store.Truncate]):
 //     [Erased], and [SignInForgotten], which it appends to the sign-in
 //     stream, so that a link asked for meanwhile is asked for again after
@@ -109,7 +111,7 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		ids, err := s.personalMail(ctx, tx, acct)
+		ids, changes, err := s.personalMail(ctx, tx, acct)
 		if err != nil {
 			return err
 		}
@@ -126,6 +128,13 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		}
 		if err := s.forget(ctx, tx, stream); err != nil {
 			return err
+		}
+		if s.Keys != nil {
+			for _, subject := range changes {
+				if _, err := s.Keys.Forget(ctx, tx, subject); err != nil {
+					return err
+				}
+			}
 		}
 		if err := s.forgetSignIn(ctx, tx, signIn, links); err != nil {
 			return err
@@ -163,28 +172,41 @@ func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, li
 }
 
 // personalMail returns the IDs of the mails in the outbox that are the
-// account's: every mail to its address, which is the account's alone
-// (whoever asked for it, even before the address was the account's), and
-// the confirmation mail of each change of address it asked
-// for, told from another account's mail to the same address by its code,
-// or, once a buried mail's code has been removed ([mail.SecretFields]),
-// by the address alone: such a mail can sign nobody in. It reads the
+// account's, and the subjects of the changes of address whose asked-for
+// address is the account's to erase. The mails: every mail to its address,
+// which is the account's alone (whoever asked for it, even before the
+// address was the account's), and the confirmation mail of each change of
+// address it asked for, told from another account's mail to the same
+// address by its code, or, once a buried mail's code has been removed
+// ([mail.SecretFields]), by the address alone: such a mail can sign nobody
+// in. The changes: the account's own, and those of other accounts whose
+// confirmation to its address is still in the outbox. It reads the
 // account's whole stream, which only an erasure does.
-func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]uuid.UUID, error) {
+func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]uuid.UUID, []string, error) {
 	var ids []uuid.UUID
+	var changes []string
 	for _, topic := range mail.Topics {
 		msgs, err := s.Outbox.Addressed(ctx, tx, topic, "to", acct.email)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, m := range msgs {
 			ids = append(ids, m.ID)
+			if topic != mail.TopicEmailChange {
+				continue
+			}
+			var link mail.Link
+			if err := json.Unmarshal(m.Payload, &link); err != nil {
+				return nil, nil, fmt.Errorf("user: mail %s: %w", m.ID, err)
+			}
+			if link.Code != "" {
+				changes = append(changes, changeSubject(hashSecret(link.Code)))
+			}
 		}
 	}
-	stream := userStream(acct.id)
-	events, err := s.Events.Load(ctx, tx, stream, 0)
+	events, err := s.Events.Load(ctx, tx, userStream(acct.id), 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	codes := map[string][]string{} // the code hashes of the changes to each address
 	for _, e := range events {
@@ -193,14 +215,15 @@ func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]
 		}
 		d, err := eventstore.Decode[EmailChangeRequested](e)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		changes = append(changes, changeSubject(d.CodeHash))
 		if d.Taken {
 			continue // Its mail went to the address's owner, and is theirs.
 		}
-		to, ok, err := openAddress(ctx, tx, s.Keys, stream, d.NewEmail)
+		to, ok, err := openAddress(ctx, tx, s.Keys, changeSubject(d.CodeHash), d.NewEmail)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
 			codes[to] = append(codes[to], d.CodeHash)
@@ -209,19 +232,19 @@ func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]
 	for to, hashes := range codes {
 		msgs, err := s.Outbox.Addressed(ctx, tx, mail.TopicEmailChange, "to", to)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, m := range msgs {
 			var link mail.Link
 			if err := json.Unmarshal(m.Payload, &link); err != nil {
-				return nil, fmt.Errorf("user: mail %s: %w", m.ID, err)
+				return nil, nil, fmt.Errorf("user: mail %s: %w", m.ID, err)
 			}
 			if link.Code == "" || anySameHash(hashes, hashSecret(link.Code)) {
 				ids = append(ids, m.ID)
 			}
 		}
 	}
-	return ids, nil
+	return ids, changes, nil
 }
 
 // anySameHash reports whether hashes holds hash, comparing each in

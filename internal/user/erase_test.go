@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -373,4 +374,67 @@ func TestAnErasureTakesEveryMailToTheAddress(t *testing.T) {
 			t.Errorf("after the erasure the outbox holds %s", line)
 		}
 	}
+}
+
+// The address another account asked to move to is not that account's to
+// keep: a taken one is not recorded, one whose confirmation is still in
+// the outbox goes with the erasure of the address's account, and every
+// one goes once its change can no longer be confirmed.
+func TestTheAddressesOthersAskedForAreErased(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	mallory := b.signIn(t, "mallory@example.com")
+	pat := b.signIn(t, "pat@example.com")
+	for _, to := range []string{"pat@example.com", "quinn@example.com", "rose@example.com"} {
+		if err := b.svc.RequestEmailChange(ctx, mallory.Token, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Rose's confirmation is delivered; Quinn's waits in the outbox.
+	for _, line := range b.outboxText(t) {
+		if strings.Contains(line, `"to":"rose@example.com"`) {
+			if n, err := b.db.Pool().Exec(ctx, `DELETE FROM outbox_messages WHERE payload->>'to' = 'rose@example.com'`); err != nil || n.RowsAffected() != 1 {
+				t.Fatalf("delivering Rose's mail: %v", err)
+			}
+		}
+	}
+	if got := b.addresses(t, user.TypeEmailChangeRequested, "new_email"); !slices.Equal(got, []string{"", "quinn@example.com", "rose@example.com"}) {
+		t.Fatalf("Mallory's changes open to %v, want no address for the taken one", got)
+	}
+	for _, who := range []string{"quinn@example.com", "rose@example.com"} {
+		if err := b.svc.RequestSignInLink(ctx, who); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var codes []string
+	for _, line := range b.outboxText(t) {
+		if strings.HasPrefix(line, mail.TopicLoginLink) {
+			var l mail.Link
+			if err := json.Unmarshal([]byte(line[strings.Index(line, "{"):]), &l); err != nil {
+				t.Fatal(err)
+			}
+			codes = append(codes, l.Code)
+		}
+	}
+	for _, code := range codes {
+		s, err := b.svc.SignIn(ctx, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.DeleteAccount(ctx, s.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := b.addresses(t, user.TypeEmailChangeRequested, "new_email"); !slices.Equal(got, []string{"", keyring.Erased, "rose@example.com"}) {
+		t.Errorf("after Quinn's and Rose's erasures Mallory's changes open to %v, want Quinn's erased with its pending mail", got)
+	}
+	b.clock.Advance(15*time.Minute + 5*time.Minute + time.Second)
+	if n, err := b.svc.ForgetSettledChanges(ctx); err != nil || n == 0 {
+		t.Fatalf("ForgetSettledChanges = %d, %v", n, err)
+	}
+	if got := b.addresses(t, user.TypeEmailChangeRequested, "new_email"); !slices.Equal(got, []string{"", keyring.Erased, keyring.Erased}) {
+		t.Errorf("once the changes are past Mallory's changes open to %v, want all erased", got)
+	}
+	sameUser(t, "Pat's Me", b.me(t, pat.Token), pat.User)
 }

@@ -82,10 +82,13 @@ type SessionEnded struct {
 // link. Either way the request counts against the user's limit and shows
 // in their activity alike, so the answer tells nobody whether an address
 // has an account; a taken request's CodeHash is that of a code no mail
-// carries.
+// carries, and it keeps no NewEmail, which is the owner's. NewEmail is
+// sealed for the change alone ("change-CODEHASH"), whose key goes once
+// the change can no longer be confirmed, or with the erasure of the
+// address's account.
 type EmailChangeRequested struct {
 	UserID    uuid.UUID `json:"user_id"`
-	NewEmail  string    `json:"new_email"`
+	NewEmail  string    `json:"new_email,omitempty"`
 	CodeHash  string    `json:"code_hash"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Taken     bool      `json:"taken,omitempty"`

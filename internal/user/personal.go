@@ -23,6 +23,11 @@ import (
 //
 //   - "user-ID": the account's addresses. Its key goes when the account
 //     is deleted.
+//   - "change-CODEHASH": the address a change of address asked for, which
+//     may be another person's. Its key is kept while the change can be
+//     confirmed, and forgotten by the sweep after, or at once by the
+//     erasure of the address's account while the confirmation mail to it
+//     is still in the outbox ([Service.DeleteAccount]).
 //   - "signin-HASH": the address that asked for links. Its keys are kept
 //     only while a link of the address can still count against its limit
 //     or sign in ([keyring.Keyring.SealUntil]); the sweep then forgets
@@ -51,6 +56,13 @@ func signInStream(secret []byte, email string) string {
 }
 
 func userStream(id uuid.UUID) string { return "user-" + id.String() }
+
+// changePrefix begins the keyring subject of every change of address.
+const changePrefix = "change-"
+
+// changeSubject returns the keyring subject that the address asked for by
+// the change of address with the code hash is sealed for.
+func changeSubject(codeHash string) string { return changePrefix + codeHash }
 
 // signInNames holds the secret that names sign-in streams once it has been
 // read.
@@ -100,21 +112,32 @@ func (s *Service) sealUntil(ctx context.Context, tx uow.Tx, stream, address stri
 }
 
 // Address returns the address that value, a field of e, holds: opened
-// with the key of e's stream when it is sealed, and as it is when it is
-// not, as in events written before addresses were sealed. A value whose
-// key is gone gives [keyring.Erased] and false. The views and projections
-// that show addresses read them through it.
+// with the key of the subject it was sealed for (e's stream, or, for the
+// address an [EmailChangeRequested] asked for, its change's), and as it is
+// when it is not sealed, as in events written before addresses were
+// sealed. A value whose key is gone gives [keyring.Erased] and false. The
+// views and projections that show addresses read them through it.
 func Address(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event, value string) (string, bool, error) {
-	return openAddress(ctx, tx, keys, e.Stream, value)
+	subject := e.Stream
+	if e.Type == TypeEmailChangeRequested {
+		d, err := eventstore.Decode[struct {
+			CodeHash string `json:"code_hash"`
+		}](e)
+		if err != nil {
+			return "", false, err
+		}
+		subject = changeSubject(d.CodeHash)
+	}
+	return openAddress(ctx, tx, keys, subject, value)
 }
 
-// openAddress is [Address] for a value of stream.
-func openAddress(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, stream, value string) (string, bool, error) {
+// openAddress is [Address] for a value sealed for subject.
+func openAddress(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, subject, value string) (string, bool, error) {
 	if !keyring.Sealed(value) {
 		return value, true, nil
 	}
 	if keys == nil {
-		return "", false, fmt.Errorf("user: a sealed address in %s, and no keyring to open it", stream)
+		return "", false, fmt.Errorf("user: a sealed address of %s, and no keyring to open it", subject)
 	}
-	return keys.Open(ctx, tx, stream, value)
+	return keys.Open(ctx, tx, subject, value)
 }

@@ -407,7 +407,7 @@ func (s *Service) liveChange(ctx context.Context, tx uow.Tx, hash string) (accou
 	case !tx.Now().Before(c.expiresAt):
 		return account{}, nil, fmt.Errorf("%w: confirmation code expired", ErrInvalidCode)
 	}
-	to, ok, err := openAddress(ctx, tx, s.Keys, userStream(id), c.newEmail)
+	to, ok, err := openAddress(ctx, tx, s.Keys, changeSubject(c.hash), c.newEmail)
 	if err != nil {
 		return account{}, nil, err
 	}
@@ -673,6 +673,39 @@ func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
 	}
 }
 
+// ForgetSettledChanges forgets the keys of the changes of address that can
+// no longer be confirmed, a few minutes past (sweepMargin), which erases
+// the addresses they asked for: those may be other people's, and no
+// decision needs them any more. It goes a batch per unit of work and
+// returns how many it forgot; the app runs it every SWEEP_INTERVAL.
+// Without a keyring it forgets nothing.
+func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
+	if s.Keys == nil {
+		return 0, nil
+	}
+	var total int64
+	for {
+		var n int
+		err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+			subjects, err := s.Keys.ExpiredSubjects(ctx, tx, changePrefix, "", tx.Now().Add(-sweepMargin), sweepBatch)
+			for _, subject := range subjects {
+				if err == nil {
+					_, err = s.Keys.Forget(ctx, tx, subject)
+				}
+			}
+			n = len(subjects)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("user: forget settled changes: %w", err)
+		}
+		total += int64(n)
+		if n == 0 {
+			return total, nil
+		}
+	}
+}
+
 // forgetIdle forgets the sign-in stream of an idle address, unless a link
 // was asked for since its keys expired, and reports whether it did.
 func (s *Service) forgetIdle(ctx context.Context, stream string) (bool, error) {
@@ -775,9 +808,15 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 		}
 		code, hash := newSecret()
 		expires := tx.Now().Add(s.policy.LinkTTL)
-		sealed, err := s.seal(ctx, tx, userStream(acct.id), email)
-		if err != nil {
-			return err
+		// Sealed for the change alone: the address may be another
+		// person's, whose erasure, or the sweep once the change can no
+		// longer be confirmed, forgets it. A taken address is not kept
+		// at all: it is its owner's, and nothing asks for it again.
+		sealed := ""
+		if !taken {
+			if sealed, err = s.sealUntil(ctx, tx, changeSubject(hash), email, tx.Now().Add(s.span())); err != nil {
+				return err
+			}
 		}
 		e, err := event(TypeEmailChangeRequested, EmailChangeRequested{
 			UserID: acct.id, NewEmail: sealed, CodeHash: hash, ExpiresAt: expires, Taken: taken,

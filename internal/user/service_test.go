@@ -148,14 +148,20 @@ func (b *bundle) count(t *testing.T, query string, args ...any) int {
 // the order of the log, opened ([user.Address]).
 func (b *bundle) addresses(t *testing.T, typ, field string) []string {
 	t.Helper()
-	rows, err := b.db.Pool().Query(t.Context(), `SELECT stream, data->>$2 FROM events WHERE type = $1 ORDER BY position`, typ, field)
+	rows, err := b.db.Pool().Query(t.Context(), `SELECT stream, data::text, coalesce(data->>$2, '') FROM events WHERE type = $1 ORDER BY position`, typ, field)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type row struct{ stream, value string }
+	type row struct {
+		event eventstore.Event
+		value string
+	}
 	sealed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		return x, r.Scan(&x.stream, &x.value)
+		x := row{event: eventstore.Event{Type: typ}}
+		var data string
+		err := r.Scan(&x.event.Stream, &data, &x.value)
+		x.event.Data = []byte(data)
+		return x, err
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +169,7 @@ func (b *bundle) addresses(t *testing.T, typ, field string) []string {
 	var out []string
 	err = b.db.Runner(nil).Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 		for _, x := range sealed {
-			plain, _, err := user.Address(ctx, tx, b.keys, eventstore.Event{Stream: x.stream}, x.value)
+			plain, _, err := user.Address(ctx, tx, b.keys, x.event, x.value)
 			if err != nil {
 				return err
 			}
