@@ -41,6 +41,33 @@ func (b *bundle) outboxText(t *testing.T) []string {
 	return out
 }
 
+// pendingLinkCodes returns the codes of the sign-in mails in the outbox,
+// in the order they were added, leaving them there.
+func (b *bundle) pendingLinkCodes(t *testing.T) []string {
+	t.Helper()
+	var codes []string
+	for _, line := range b.outboxText(t) {
+		if strings.HasPrefix(line, mail.TopicLoginLink+" ") {
+			var l mail.Link
+			if err := json.Unmarshal([]byte(line[strings.Index(line, "{"):]), &l); err != nil {
+				t.Fatal(err)
+			}
+			codes = append(codes, l.Code)
+		}
+	}
+	return codes
+}
+
+// noMessageHolds checks that no message of the outbox holds fragment.
+func (b *bundle) noMessageHolds(t *testing.T, what, fragment string) {
+	t.Helper()
+	for _, line := range b.outboxText(t) {
+		if strings.Contains(line, fragment) {
+			t.Errorf("%s the outbox holds %s", what, line)
+		}
+	}
+}
+
 // DeleteAccount erases an account in one unit of work: its sessions, links
 // and codes stop working, its views and keys go, its streams keep only the
 // erasure, the mail and events not yet sent that are the person's are
@@ -70,17 +97,7 @@ func TestDeleteAccountErasesThePerson(t *testing.T) {
 	if err := b.svc.RequestEmailChange(ctx, bob.Token, "ada.newer@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	pendingLink := ""
-	for _, line := range b.outboxText(t) {
-		if strings.HasPrefix(line, mail.TopicLoginLink) {
-			_, payload, _ := strings.Cut(strings.TrimPrefix(line, mail.TopicLoginLink+" "), " ")
-			var l mail.Link
-			if err := json.Unmarshal([]byte(payload), &l); err != nil {
-				t.Fatal(err)
-			}
-			pendingLink = l.Code
-		}
-	}
+	pendingLink := b.pendingLinkCodes(t)[0]
 
 	if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
 		t.Fatal(err)
@@ -301,11 +318,7 @@ func TestAnErasureTakesTheNewsOfATakenAddress(t *testing.T) {
 	if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range b.outboxText(t) {
-		if strings.Contains(line, "ada@") {
-			t.Errorf("the outbox still holds %s", line)
-		}
-	}
+	b.noMessageHolds(t, "after Ada's erasure", "ada@")
 }
 
 // An erasure keeps the limit of the address's links: the requests it drops
@@ -352,28 +365,14 @@ func TestAnErasureTakesEveryMailToTheAddress(t *testing.T) {
 	if err := b.svc.RequestSignInLink(ctx, "pat@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	var code string
-	for _, line := range b.outboxText(t) {
-		if strings.HasPrefix(line, mail.TopicLoginLink) {
-			var l mail.Link
-			if err := json.Unmarshal([]byte(line[strings.Index(line, "{"):]), &l); err != nil {
-				t.Fatal(err)
-			}
-			code = l.Code
-		}
-	}
-	pat, err := b.svc.SignIn(ctx, code)
+	pat, err := b.svc.SignIn(ctx, b.pendingLinkCodes(t)[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := b.svc.DeleteAccount(ctx, pat.Token); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range b.outboxText(t) {
-		if strings.Contains(line, "pat@") {
-			t.Errorf("after the erasure the outbox holds %s", line)
-		}
-	}
+	b.noMessageHolds(t, "after Pat's erasure", "pat@")
 }
 
 // The address another account asked to move to is not that account's to
@@ -407,17 +406,7 @@ func TestTheAddressesOthersAskedForAreErased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var codes []string
-	for _, line := range b.outboxText(t) {
-		if strings.HasPrefix(line, mail.TopicLoginLink) {
-			var l mail.Link
-			if err := json.Unmarshal([]byte(line[strings.Index(line, "{"):]), &l); err != nil {
-				t.Fatal(err)
-			}
-			codes = append(codes, l.Code)
-		}
-	}
-	for _, code := range codes {
+	for _, code := range b.pendingLinkCodes(t) {
 		s, err := b.svc.SignIn(ctx, code)
 		if err != nil {
 			t.Fatal(err)
