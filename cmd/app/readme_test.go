@@ -78,6 +78,11 @@ func TestReadmeWalkthrough(t *testing.T) {
 				t.Fatalf("%s: no token in %s", step, body)
 			}
 			vars["TOKEN"] = s.Token
+		case strings.Contains(step, "-X DELETE") && strings.Contains(step, "/v1/me"):
+			if resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("%s: %s, want 204", step, resp.Status)
+			}
+			vars["DELETED"] = "yes"
 		case strings.Contains(step, "/v1/me"):
 			var me struct{ Email string }
 			if err := json.Unmarshal(body, &me); err != nil || me.Email != "ada@example.com" {
@@ -86,8 +91,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 			vars["ME"] = me.Email
 		}
 	}
-	if vars["ME"] == "" {
-		t.Error("the walkthrough never reached GET /v1/me")
+	if vars["ME"] == "" || vars["DELETED"] == "" {
+		t.Error("the walkthrough never reached GET /v1/me and DELETE /v1/me")
 	}
 }
 
