@@ -78,8 +78,8 @@ type Outbox interface {
 //     the erasure rather than sealed under a key it forgets.
 //   - It deletes the messages not yet delivered that are the person's:
 //     every mail to the address (a sign-in link, a confirmation someone
-//     asked for, the news that someone asked to move to it), the
-//     confirmation mail of the account's changes of address, and the
+//     asked for, the news that someone asked to move to it), every
+//     confirmation the account asked for to another address, and the
 //     integration events about it. A message that a
 //     relay holds at that moment may still go out, once.
 //
@@ -161,7 +161,14 @@ func (s *Service) forget(ctx context.Context, tx uow.Tx, stream string) error {
 // tried again; then it forgets the stream's keys and drops its events
 // before the marker.
 func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, links signInLinks) error {
-	e, err := event(TypeSignInForgotten, SignInForgotten{Requests: links.requests})
+	// Only the requests that can still count: those within LinkWindow.
+	var recent []time.Time
+	for _, at := range links.requests {
+		if at.After(tx.Now().Add(-s.policy.LinkWindow)) {
+			recent = append(recent, at)
+		}
+	}
+	e, err := event(TypeSignInForgotten, SignInForgotten{Requests: recent})
 	if err != nil {
 		return err
 	}
@@ -175,13 +182,11 @@ func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, li
 // account's, and the subjects of the changes of address whose asked-for
 // address is the account's to erase. The mails: every mail to its address,
 // which is the account's alone (whoever asked for it, even before the
-// address was the account's), and the confirmation mail of each change of
-// address it asked for, told from another account's mail to the same
-// address by its code, or, once a buried mail's code has been removed
-// ([mail.SecretFields]), by the address alone: such a mail can sign nobody
-// in. The changes: the account's own, and those of other accounts whose
-// confirmation to its address is still in the outbox. It reads the
-// account's whole stream, which only an erasure does.
+// address was the account's), and every confirmation it asked for to
+// another address ([mail.Link.Account]), in any state. The changes: the
+// account's own, and those of other accounts whose confirmation to its
+// address is still in the outbox with its code. It reads the account's
+// whole stream, which only an erasure does.
 func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]uuid.UUID, []string, error) {
 	var ids []uuid.UUID
 	var changes []string
@@ -204,57 +209,25 @@ func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]
 			}
 		}
 	}
+	asked, err := s.Outbox.Addressed(ctx, tx, mail.TopicEmailChange, "account", acct.id.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, m := range asked {
+		ids = append(ids, m.ID)
+	}
 	events, err := s.Events.Load(ctx, tx, userStream(acct.id), 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	codes := map[string][]string{} // the code hashes of the changes to each address
 	for _, e := range events {
-		if e.Type != TypeEmailChangeRequested {
-			continue
-		}
-		d, err := eventstore.Decode[EmailChangeRequested](e)
-		if err != nil {
-			return nil, nil, err
-		}
-		changes = append(changes, changeSubject(d.CodeHash))
-		if d.Taken {
-			continue // Its mail went to the address's owner, and is theirs.
-		}
-		to, ok, err := openAddress(ctx, tx, s.Keys, changeSubject(d.CodeHash), d.NewEmail)
-		if err != nil {
-			return nil, nil, err
-		}
-		if ok {
-			codes[to] = append(codes[to], d.CodeHash)
-		}
-	}
-	for to, hashes := range codes {
-		msgs, err := s.Outbox.Addressed(ctx, tx, mail.TopicEmailChange, "to", to)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, m := range msgs {
-			var link mail.Link
-			if err := json.Unmarshal(m.Payload, &link); err != nil {
-				return nil, nil, fmt.Errorf("user: mail %s: %w", m.ID, err)
+		if e.Type == TypeEmailChangeRequested {
+			d, err := eventstore.Decode[EmailChangeRequested](e)
+			if err != nil {
+				return nil, nil, err
 			}
-			if link.Code == "" || anySameHash(hashes, hashSecret(link.Code)) {
-				ids = append(ids, m.ID)
-			}
+			changes = append(changes, changeSubject(d.CodeHash))
 		}
 	}
 	return ids, changes, nil
-}
-
-// anySameHash reports whether hashes holds hash, comparing each in
-// constant time.
-func anySameHash(hashes []string, hash string) bool {
-	found := false
-	for _, h := range hashes {
-		if sameHash(h, hash) {
-			found = true
-		}
-	}
-	return found
 }

@@ -83,9 +83,11 @@ type SessionEnded struct {
 // in their activity alike, so the answer tells nobody whether an address
 // has an account; a taken request's CodeHash is that of a code no mail
 // carries, and it keeps no NewEmail, which is the owner's. NewEmail is
-// sealed for the change alone ("change-CODEHASH"), whose key goes once
-// the change can no longer be confirmed, or with the erasure of the
-// address's account.
+// sealed for the change alone ("change-CODEHASH"), whose key the sweep
+// forgets once the request no longer matters (the longer of LinkWindow
+// and LinkTTL, and a margin), and the erasure of the address's account
+// forgets at once while the confirmation mail is still in the outbox
+// with its code.
 type EmailChangeRequested struct {
 	UserID    uuid.UUID `json:"user_id"`
 	NewEmail  string    `json:"new_email,omitempty"`

@@ -832,6 +832,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 		}
 		return s.addMail(ctx, tx, mail.TopicEmailChange, mail.Link{
 			To: email, URL: s.baseURL + "/confirm-email?code=" + code, Code: code, ExpiresAt: expires,
+			Account: acct.id.String(),
 		})
 	})
 }

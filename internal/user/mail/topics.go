@@ -34,4 +34,9 @@ type Link struct {
 	URL       string    `json:"url"`
 	Code      string    `json:"code"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Account is the ID of the account that asked for a confirmation to
+	// another address ([TopicEmailChange]), which is not the recipient's:
+	// the erasure of that account finds the mail by it, in every state,
+	// its code removed or not. The mail does not show it.
+	Account string `json:"account,omitempty"`
 }
