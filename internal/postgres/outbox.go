@@ -554,21 +554,25 @@ func (o *Outbox) Addressed(ctx context.Context, t uow.Tx, topic, field, value st
 	if err != nil {
 		return nil, fmt.Errorf("outbox: addressed: %w", err)
 	}
-	rows, err := ptx.Query(ctx, `SELECT id, topic, payload, created_at, attempts, coalesce(ordering_key, '') FROM outbox_messages
+	rows, err := ptx.Query(ctx, `SELECT `+recordColumns+` FROM outbox_messages
 WHERE topic = $1 AND payload->>$2 = $3 ORDER BY created_at, id`, topic, field, value)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: addressed: %w", err)
 	}
-	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (outbox.Message, error) {
-		var m outbox.Message
-		err := r.Scan(&m.ID, &m.Topic, &m.Payload, &m.CreatedAt, &m.Attempts, &m.Key)
-		m.CreatedAt = m.CreatedAt.UTC()
-		return m, err
-	})
+	recs, err := pgx.CollectRows(rows, scanRecord)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: addressed: %w", err)
 	}
-	return msgs, nil
+	return messagesOf(recs), nil
+}
+
+// messagesOf returns the messages of recs.
+func messagesOf(recs []outbox.Record) []outbox.Message {
+	msgs := make([]outbox.Message, len(recs))
+	for i, r := range recs {
+		msgs[i] = r.Message
+	}
+	return msgs
 }
 
 // Delete deletes the messages with ids or one of keys, as [outbox.Purger]

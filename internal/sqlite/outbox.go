@@ -620,7 +620,7 @@ func (o *Outbox) Addressed(ctx context.Context, t uow.Tx, topic, field, value st
 	if err != nil {
 		return nil, fmt.Errorf("outbox: addressed: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, `SELECT id, topic, payload, created_at, attempts, coalesce(ordering_key, '') FROM outbox_messages
+	rows, err := st.QueryContext(ctx, `SELECT `+recordColumns+` FROM outbox_messages
 WHERE topic = ? AND json_extract(payload, ?) = ? ORDER BY created_at, id`, topic, "$."+field, value)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: addressed: %w", err)
@@ -628,17 +628,11 @@ WHERE topic = ? AND json_extract(payload, ?) = ? ORDER BY created_at, id`, topic
 	defer rows.Close()
 	var msgs []outbox.Message
 	for rows.Next() {
-		var m outbox.Message
-		var id, payload string
-		var created int64
-		if err := rows.Scan(&id, &m.Topic, &payload, &created, &m.Attempts, &m.Key); err != nil {
+		r, err := scanRecord(rows)
+		if err != nil {
 			return nil, fmt.Errorf("outbox: addressed: %w", err)
 		}
-		if m.ID, err = uuid.Parse(id); err != nil {
-			return nil, fmt.Errorf("outbox: addressed: %w", err)
-		}
-		m.Payload, m.CreatedAt = []byte(payload), time.UnixMicro(created).UTC()
-		msgs = append(msgs, m)
+		msgs = append(msgs, r.Message)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("outbox: addressed: %w", err)
