@@ -608,16 +608,28 @@ const sweepBatch = 1000
 // SWEEP_INTERVAL, so that the views stay as small as what is live however
 // many links are asked for and never used.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
+	n, err := s.inBatches(ctx, func(ctx context.Context, tx uow.Tx) (int64, error) {
+		return s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
+	})
+	if err != nil {
+		return n, fmt.Errorf("user: sweep: %w", err)
+	}
+	return n, nil
+}
+
+// inBatches runs batch, a unit of work that deletes up to sweepBatch of
+// something, until it deletes nothing, and returns how many it deleted.
+func (s *Service) inBatches(ctx context.Context, batch func(ctx context.Context, tx uow.Tx) (int64, error)) (int64, error) {
 	var total int64
 	for {
 		var n int64
-		err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
 			var err error
-			n, err = s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
+			n, err = batch(ctx, tx)
 			return err
 		})
 		if err != nil {
-			return total, fmt.Errorf("user: sweep: %w", err)
+			return total, err // The batch rolled back: it deleted nothing.
 		}
 		total += n
 		if n == 0 {
@@ -683,27 +695,19 @@ func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
 	if s.Keys == nil {
 		return 0, nil
 	}
-	var total int64
-	for {
-		var n int
-		err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
-			subjects, err := s.Keys.ExpiredSubjects(ctx, tx, changePrefix, "", tx.Now().Add(-sweepMargin), sweepBatch)
-			for _, subject := range subjects {
-				if err == nil {
-					_, err = s.Keys.Forget(ctx, tx, subject)
-				}
+	n, err := s.inBatches(ctx, func(ctx context.Context, tx uow.Tx) (int64, error) {
+		subjects, err := s.Keys.ExpiredSubjects(ctx, tx, changePrefix, "", tx.Now().Add(-sweepMargin), sweepBatch)
+		for _, subject := range subjects {
+			if err == nil {
+				_, err = s.Keys.Forget(ctx, tx, subject)
 			}
-			n = len(subjects)
-			return err
-		})
-		if err != nil {
-			return total, fmt.Errorf("user: forget settled changes: %w", err)
 		}
-		total += int64(n)
-		if n == 0 {
-			return total, nil
-		}
+		return int64(len(subjects)), err
+	})
+	if err != nil {
+		return n, fmt.Errorf("user: forget settled changes: %w", err)
 	}
+	return n, nil
 }
 
 // forgetIdle forgets the sign-in stream of an idle address, unless a link
