@@ -18,7 +18,7 @@ const alertRules = "../../deploy/prometheus/alerts.yml"
 
 // The shipped alert rules pass promtool's check, and its unit tests show
 // each alert firing on a synthetic series (deploy/prometheus/alerts_test.yml).
-// promtool comes with Debian's package prometheus, which .ci/run installs.
+// promtool comes with Debian's package prometheus, which scripts/test installs.
 func TestAlertRulesPassPromtool(t *testing.T) {
 	t.Parallel()
 	promtool, err := exec.LookPath("promtool")

@@ -36,6 +36,11 @@ import (
 // unless the option [Timeout] gives another bound.
 const DefaultTimeout = 30 * time.Second
 
+// StartTimeout bounds the start of the browser and the opening of a tab,
+// whatever [Timeout] says: a loaded two-core machine can take many seconds
+// to start Chromium, which says nothing about the page under test.
+const StartTimeout = 90 * time.Second
+
 // PathEnv names the environment variable that, when set, gives the browser
 // binary to run instead of the chromium that exec.LookPath finds.
 const PathEnv = "CHROMIUM_PATH"
@@ -62,7 +67,8 @@ func WithoutJavaScript() Option {
 }
 
 // Timeout sets the bound of each call of the package, and of each action of
-// [Do], in place of [DefaultTimeout].
+// [Do], in place of [DefaultTimeout]. The browser's start has a bound of
+// its own, [StartTimeout].
 func Timeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
@@ -98,7 +104,7 @@ func timeoutOf(ctx context.Context) time.Duration {
 // has a fresh profile in t.TempDir() and ends when t ends. New fails t when
 // the binary is missing (Debian's package chromium provides it; the
 // environment variable CHROMIUM_PATH may name another) or when the browser
-// does not start within the timeout.
+// does not start within [StartTimeout].
 //
 // The returned context has no deadline of its own: bound the test's own
 // chromedp calls, or make them through [Do], which does. At t's end each
@@ -181,14 +187,14 @@ func NewTab(t testing.TB, ctx context.Context) context.Context {
 }
 
 // openTab makes a chromedp context under parent, attaches its tab (starting
-// the browser when parent has none) within cfg.timeout, and turns scripts
+// the browser when parent has none) within [StartTimeout], and turns scripts
 // off when cfg says so. The cancel func ends the context; the first tab's
 // context owns the browser.
 func openTab(parent context.Context, cfg config) (context.Context, context.CancelFunc, *tab, error) {
 	tb := &tab{cfg: cfg}
 	ctx, cancel := chromedp.NewContext(parent, chromedp.WithListener(tb.listen))
 	ctx = context.WithValue(ctx, tabKey{}, tb)
-	if err := attach(ctx, cfg.timeout); err != nil {
+	if err := attach(ctx, StartTimeout); err != nil {
 		cancel()
 		return nil, nil, nil, err
 	}

@@ -22,13 +22,22 @@ func TestEnsureDatabaseCreatesAMissingOne(t *testing.T) {
 	}
 	name := fmt.Sprintf("pgtest_missing_%d", time.Now().UnixNano())
 	u.Path = "/" + name
-	admin, err := pgx.Connect(ctx, URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
 	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin, err := pgx.Connect(ctx, URL())
+		if err != nil {
+			t.Errorf("drop %s: %v", name, err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+		var left bool
+		if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", name).Scan(&left); err != nil || left {
+			t.Errorf("database %s is still there (%v)", name, err)
+		}
 	})
 	for range 2 {
 		if err := ensureDatabase(ctx, u.String()); err != nil {
