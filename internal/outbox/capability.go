@@ -38,6 +38,16 @@ type Waker interface {
 	Wakeups(ctx context.Context) <-chan struct{}
 }
 
+// Listener is implemented by [Waker] stores whose wake-ups can miss the
+// commits of other processes, for the relay's outbox.wakeups.listening
+// gauge, so that a relay that only polls for them is seen.
+type Listener interface {
+	// Listening reports whether the commits of other processes wake the
+	// relay soon after they happen; false when it finds them only at its
+	// next poll.
+	Listening() bool
+}
+
 // BacklogReader is implemented by stores that can count what they hold, for
 // the relay's gauges. Without it, the relay reports no backlog.
 type BacklogReader interface {

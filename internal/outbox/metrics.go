@@ -142,6 +142,15 @@ func (m *relayMetrics) observe(store Store, now func() time.Time, b *breakers) (
 		return nil, fmt.Errorf("outbox: metrics: %w", err)
 	}
 	observables := []metric.Observable{state}
+	ls, listens := store.(Listener)
+	var listening metric.Int64ObservableGauge
+	if listens {
+		if listening, err = m.meter.Int64ObservableGauge("outbox.wakeups.listening",
+			metric.WithDescription("1 while commits of other processes wake the relay at once; 0 while it finds them only at its next poll (OUTBOX_INTERVAL).")); err != nil {
+			return nil, fmt.Errorf("outbox: metrics: %w", err)
+		}
+		observables = append(observables, listening)
+	}
 	br, counts := store.(BacklogReader)
 	var due, buried metric.Int64ObservableGauge
 	var age metric.Float64ObservableGauge
@@ -166,6 +175,13 @@ func (m *relayMetrics) observe(store Store, now func() time.Time, b *breakers) (
 	reg, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		for topic, s := range b.states() {
 			o.ObserveInt64(state, int64(s), m.topic(topic))
+		}
+		if listens {
+			v := int64(0)
+			if ls.Listening() {
+				v = 1
+			}
+			o.ObserveInt64(listening, v)
 		}
 		if !counts {
 			return nil

@@ -104,6 +104,9 @@ type Relay struct {
 	// claimsFailing is set while claims fail, so that only the first
 	// failure of a run is logged at error.
 	claimsFailing atomic.Bool
+	// claimErr is the error of the latest claim while claims fail, nil
+	// otherwise.
+	claimErr atomic.Pointer[error]
 	// unobserve stops the gauges' callback.
 	unobserve func()
 }
@@ -172,6 +175,19 @@ func NewRelay(store Store, handlers map[string]Handler, cfg RelayConfig, opts ..
 	r.metrics = m
 	r.chain = middleware.Recoverer(r.dispatch)
 	return r, nil
+}
+
+// ErrCannotClaim is returned by [Relay.Ready] while the relay's claims fail.
+var ErrCannotClaim = errors.New("outbox: the relay cannot claim messages")
+
+// Ready returns nil unless the relay's latest claim failed, and then an
+// error wrapping [ErrCannotClaim] and the claim's error, until a claim
+// succeeds again. A relay that has not claimed yet is ready.
+func (r *Relay) Ready() error {
+	if err := r.claimErr.Load(); err != nil {
+		return fmt.Errorf("%w: %w", ErrCannotClaim, *err)
+	}
+	return nil
 }
 
 // Close stops reporting the relay's metrics. A closed relay still runs.
@@ -416,6 +432,7 @@ func (r *Relay) claimFailed(ctx context.Context, err error) {
 		return
 	}
 	r.metrics.storeError(ctx, opClaim)
+	r.claimErr.Store(&err)
 	if r.claimsFailing.CompareAndSwap(false, true) {
 		r.log.ErrorContext(ctx, "outbox: claim failed; the relay tries again at each poll (outbox.store.errors counts the failures)", "error", err)
 		return
@@ -425,6 +442,7 @@ func (r *Relay) claimFailed(ctx context.Context, err error) {
 
 // claimSucceeded ends a run of failed claims.
 func (r *Relay) claimSucceeded(ctx context.Context) {
+	r.claimErr.Store(nil)
 	if r.claimsFailing.CompareAndSwap(true, false) {
 		r.log.InfoContext(ctx, "outbox: claims succeed again")
 	}
