@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
@@ -23,7 +22,7 @@ import (
 // in the transactions of an [EventLog] subscriber ([SQLTx]).
 type Activity struct {
 	user.ActivityProjection
-	pool *pgxpool.Pool
+	pool Querier
 	log  *EventLog
 	keys *keyring.Keyring
 }
@@ -33,7 +32,7 @@ var _ projections.Rebuildable = Activity{}
 // Activity returns the activity projection over db, at its first version,
 // which opens the addresses of events with keys.
 func (db *DB) Activity(keys *keyring.Keyring) Activity {
-	return Activity{keys: keys, pool: db.pool, log: db.Log(LogConfig{})}
+	return Activity{keys: keys, pool: db.main(), log: db.Log(LogConfig{})}
 }
 
 // At returns the projection writing version v.

@@ -13,11 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/wakeup"
 	"github.com/eventsourced/accounts/migrations"
 )
@@ -34,11 +35,24 @@ import (
 // A unit of work that added outbox messages wakes, once it has committed,
 // the relays of this DB at once, in process, and asks the DB's notifier to
 // tell relays elsewhere with a NOTIFY of its own (see [Outbox.Wakeups]).
+//
+// Behind a connection pooler ([WithPooler]) the DB sends only the startup
+// parameters the pooler passes on and sets the others itself, as [Pooler]
+// describes: no setting of the DB reaches another client of the pooler.
 type DB struct {
 	pool   *pgxpool.Pool
 	relay  *pgxpool.Pool
 	schema string
 	log    *slog.Logger
+	pooler Pooler
+	// local and relayLocal are the settings each transaction of the main
+	// pool and of the relay pool sets, behind a transaction pooler; nil
+	// otherwise.
+	local, relayLocal *settings
+	// listen is the configuration of the LISTEN connection, nil when the
+	// DB cannot listen (behind a transaction pooler without
+	// [WithListenURL]).
+	listen *pgx.ConnConfig
 	// channel is the LISTEN/NOTIFY channel of the outbox.
 	channel string
 	// wake wakes the relays of this DB in this process.
@@ -56,7 +70,25 @@ type DB struct {
 type Option func(*options)
 
 type options struct {
-	log *slog.Logger
+	log       *slog.Logger
+	pooler    Pooler
+	listenURL string
+}
+
+// WithPooler tells the DB what stands between it and PostgreSQL; by default
+// [PoolerNone].
+func WithPooler(p Pooler) Option {
+	return func(o *options) { o.pooler = p }
+}
+
+// WithListenURL makes the DB listen for the commits of other processes
+// (see [Outbox.Wakeups]) on connections to url, which must reach the same
+// database directly: a transaction pooler cannot hold a LISTEN. Without
+// it the DB listens on its own connections, except behind a transaction
+// pooler, where its relays hear of other processes' commits only by
+// polling ([DB.Listening]).
+func WithListenURL(url string) Option {
+	return func(o *options) { o.listenURL = url }
 }
 
 // WithLogger makes the DB log to l what it cannot do and works around, such
@@ -101,38 +133,108 @@ func ParseConfig(url string) (*pgxpool.Config, error) {
 
 // OpenConfig is [Open] with a parsed pool configuration.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, error) {
-	o := options{log: slog.New(slog.DiscardHandler)}
+	o := options{log: slog.New(slog.DiscardHandler), pooler: PoolerNone}
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if _, err := ParsePooler(string(o.pooler)); err != nil {
+		return nil, err
+	}
+	var listen *pgx.ConnConfig
+	if o.listenURL != "" {
+		lc, err := pgx.ParseConfig(o.listenURL)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: parse listen url: %w", err)
+		}
+		listen = lc
+	}
+	cfg = cfg.Copy()
+	relayCfg := cfg.Copy()
+	relayCfg.ConnConfig.RuntimeParams["application_name"] = "outbox-relay"
+	relayCfg.MaxConns = min(cfg.MaxConns, 4)
+	local := prepare(cfg, o.pooler, nil)
+	// The relay's bookkeeping is written with synchronous_commit off (see
+	// [DB]). A claim must walk the due index until it has enough
+	// messages. While the outbox's statistics are older than a burst of
+	// messages, the planner would rather read every due message by a
+	// bitmap, probe the key of each and sort them: 300 ms for a claim of
+	// 500 among 24,000. The relay's queries want no sort and no bitmap.
+	relayLocal := prepare(relayCfg, o.pooler, map[string]string{
+		"synchronous_commit": "off",
+		"enable_sort":        "off",
+		"enable_bitmapscan":  "off",
+	})
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", unavailable(ctx, err))
 	}
-	relayCfg := cfg.Copy()
-	relayCfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	relayCfg.ConnConfig.RuntimeParams["application_name"] = "outbox-relay"
-	// A claim must walk the due index until it has enough messages. While
-	// the outbox's statistics are older than a burst of messages, the
-	// planner would rather read every due message by a bitmap, probe the
-	// key of each and sort them: 300 ms for a claim of 500 among 24,000.
-	// The relay's queries want no sort and no bitmap.
-	relayCfg.ConnConfig.RuntimeParams["enable_sort"] = "off"
-	relayCfg.ConnConfig.RuntimeParams["enable_bitmapscan"] = "off"
-	relayCfg.MaxConns = min(cfg.MaxConns, 4)
 	relay, err := pgxpool.NewWithConfig(ctx, relayCfg)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect relay pool: %w", unavailable(ctx, err))
 	}
-	db := &DB{pool: pool, relay: relay, log: o.log, wake: wakeup.New(), logs: stdlib.OpenDBFromPool(pool), logWake: wakeup.New()}
-	if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
+	db := &DB{pool: pool, relay: relay, log: o.log, pooler: o.pooler, local: local, relayLocal: relayLocal,
+		wake: wakeup.New(), logs: openSQL(pool, local), logWake: wakeup.New()}
+	if err := db.main().QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&db.schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: ping: %w", unavailable(ctx, err))
 	}
+	switch {
+	case listen != nil:
+		db.listen = listen
+	case o.pooler != PoolerTransaction:
+		db.listen = pool.Config().ConnConfig.Copy()
+	}
 	db.channel = notifyChannel(db.schema)
+	// NOTIFY is a statement of its own transaction, which every pooler
+	// passes on; only LISTEN needs a session.
 	db.notifier = newNotifier(relayCfg.ConnConfig, db.channel, db.log)
 	return db, nil
+}
+
+// main returns the main pool for statements outside a unit of work.
+func (db *DB) main() pooled { return pooled{pool: db.pool, set: db.local} }
+
+// Pooler returns what the DB was told stands between it and PostgreSQL.
+func (db *DB) Pooler() Pooler { return db.pooler }
+
+// Listening reports whether the DB's relays hear at once of commits made by
+// other processes: false behind a transaction pooler without
+// [WithListenURL], where they find them at their next poll.
+func (db *DB) Listening() bool { return db.listen != nil }
+
+// Schema returns the schema the DB works in, as the server reported it
+// when the DB was opened.
+func (db *DB) Schema() string { return db.schema }
+
+// CheckSchema returns an error unless every way the DB reaches the
+// server, units of work, the relay's pool and the event log's database/sql,
+// works in schema: the check that a pooler did not drop the search_path it
+// was given.
+func (db *DB) CheckSchema(ctx context.Context, schema string) error {
+	var inTx, relay, logs string
+	err := db.Runner(nil).Do(ctx, func(ctx context.Context, t uow.Tx) error {
+		q, err := PgxTx(t)
+		if err != nil {
+			return err
+		}
+		return q.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&inTx)
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: check schema: %w", err)
+	}
+	if err := (pooled{pool: db.relay, set: db.relayLocal}).QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&relay); err != nil {
+		return fmt.Errorf("postgres: check schema: %w", err)
+	}
+	if err := db.logs.QueryRowContext(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&logs); err != nil {
+		return fmt.Errorf("postgres: check schema: %w", err)
+	}
+	for _, got := range []struct{ where, schema string }{{"a unit of work", inTx}, {"the relay", relay}, {"the event log", logs}} {
+		if got.schema != schema {
+			return fmt.Errorf("postgres: %s works in schema %q, not %q: the search_path did not reach the server (a pooler drops or refuses it unless DATABASE_POOLER says which pooler it is)", got.where, got.schema, schema)
+		}
+	}
+	return nil
 }
 
 // Close stops the notifier and closes both pools, waiting for connections
@@ -175,16 +277,17 @@ func (db *DB) Events() *EventStore { return &EventStore{} }
 // [Outbox.Add] runs in the unit of work's transaction. Every Outbox of one
 // DB shares its wake-ups.
 func (db *DB) Outbox() *Outbox {
-	return &Outbox{pool: db.relay, channel: db.channel, db: db}
+	return &Outbox{pool: pooled{pool: db.relay, set: db.relayLocal}, channel: db.channel, db: db}
 }
 
 // Migrate applies every migration that the database lacks and returns the
-// versions it applied.
+// versions it applied. Instances that migrate at once take turns on a
+// [migrationLock].
 func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
-	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	sqlDB := openSQL(db.pool, db.local)
 	defer sqlDB.Close()
 	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres(),
-		goose.WithSessionLocker(migrationLock{id: lockID("migrations." + db.schema)}))
+		goose.WithLocker(&migrationLock{id: lockID("migrations." + db.schema)}))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
@@ -204,23 +307,63 @@ func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
 }
 
 // migrationLock lets many instances start at once: one migrates while the
-// others wait on a session advisory lock, then find nothing to do. It waits
-// on the lock instead of polling for it, as goose's own Postgres locker does
-// every five seconds, and its ID is the schema's, so that deployments (and
-// tests) in other schemas of the database never wait for each other.
-type migrationLock struct{ id int64 }
-
-var _ lock.SessionLocker = migrationLock{}
-
-func (l migrationLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", l.id); err != nil {
-		return fmt.Errorf("postgres: lock migrations: %w", err)
-	}
-	return nil
+// others wait for its advisory lock, then find nothing to do. Its ID is the
+// schema's, so that deployments (and tests) in other schemas of the
+// database never wait for each other.
+//
+// The lock is a transaction's (pg_advisory_xact_lock), held by a
+// transaction of its own that stays open while the migrations run on other
+// connections, and released by its commit, or by the server when the
+// connection breaks. A session's lock would not hold behind a transaction
+// pooler: the lock would stay with a server session that the pooler hands
+// to other clients, and the unlock could reach another session. A
+// transaction keeps its server session until it ends, behind any pooler.
+// A waiting instance tries again every [migrationLockPoll] in a short
+// transaction, rather than waiting inside one: behind a transaction pooler
+// each waiter would hold a server connection, and with as many waiters as
+// the pooler has connections the migrations could get none.
+type migrationLock struct {
+	id int64
+	tx *sql.Tx
 }
 
-func (l migrationLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", l.id); err != nil {
+// migrationLockPoll is the pause between two tries of a [migrationLock].
+const migrationLockPoll = 100 * time.Millisecond
+
+var _ lock.Locker = (*migrationLock)(nil)
+
+func (l *migrationLock) Lock(ctx context.Context, db *sql.DB) error {
+	for {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("postgres: lock migrations: %w", err)
+		}
+		var locked bool
+		if err := tx.QueryRowContext(ctx, "SELECT pg_try_advisory_xact_lock($1)", l.id).Scan(&locked); err != nil {
+			return fmt.Errorf("postgres: lock migrations: %w", errors.Join(err, tx.Rollback()))
+		}
+		if locked {
+			l.tx = tx
+			return nil
+		}
+		if err := tx.Rollback(); err != nil {
+			return fmt.Errorf("postgres: lock migrations: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("postgres: lock migrations: %w", ctx.Err())
+		case <-time.After(migrationLockPoll):
+		}
+	}
+}
+
+func (l *migrationLock) Unlock(context.Context, *sql.DB) error {
+	if l.tx == nil {
+		return nil
+	}
+	tx := l.tx
+	l.tx = nil
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("postgres: unlock migrations: %w", err)
 	}
 	return nil

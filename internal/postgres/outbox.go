@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -24,7 +23,7 @@ import (
 // [outbox.BacklogReader], and what operators use: [Outbox.Buried],
 // [Outbox.Lookup] and [Outbox.Requeue].
 type Outbox struct {
-	pool *pgxpool.Pool
+	pool pooled
 	// channel is the LISTEN/NOTIFY channel on which relays hear that
 	// messages were committed. It is named after the schema, so that
 	// deployments sharing one database do not wake each other.
@@ -50,7 +49,12 @@ var (
 	_ outbox.BatchAcker    = (*Outbox)(nil)
 	_ outbox.Waker         = (*Outbox)(nil)
 	_ outbox.BacklogReader = (*Outbox)(nil)
+	_ outbox.Listener      = (*Outbox)(nil)
 )
+
+// Listening reports whether commits of other processes wake this store's
+// relays at once, as [DB.Listening] says.
+func (o *Outbox) Listening() bool { return o.db.Listening() }
 
 // Add stores msgs as part of t. Once t commits, the relays of t's DB in
 // this process are woken at once and those of other processes soon after,
@@ -485,12 +489,19 @@ func (o *Outbox) Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error
 // there. A commit made through the same DB wakes it in process, before the
 // committing [Runner.Do] returns. A commit made elsewhere, by another
 // process or another DB, reaches it through LISTEN on a connection of its
-// own. When that connection fails, Wakeups logs a warning, connects again
+// own (on the DB's listen URL when it has one). Behind a transaction
+// pooler without a listen URL it cannot listen ([DB.Listening] is false,
+// for the caller to tell the operator): it gives only the wake-ups of this
+// DB, and the relay's poll finds the commits of others. When that
+// connection fails, Wakeups logs a warning, connects again
 // with a growing pause, and sends a wake-up once listening again, since
 // notifications sent while it was away are lost; the relay's poll covers
 // the gap. The channel is closed when ctx is done.
 func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
 	sub := o.db.wake.Subscribe(ctx)
+	if !o.db.Listening() {
+		return sub.C()
+	}
 	go func() {
 		const firstPause = 100 * time.Millisecond
 		pause := firstPause
@@ -519,7 +530,7 @@ func (o *Outbox) Wakeups(ctx context.Context) <-chan struct{} {
 // another DB, until its connection fails or ctx ends. It reports whether
 // it got as far as listening, and why it stopped.
 func (o *Outbox) listen(ctx context.Context, wake func()) (bool, error) {
-	cfg := o.pool.Config().ConnConfig
+	cfg := o.db.listen.Copy()
 	cfg.RuntimeParams["application_name"] = "outbox-listen"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

@@ -105,7 +105,7 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 		return fmt.Errorf("postgres: begin: %w", unavailable(ctx, err))
 	}
 	defer conn.Release()
-	ptx := newPipeTx(conn.Conn(), "begin")
+	ptx := r.db.newPipeTx(conn.Conn(), "begin")
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
 	t := &tx{q: ptx, pipe: ptx, db: r.db, now: r.clock()}
@@ -137,9 +137,20 @@ func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, tx uow.T
 		return fmt.Errorf("postgres: begin read: %w", unavailable(ctx, err))
 	}
 	defer conn.Release()
-	ptx := newPipeTx(conn.Conn(), "begin isolation level repeatable read read only")
+	ptx := r.db.newPipeTx(conn.Conn(), "begin isolation level repeatable read read only")
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
 	return unavailable(ctx, fn(ctx, &tx{q: readOnlyTx{ptx}, pipe: ptx, db: r.db, now: r.clock()}))
+}
+
+// newPipeTx returns the transaction that begin begins on conn, which sets
+// the DB's settings first behind a transaction pooler, in the same round
+// trip as its first statement.
+func (db *DB) newPipeTx(conn *pgx.Conn, begin string) *pipeTx {
+	p := newPipeTx(conn, begin)
+	if db.local != nil {
+		_ = p.hold(db.local.sql, db.local.args, func(err error) error { return fmt.Errorf("postgres: settings: %w", err) })
+	}
+	return p
 }
 
 // clock returns the time of a unit of work that begins now: one reading of

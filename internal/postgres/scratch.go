@@ -23,6 +23,9 @@ func CreateSchema(ctx context.Context, url, prefix string) (schema string, drop 
 		return "", nil, fmt.Errorf("postgres: parse url: %w", err)
 	}
 	cfg := poolCfg.ConnConfig
+	// CREATE and DROP SCHEMA need no setting, and a pooler would refuse
+	// most as startup parameters.
+	takeSettings(cfg)
 	schema = prefix + strings.ToLower(rand.Text()[:16])
 	quoted := pgx.Identifier{schema}.Sanitize()
 	exec := func(ctx context.Context, sql string) error {
@@ -44,7 +47,9 @@ func CreateSchema(ctx context.Context, url, prefix string) (schema string, drop 
 
 // OpenScratch creates a schema as [CreateSchema] does and returns a migrated
 // [DB], opened with opts, whose connections use only that schema. drop
-// closes the DB and drops the schema.
+// closes the DB and drops the schema. Before it migrates, it checks that
+// every connection of the DB works in the new schema ([DB.CheckSchema]),
+// and fails otherwise, having written nothing.
 func OpenScratch(ctx context.Context, url, prefix string, opts ...Option) (db *DB, drop func(context.Context) error, err error) {
 	cfg, err := ParseConfig(url)
 	if err != nil {
@@ -62,6 +67,12 @@ func OpenScratch(ctx context.Context, url, prefix string, opts ...Option) (db *D
 	drop = func(ctx context.Context) error {
 		db.Close()
 		return dropSchema(ctx)
+	}
+	// Nothing is written before every connection is known to work in the
+	// new schema: a pooler that dropped the search_path would have the
+	// migrations, and then the caller, write into the database's own.
+	if err := db.CheckSchema(ctx, schema); err != nil {
+		return nil, nil, errors.Join(err, drop(context.WithoutCancel(ctx)))
 	}
 	if _, err := db.Migrate(ctx); err != nil {
 		return nil, nil, errors.Join(err, drop(context.WithoutCancel(ctx)))
