@@ -120,6 +120,31 @@ func (b sqliteBackend) Close()                                        { _ = b.db
 type database struct {
 	postgresURL string
 	sqlitePath  string
+	// pooler and listenURL are DATABASE_POOLER and DATABASE_LISTEN_URL,
+	// for PostgreSQL.
+	pooler    postgres.Pooler
+	listenURL string
+}
+
+// database returns where the configuration points: DATABASE_URL, and on
+// PostgreSQL DATABASE_POOLER and DATABASE_LISTEN_URL.
+func (e env) database() (database, error) {
+	d, err := parseDatabaseURL(e.cfg.DatabaseURL)
+	if err != nil {
+		return database{}, err
+	}
+	if d.postgresURL != "" {
+		if d.pooler, err = postgres.ParsePooler(e.cfg.DatabasePooler); err != nil {
+			return database{}, err
+		}
+		d.listenURL = e.cfg.DatabaseListenURL
+	}
+	return d, nil
+}
+
+// postgresOptions are the options of the PostgreSQL backend.
+func (d database) postgresOptions(log *slog.Logger) []postgres.Option {
+	return []postgres.Option{postgres.WithLogger(log), postgres.WithPooler(d.pooler), postgres.WithListenURL(d.listenURL)}
 }
 
 // parseDatabaseURL reads DATABASE_URL: postgres:// or postgresql:// selects
@@ -156,7 +181,7 @@ func (d database) logAttrs() []any {
 	if err != nil {
 		return []any{"backend", "postgres"}
 	}
-	return []any{"backend", "postgres", "host", cfg.Host, "port", cfg.Port, "database", cfg.Database, "user", cfg.User}
+	return []any{"backend", "postgres", "host", cfg.Host, "port", cfg.Port, "database", cfg.Database, "user", cfg.User, "pooler", string(d.pooler)}
 }
 
 // redactURL returns raw quoted with its password masked, or its scheme
@@ -196,7 +221,7 @@ func (e *databaseError) Unwrap() error { return e.err }
 func (d database) open(ctx context.Context, log *slog.Logger) (backend, []int64, error) {
 	if d.postgresURL != "" {
 		where := redactURL(d.postgresURL)
-		db, err := postgres.Open(ctx, d.postgresURL, postgres.WithLogger(log))
+		db, err := postgres.Open(ctx, d.postgresURL, d.postgresOptions(log)...)
 		if err != nil {
 			return nil, nil, &databaseError{where, err}
 		}
@@ -229,7 +254,7 @@ func (d database) open(ctx context.Context, log *slog.Logger) (backend, []int64,
 // SQLite. drop removes it.
 func (d database) openScratch(ctx context.Context, log *slog.Logger) (backend, func(context.Context) error, error) {
 	if d.postgresURL != "" {
-		db, drop, err := postgres.OpenScratch(ctx, d.postgresURL, "bench_", postgres.WithLogger(log))
+		db, drop, err := postgres.OpenScratch(ctx, d.postgresURL, "bench_", d.postgresOptions(log)...)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -57,7 +57,7 @@ func bench(ctx context.Context, name string, o benchOptions, getenv func(string)
 	if err != nil {
 		return err
 	}
-	d, err := parseDatabaseURL(e.cfg.DatabaseURL)
+	d, err := e.database()
 	if err != nil {
 		return err
 	}
@@ -423,7 +423,7 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 		if err != nil {
 			return "", nil, err
 		}
-		srv := e.apiServer(db, keys, users, nil, noop.NewMeterProvider())
+		srv := e.apiServer(db, keys, users, nil, nil, noop.NewMeterProvider())
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", nil, err

@@ -90,7 +90,11 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	if ln != nil {
-		srv = e.apiServer(db, keys, users, metricsHandler, meter)
+		srv = e.apiServer(db, keys, users, rel, metricsHandler, meter)
+	}
+	if pg, ok := db.(postgresBackend); ok && rel != nil && !pg.db.Listening() {
+		e.log.Warn("relay: behind a transaction pooler without DATABASE_LISTEN_URL, messages committed by other instances wait for the next poll (outbox_wakeups_listening is 0)",
+			"poll", e.cfg.Outbox.Interval)
 	}
 
 	ctx, stop := context.WithCancel(ctx)
@@ -147,16 +151,26 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 }
 
 // apiServer returns the HTTP server of the API, with timeouts on every
-// stage of a request.
-func (e env) apiServer(db backend, keys *keyring.Keyring, users *user.Service, metrics http.Handler, meter metric.MeterProvider) *http.Server {
+// stage of a request. It is ready while the database answers and rel, the
+// relay of this process if any, can claim messages.
+func (e env) apiServer(db backend, keys *keyring.Keyring, users *user.Service, rel *relay, metrics http.Handler, meter metric.MeterProvider) *http.Server {
 	if metrics == nil {
 		metrics = http.NotFoundHandler()
+	}
+	ready := db.Ping
+	if rel != nil {
+		ready = func(ctx context.Context) error {
+			if err := db.Ping(ctx); err != nil {
+				return err
+			}
+			return rel.Ready()
+		}
 	}
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
 			Users:          users,
 			Activity:       db.Activity(keys),
-			Ready:          db.Ping,
+			Ready:          ready,
 			Metrics:        metrics,
 			Log:            e.log,
 			RateLimit:      e.cfg.HTTPRateLimit,

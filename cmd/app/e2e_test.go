@@ -20,6 +20,7 @@ import (
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgbouncertest"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/smtp"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
@@ -33,10 +34,47 @@ import (
 // failure.
 const e2eWait = 30 * time.Second
 
-// e2eDatabases make a fresh DATABASE_URL of each backend.
-var e2eDatabases = map[string]func(testing.TB) string{
-	"PostgreSQL": pgtest.NewURL,
-	"SQLite":     func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
+// e2eDatabases make a fresh database of each backend: PostgreSQL, directly
+// and behind a stock PgBouncer in each of its modes, and SQLite.
+var e2eDatabases = map[string]func(testing.TB) e2eDatabase{
+	"PostgreSQL": func(t testing.TB) e2eDatabase {
+		u := pgtest.NewURL(t)
+		return e2eDatabase{URL: u, Direct: u}
+	},
+	"PgBouncer session":     e2eBehindPgBouncer(postgres.PoolerSession),
+	"PgBouncer transaction": e2eBehindPgBouncer(postgres.PoolerTransaction),
+	"SQLite": func(t testing.TB) e2eDatabase {
+		u := "sqlite:" + filepath.Join(t.TempDir(), "accounts.db")
+		return e2eDatabase{URL: u, Direct: u}
+	},
+}
+
+// e2eDatabase is where the app of a whole-app test keeps its data.
+type e2eDatabase struct {
+	// URL is DATABASE_URL, and Pooler DATABASE_POOLER.
+	URL, Pooler string
+	// Direct reaches the same data without a pooler, for the test's own
+	// looks at it.
+	Direct string
+}
+
+// env returns vars with the variables that point the app at d.
+func (d e2eDatabase) env(vars map[string]string) map[string]string {
+	vars["DATABASE_URL"] = d.URL
+	if d.Pooler != "" {
+		vars["DATABASE_POOLER"] = d.Pooler
+	}
+	return vars
+}
+
+// e2eBehindPgBouncer makes a fresh PostgreSQL schema reached through a
+// PgBouncer of its own in mode.
+func e2eBehindPgBouncer(mode postgres.Pooler) func(testing.TB) e2eDatabase {
+	return func(t testing.TB) e2eDatabase {
+		u := pgtest.NewURL(t)
+		bouncer := pgbouncertest.Start(t, mode, pgtest.URL())
+		return e2eDatabase{URL: bouncer.URL(t, u), Pooler: string(mode), Direct: u}
+	}
 }
 
 // TestEndToEnd runs the whole app, API and relay, on each backend and a
@@ -44,25 +82,24 @@ var e2eDatabases = map[string]func(testing.TB) string{
 // sign-out by the mails the SMTP server received.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
-	for name, databaseURL := range e2eDatabases {
+	for name, database := range e2eDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			endToEnd(t, databaseURL(t))
+			endToEnd(t, database(t))
 		})
 	}
 }
 
-func endToEnd(t *testing.T, databaseURL string) {
+func endToEnd(t *testing.T, database e2eDatabase) {
 	mx := smtptest.NewServer(t)
-	app := e2eStart(t, map[string]string{
-		"DATABASE_URL":    databaseURL,
+	app := e2eStart(t, database.env(map[string]string{
 		"DATA_KEY":        testDataKey,
 		"HTTP_ADDR":       "127.0.0.1:0",
 		"SMTP_URL":        mx.URL(),
 		"BASE_URL":        "http://accounts.test",
 		"MAIL_FROM":       "accounts@accounts.test",
 		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
-	})
+	}))
 
 	// Ask for a sign-in link; the address is normalised.
 	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"Ada@Example.com"}`, http.StatusAccepted, nil)

@@ -30,18 +30,18 @@ import (
 // still signs in and confirms the change it asked for before.
 func TestErasureLeavesNoAddressInTheDatabase(t *testing.T) {
 	t.Parallel()
-	for name, databaseURL := range e2eDatabases {
+	for name, database := range e2eDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			erasure(t, databaseURL(t))
+			erasure(t, database(t))
 		})
 	}
 }
 
-func erasure(t *testing.T, databaseURL string) {
+func erasure(t *testing.T, database e2eDatabase) {
+	databaseURL := database.Direct
 	mx := smtptest.NewServer(t)
-	vars := map[string]string{
-		"DATABASE_URL":    databaseURL,
+	vars := database.env(map[string]string{
 		"DATA_KEY":        testDataKey,
 		"HTTP_ADDR":       "127.0.0.1:0",
 		"SMTP_URL":        mx.URL(),
@@ -49,7 +49,7 @@ func erasure(t *testing.T, databaseURL string) {
 		"MAIL_FROM":       "accounts@accounts.test",
 		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
 		"SWEEP_INTERVAL":  "0",  // The test sweeps, on a clock an hour on.
-	}
+	})
 	app := e2eStart(t, vars)
 	mails := 0
 	// mailed waits for the next mail and returns its link's code.

@@ -16,7 +16,7 @@ import (
 // PostgreSQL needs DATA_KEY.
 func (e env) keyring(db backend) (*keyring.Keyring, error) {
 	var masters keyring.Masters
-	switch d, err := parseDatabaseURL(e.cfg.DatabaseURL); {
+	switch d, err := e.database(); {
 	case err != nil:
 		return nil, err
 	case e.cfg.DataKey != "":

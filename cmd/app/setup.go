@@ -58,7 +58,7 @@ func (e env) openExistingDB(ctx context.Context) (backend, error) {
 }
 
 func (e env) open(ctx context.Context, existing bool) (backend, error) {
-	d, err := parseDatabaseURL(e.cfg.DatabaseURL)
+	d, err := e.database()
 	if err != nil {
 		return nil, err
 	}

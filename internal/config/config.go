@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/eventsourced/accounts/internal/integration/webhook"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -29,6 +31,10 @@ import (
 type Config struct {
 	// DatabaseURL selects the backend and its database.
 	DatabaseURL string `env:"DATABASE_URL" desc:"postgres://... selects PostgreSQL; sqlite:PATH selects SQLite; unset: a SQLite file under ./data/."`
+	// DatabasePooler says what stands between the app and PostgreSQL.
+	DatabasePooler string `env:"DATABASE_POOLER" envDefault:"none" desc:"What DATABASE_URL reaches on PostgreSQL: none (the server itself), session or transaction (a pooler such as PgBouncer in that pool_mode). Behind a pooler the app sends only the startup parameters a pooler passes on and sets the others itself (search_path from the URL too); in transaction mode it prepares no named statement, keeps no setting or lock past a transaction, and cannot LISTEN (see DATABASE_LISTEN_URL)."`
+	// DatabaseListenURL is a direct connection for LISTEN.
+	DatabaseListenURL string `env:"DATABASE_LISTEN_URL" desc:"postgres:// URL of the same database, reached without a transaction pooler, on which relays LISTEN for the commits of other instances; unset: they listen through DATABASE_URL, except with DATABASE_POOLER=transaction, where they find other instances' messages only at their next poll (OUTBOX_INTERVAL), logged at start and shown by the outbox_wakeups_listening gauge."`
 	// LogFormat is how log lines are written.
 	LogFormat string `env:"LOG_FORMAT" envDefault:"text" desc:"How log lines are written: text (key=value) or json (one object a line)."`
 	// LogLevel is the least severe level that is logged.
@@ -126,6 +132,12 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return Config{}, fmt.Errorf("config: LOG_FORMAT must be text or json, got %q", c.LogFormat)
 	}
+	if _, err := postgres.ParsePooler(c.DatabasePooler); err != nil {
+		return Config{}, fmt.Errorf("config: DATABASE_POOLER must be none, session or transaction, got %q", c.DatabasePooler)
+	}
+	if c.DatabaseListenURL != "" && !strings.HasPrefix(c.DatabaseListenURL, "postgres://") && !strings.HasPrefix(c.DatabaseListenURL, "postgresql://") {
+		return Config{}, fmt.Errorf("config: DATABASE_LISTEN_URL must be a postgres:// URL, got %s", strconv.Quote(mustRedact(c.DatabaseListenURL)))
+	}
 	if c.HTTPRateLimit < 0 {
 		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)
 	}
@@ -170,6 +182,12 @@ func (c Config) checkIntegration() error {
 		errs = append(errs, fmt.Errorf("PUBLISH_RETRY_FOR must be at least 1h, or a short outage of a destination buries its events; got %s", c.PublishRetryFor))
 	}
 	return errors.Join(errs...)
+}
+
+// mustRedact is [RedactURL] without its second result.
+func mustRedact(raw string) string {
+	shown, _ := RedactURL(raw)
+	return shown
 }
 
 // BaseURLOf returns the base URL of links to a server listening on addr,
