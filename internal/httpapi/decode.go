@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -25,8 +28,12 @@ func (e *decodeError) Error() string { return e.detail }
 
 // decode reads the JSON body of r into v strictly: the content type must be
 // JSON (or absent), the body at most maxBody bytes, one object (not null)
-// with no unknown fields and nothing after it. Field names match without
-// regard to case, as encoding/json does. The error is a *decodeError.
+// whose names are exactly those of v's json tags, each at most once, with
+// nothing after it. The error is a *decodeError.
+//
+// encoding/json matches names without regard to case (and by Unicode case
+// folding), so {"EMAIL": ...} would fill Email; the schemas of the API
+// allow the exact names alone, so decode checks each name first.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -44,9 +51,8 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if raw[0] != '{' {
 		return &decodeError{http.StatusBadRequest, TypeBadRequest, "the body must be a JSON object"}
 	}
-	if name, ok := repeatedField(raw); ok {
-		return &decodeError{http.StatusBadRequest, TypeBadRequest,
-			fmt.Sprintf("field %q is given more than once", name)}
+	if err := checkFields(raw, v); err != nil {
+		return err
 	}
 	fields := json.NewDecoder(bytes.NewReader(raw))
 	fields.DisallowUnknownFields()
@@ -63,32 +69,52 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// repeatedField returns a field name that the JSON object raw holds twice,
-// compared without regard to case as encoding/json matches names, so that
-// {"email":a,"EMAIL":b} cannot slip a second value past a reader of the first.
-func repeatedField(raw json.RawMessage) (string, bool) {
+// checkFields refuses a name of the JSON object raw that is not the json
+// tag of a field of the struct v points to, spelt exactly, or that raw
+// holds twice, so that {"email":a,"email":b} cannot slip a second value
+// past a reader of the first. Malformed JSON is left to the decoder.
+func checkFields(raw json.RawMessage, v any) *decodeError {
+	known := fieldNames(reflect.TypeOf(v).Elem())
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // The opening brace.
-		return "", false
+		return nil
 	}
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", false
+			return nil
 		}
 		name, _ := tok.(string)
-		if key := strings.ToLower(name); seen[key] {
-			return name, true
-		} else {
-			seen[key] = true
+		switch {
+		case !known[name]:
+			return &decodeError{http.StatusBadRequest, TypeBadRequest,
+				fmt.Sprintf("unknown field %q; the fields are %s", name, strings.Join(slices.Sorted(maps.Keys(known)), ", "))}
+		case seen[name]:
+			return &decodeError{http.StatusBadRequest, TypeBadRequest,
+				fmt.Sprintf("field %q is given more than once", name)}
 		}
+		seen[name] = true
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return "", false
+			return nil
 		}
 	}
-	return "", false
+	return nil
+}
+
+// fieldNames returns the JSON names of the struct type t: the name of each
+// exported field's json tag. Every request type of the API tags each of its
+// fields.
+func fieldNames(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && name != "" && name != "-" {
+			names[name] = true
+		}
+	}
+	return names
 }
 
 func decodeFailure(err error) *decodeError {

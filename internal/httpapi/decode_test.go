@@ -85,6 +85,10 @@ func TestStrictDecoding(t *testing.T) {
 				{"true", "true", 400, httpapi.TypeBadRequest},
 				{"null", "null", 400, httpapi.TypeBadRequest},
 				{"the field twice", "{" + f + ":" + v + "," + f + ":" + v + "}", 400, httpapi.TypeBadRequest},
+				// Names match exactly, as the schemas' additionalProperties:
+				// false says; encoding/json alone would take these.
+				{"the field in upper case", "{" + jsonString(strings.ToUpper(ep.field)) + ":" + v + "}", 400, httpapi.TypeBadRequest},
+				{"the field capitalised", "{" + jsonString(strings.ToUpper(ep.field[:1])+ep.field[1:]) + ":" + v + "}", 400, httpapi.TypeBadRequest},
 				{"the field twice in two cases", "{" + f + ":" + v + "," + strings.ToUpper(f) + ":" + v + "}", 400, httpapi.TypeBadRequest},
 				{"a number for the field", "{" + f + ":5}", 400, httpapi.TypeBadRequest},
 				{"a boolean for the field", "{" + f + ":true}", 400, httpapi.TypeBadRequest},

@@ -62,9 +62,9 @@ type outcome struct {
 }
 
 // strictField is the decoding the API promises, written independently of
-// it: body is at most 4 KiB, one JSON object whose keys all name field
-// (encoding/json matches names without regard to case), whose values are
-// strings or null, and name it at most once. It returns the field's value.
+// it: body is at most 4 KiB, one JSON object whose keys are all field,
+// spelt exactly, whose values are strings or null, and name it at most
+// once. It returns the field's value.
 // A bare null is not an object.
 func strictField(body []byte, field string) (string, bool) {
 	if len(body) > 4<<10 || !json.Valid(body) {
@@ -82,10 +82,10 @@ func strictField(body []byte, field string) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		if key, _ := tok.(string); !strings.EqualFold(key, field) {
+		if key, _ := tok.(string); key != field {
 			return "", false
 		}
-		if keys++; keys > 1 { // The one field, given twice in any case.
+		if keys++; keys > 1 { // The one field, given twice.
 			return "", false
 		}
 		var raw json.RawMessage
