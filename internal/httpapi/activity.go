@@ -48,7 +48,11 @@ type activityPage struct {
 
 func handleActivity(users Users, activity ActivityReader, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+		q, err := query(r)
+		if err != nil {
+			writeError(w, r, log, err, 0)
+			return
+		}
 		for name := range q {
 			if name != "limit" && name != "before" {
 				writeProblem(w, http.StatusBadRequest, TypeBadRequest, "unknown parameter "+strconv.Quote(name)+"; want limit and before")

@@ -161,7 +161,10 @@ func testActivity(t *testing.T, e *env) {
 		t.Errorf("grace's activity %+v, want her sign-in and registration only", p.Items)
 	}
 
-	for _, bad := range []string{"?limit=0", "?limit=101", "?limit=x", "?limit=1&limit=2", "?limit=+5", "?before=nope", "?before=1.2.3", "?before=-1.0", "?page=2"} {
+	for _, bad := range []string{"?limit=0", "?limit=101", "?limit=x", "?limit=1&limit=2", "?limit=+5", "?before=nope", "?before=1.2.3", "?before=-1.0", "?page=2",
+		// Query strings that cannot be parsed, which Go would read as if
+		// the bad pair were not there.
+		"?before=%%%bad", "?limit=2&before=%zz", "?limit=%32%", "?limit=2;x", "?%"} {
 		wantProblem(t, "GET /v1/me/activity"+bad, e.get(t, "/v1/me/activity"+bad, ada.Token), http.StatusBadRequest, "/problems/bad-request")
 	}
 	wantUnauthenticated(t, "GET /v1/me/activity without a token", e.get(t, "/v1/me/activity", ""))

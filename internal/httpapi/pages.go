@@ -261,7 +261,12 @@ func seeOther(w http.ResponseWriter, path string) {
 // showHome serves the start page, which asks for a sign-in link.
 func (s *site) showHome() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.render(w, r, http.StatusOK, "home", pageData{Title: "Sign in", Notice: notices[r.URL.Query().Get("notice")]})
+		q, err := query(r)
+		if err != nil {
+			s.fail(w, r, err, "", pageData{}, "/")
+			return
+		}
+		s.render(w, r, http.StatusOK, "home", pageData{Title: "Sign in", Notice: notices[q.Get("notice")]})
 	}
 }
 
@@ -325,7 +330,12 @@ func (p codePage) data(r *http.Request, code string) pageData {
 // an account that is not theirs unawares; it uses nothing up.
 func (s *site) showCode(p codePage) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		code := r.URL.Query().Get("code")
+		q, err := query(r)
+		if err != nil {
+			s.fail(w, r, err, "", pageData{}, p.next)
+			return
+		}
+		code := q.Get("code")
 		d := p.data(r, code)
 		if code != "" {
 			if err := p.preview(s, r, code, &d); err != nil {
@@ -373,15 +383,16 @@ func (s *site) confirmEmail(w http.ResponseWriter, r *http.Request) {
 }
 
 // signedIn returns the person the browser's cookie signs in. Without a
-// session it sends the browser to the sign-in page, clearing a cookie that
-// no longer signs anyone in, and returns false; when the service cannot
-// tell, it says so with a way back to the account page.
-func (s *site) signedIn(w http.ResponseWriter, r *http.Request) (user.User, bool) {
+// session it sends the browser to the sign-in page (with notice when that
+// is "email-changed"), clearing a cookie that no longer signs anyone in,
+// and returns false; when the service cannot tell, it says so with a way
+// back to the account page.
+func (s *site) signedIn(w http.ResponseWriter, r *http.Request, notice string) (user.User, bool) {
 	token := s.cookie.token(r)
 	if token == "" {
 		where := "/"
-		if n := r.URL.Query().Get("notice"); n == "email-changed" {
-			where += "?notice=" + n
+		if notice == "email-changed" {
+			where += "?notice=" + notice
 		}
 		seeOther(w, where)
 		return user.User{}, false
@@ -417,7 +428,12 @@ func (s *site) accountPage(r *http.Request, u user.User) (pageData, error) {
 
 // account serves the account page.
 func (s *site) account(w http.ResponseWriter, r *http.Request) {
-	u, ok := s.signedIn(w, r)
+	q, err := query(r)
+	if err != nil {
+		s.fail(w, r, err, "", pageData{}, "/account")
+		return
+	}
+	u, ok := s.signedIn(w, r, q.Get("notice"))
 	if !ok {
 		return
 	}
@@ -426,14 +442,14 @@ func (s *site) account(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "", pageData{}, "/account")
 		return
 	}
-	d.Notice = notices[r.URL.Query().Get("notice")]
+	d.Notice = notices[q.Get("notice")]
 	s.render(w, r, http.StatusOK, "account", d)
 }
 
 // changeEmail sends the account page's form: a confirmation link to the
 // new address.
 func (s *site) changeEmail(w http.ResponseWriter, r *http.Request) {
-	u, ok := s.signedIn(w, r)
+	u, ok := s.signedIn(w, r, "")
 	if !ok {
 		return
 	}
@@ -461,7 +477,7 @@ func (s *site) changeEmail(w http.ResponseWriter, r *http.Request) {
 // and sends the browser to the start, which says so. An unticked box
 // changes nothing.
 func (s *site) deleteAccount(w http.ResponseWriter, r *http.Request) {
-	u, ok := s.signedIn(w, r)
+	u, ok := s.signedIn(w, r, "")
 	if !ok {
 		return
 	}

@@ -427,6 +427,33 @@ func TestPagesCookieUnderHTTPS(t *testing.T) {
 	}
 }
 
+// TestPagesRefuseAMalformedQuery: a page whose query string cannot be
+// parsed answers 400 with a page that says so, rather than reading the
+// pairs it can and showing the page as if the rest had not been sent; it
+// changes nothing.
+func TestPagesRefuseAMalformedQuery(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	b := newBrowser(e.url)
+	wantRedirect(t, "sign in", b.submit(t, "/sign-in", url.Values{"code": {e.link(t, "ada@example.com", "ada@example.com")}}), "/account")
+	code := e.link(t, "grace@example.com", "grace@example.com")
+	for _, path := range []string{
+		"/?notice=signed-out&x=%%%bad",
+		"/?notice=%zz",
+		"/sign-in?code=" + code + "&x=%%%bad",
+		"/sign-in?code=" + code + ";x",
+		"/sign-in?code=%",
+		"/confirm-email?code=" + code + "&x=%G0",
+		"/account?notice=email-sent&x=%",
+		"/account?%%%bad",
+	} {
+		before := e.snapshot(t)
+		wantPage(t, "GET "+path, b.get(t, path), http.StatusBadRequest, "The request is malformed.")
+		e.unchanged(t, "GET "+path, before)
+	}
+	wantPage(t, "the sign-in link, well formed", b.get(t, "/sign-in?code="+code), http.StatusOK, `value="`+code+`"`)
+}
+
 // TestPagesAreStrictAndEscaped: the pages run only their own script and
 // style sheet, send no referrer elsewhere, are never cached or framed,
 // escape what they show, and show notices only by their key.
