@@ -12,7 +12,8 @@ import (
 )
 
 // The OpenAPI document names every route the API serves, and nothing else,
-// and the API serves it at /openapi.json.
+// with the 405 and 500 that every route may answer, and the API serves it
+// at /openapi.json.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile("openapi.json")
@@ -31,8 +32,22 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 	var documented []string
 	for path, ops := range doc.Paths {
-		for method := range ops {
+		for method, raw := range ops {
 			documented = append(documented, strings.ToUpper(method)+" "+path)
+			// Every path answers a method it does not take with 405, and
+			// every operation may fail with 500 (a panic, a page that
+			// cannot be drawn).
+			var op struct {
+				Responses map[string]json.RawMessage `json:"responses"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatal(err)
+			}
+			for _, status := range []string{"405", "500"} {
+				if op.Responses[status] == nil {
+					t.Errorf("%s %s does not document %s", strings.ToUpper(method), path, status)
+				}
+			}
 		}
 	}
 	var served []string
