@@ -71,6 +71,7 @@ func browserWalkThrough(t *testing.T, scripts bool, opts []browsertest.Option) {
 			t.FailNow()
 		}
 		browsertest.CheckAccessibility(t, ctx)
+		browserCheckPage(t, ctx, name)
 		browsertest.Screenshot(t, ctx, name)
 	}
 	text := func(sel chromedp.CSS) string {
@@ -200,6 +201,151 @@ func browserWalkThrough(t *testing.T, scripts bool, opts []browsertest.Option) {
 		t.Errorf("/account after the deletion went to %q, want /", got)
 	}
 	app.stop(t)
+}
+
+// TestBrowserOnANarrowScreen takes a person with a long address through
+// the pages on a phone's screen, 390 px wide: the address wraps only after
+// its @ or before a dot, never inside a word, and no page is wider than
+// the screen; the page of a link already used says so and leads to a new
+// link, with no button that would send the dead code. Every page passes
+// axe-core's check.
+func TestBrowserOnANarrowScreen(t *testing.T) {
+	t.Parallel()
+	mx := smtptest.NewServer(t)
+	const linkBase = "http://accounts.test"
+	app := e2eStart(t, map[string]string{
+		"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "accounts.db"),
+		"HTTP_ADDR":    "127.0.0.1:0",
+		"SMTP_URL":     mx.URL(),
+		"BASE_URL":     linkBase,
+		"MAIL_FROM":    "accounts@accounts.test",
+	})
+	// Longer than a line of the screen, with no hyphen, where a browser
+	// would break on its own.
+	const long = "augusta.ada.king.lovelace.countess@analytical.engine.example.org"
+	ctx := browsertest.New(t)
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		actx, cancel := context.WithTimeout(ctx, e2eWait)
+		defer cancel()
+		if err := chromedp.Do(actx, actions...); err != nil {
+			t.Errorf("%s: %v", name, err)
+			browsertest.Screenshot(t, ctx, name+"-failed")
+			t.FailNow()
+		}
+		browsertest.CheckAccessibility(t, ctx)
+		browserCheckPage(t, ctx, name)
+		browsertest.Screenshot(t, ctx, name)
+	}
+	submit := chromedp.CSS(`button[type="submit"]`)
+
+	step("1-home",
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(app.base+"/"),
+		chromedp.WaitVisible(chromedp.ID("email")),
+	)
+	step("2-link-sent",
+		chromedp.SendKeys(chromedp.ID("email"), long),
+		chromedp.Click(submit),
+		chromedp.WaitVisible(chromedp.ID("sent-to")),
+	)
+	browserCheckWrap(t, ctx, "the page of the link sent", "#sent-to", long)
+	code := e2eLinkCode(t, mx.Wait(t, 1, e2eWait)[0], linkBase+"/sign-in?code=")
+	link := app.base + "/sign-in?code=" + code
+	step("3-sign-in-link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("code")))
+	browserCheckWrap(t, ctx, "the sign-in page", "#who", long)
+	step("4-account", chromedp.Click(submit), chromedp.WaitVisible(chromedp.ID("current-email")))
+	browserCheckWrap(t, ctx, "the account page", "#current-email", long)
+
+	step("5-used-link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("a.action")))
+	if got := strings.TrimSpace(browsertest.Run(t, ctx, chromedp.Text(chromedp.ID("error")))); got != "This link is unknown, used or expired." {
+		t.Errorf("the page of the used link says %q", got)
+	}
+	if href := browsertest.Run(t, ctx, chromedp.Evaluate[string](`document.querySelector("a.action").getAttribute("href")`)); href != "/" {
+		t.Errorf("the page of the used link leads to %q, want / to ask for a new link", href)
+	}
+	if n := browsertest.Run(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("form, button, input").length`)); n != 0 {
+		t.Errorf("the page of the used link has %d forms, buttons or fields, want none", n)
+	}
+	// The page comes with 400, which the console shows; nothing else may.
+	for _, m := range browsertest.ConsoleErrors(t, ctx) {
+		if m.Kind != "log/network" || !strings.Contains(m.Text, "400") || m.URL != link {
+			t.Errorf("the page of the used link logged %s", m)
+		}
+	}
+	step("6-new-link-asked",
+		chromedp.Click(chromedp.CSS("a.action")),
+		chromedp.WaitVisible(chromedp.ID("email")),
+	)
+	app.stop(t)
+}
+
+// browserCheckPage checks what every page has, whatever its content: a
+// meta description, and nothing wider than the window, which would make
+// the page scroll sideways.
+func browserCheckPage(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	const js = `({
+		Description: (document.querySelector('meta[name="description"]') || {}).content || "",
+		Width: document.documentElement.clientWidth,
+		ScrollWidth: document.documentElement.scrollWidth,
+	})`
+	got := browsertest.Run(t, ctx, chromedp.Evaluate[struct {
+		Description        string
+		Width, ScrollWidth int
+	}](js))
+	if strings.TrimSpace(got.Description) == "" {
+		t.Errorf("%s: the page has no meta description", name)
+	}
+	if got.ScrollWidth > got.Width {
+		t.Errorf("%s: the page is %d px wide in a window of %d px", name, got.ScrollWidth, got.Width)
+	}
+}
+
+// browserCheckWrap checks that the element sel shows the address want,
+// that it takes more than one line (or the check would prove nothing), and
+// that each line after the first starts with a dot or follows the @.
+func browserCheckWrap(t *testing.T, ctx context.Context, what, sel, want string) {
+	t.Helper()
+	// The line of each character is told by the top of its box; the index
+	// of each character that starts a new line is a break.
+	const js = `((sel) => {
+		const el = document.querySelector(sel);
+		const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+		let text = "", top = null;
+		const breaks = [];
+		for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+			for (let i = 0; i < n.length; i++) {
+				const r = document.createRange();
+				r.setStart(n, i);
+				r.setEnd(n, i + 1);
+				const box = r.getBoundingClientRect();
+				if (top !== null && box.top > top + box.height / 2) breaks.push(text.length);
+				top = box.top;
+				text += n.data[i];
+			}
+		}
+		return {Text: text, Breaks: breaks, Right: el.getBoundingClientRect().right, Width: document.documentElement.clientWidth};
+	})(%s)`
+	got := browsertest.Run(t, ctx, chromedp.Evaluate[struct {
+		Text         string
+		Breaks       []int
+		Right, Width float64
+	}](fmt.Sprintf(js, strconv.Quote(sel))))
+	if got.Text != want {
+		t.Fatalf("%s shows %q, want %q", what, got.Text, want)
+	}
+	if len(got.Breaks) == 0 {
+		t.Errorf("%s shows the address on one line, %.0f px wide in a window of %.0f px: it does not break", what, got.Right, got.Width)
+	}
+	for _, b := range got.Breaks {
+		if got.Text[b-1] != '@' && got.Text[b] != '.' {
+			t.Errorf("%s breaks the address inside a word: %q | %q", what, got.Text[:b], got.Text[b:])
+		}
+	}
+	if got.Right > got.Width {
+		t.Errorf("%s: the address runs to %.0f px in a window of %.0f px", what, got.Right, got.Width)
+	}
 }
 
 // browserPressTwice returns an action that presses the button sel, and

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/eventsourced/accounts/internal/user"
@@ -39,13 +40,31 @@ var pageFiles embed.FS
 
 // pages are the page templates by name, each with the layout.
 var pages = func() map[string]*template.Template {
-	layout := template.Must(template.ParseFS(pageFiles, "pages/layout.html"))
+	funcs := template.FuncMap{"address": address}
+	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(pageFiles, "pages/layout.html"))
 	m := map[string]*template.Template{}
 	for _, name := range []string{"home", "sent", "code", "account", "message"} {
 		m[name] = template.Must(template.Must(layout.Clone()).ParseFS(pageFiles, "pages/"+name+".html"))
 	}
 	return m
 }()
+
+// address shows an email address so that a narrow screen breaks it where
+// a reader expects a break, after the @ or before a dot (<wbr>), and not
+// inside a word; the style sheet breaks a part too long for a line.
+func address(email string) template.HTML {
+	var b strings.Builder
+	for _, r := range email {
+		if r == '.' && b.Len() > 0 {
+			b.WriteString("<wbr>")
+		}
+		b.WriteString(template.HTMLEscapeString(string(r)))
+		if r == '@' {
+			b.WriteString("<wbr>")
+		}
+	}
+	return template.HTML(b.String())
+}
 
 // notices are the notices the pages show after a redirect, by the key in
 // ?notice=; the key is all a URL carries, so no one can put words on a page

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -82,6 +83,10 @@ func (b *browser) do(t *testing.T, method, path string, form url.Values, header 
 		if ct := p.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
 			t.Errorf("%s %s: Content-Type %q, want HTML", method, path, ct)
 		}
+		// Search engines and Lighthouse read a page's description.
+		if !strings.Contains(string(p.body), `<meta name="description" content="`) {
+			t.Errorf("%s %s: the page has no meta description", method, path)
+		}
 	}
 	return p
 }
@@ -109,6 +114,23 @@ func wantPage(t *testing.T, what string, p page, status int, want ...string) {
 	}
 }
 
+// wantNoForm checks that p, the page of a code that no longer works, has
+// no form and does not hold the code.
+func wantNoForm(t *testing.T, what string, p page, code string) {
+	t.Helper()
+	for _, bad := range []string{"<form", "<button", code} {
+		if strings.Contains(string(p.body), bad) {
+			t.Errorf("%s: the page holds %q:\n%s", what, bad, p.body)
+		}
+	}
+}
+
+// shown is an address as the pages show it, with a place to break the line
+// after the @ and before each dot.
+func shown(email string) string {
+	return strings.NewReplacer("@", "@<wbr>", ".", "<wbr>.").Replace(email)
+}
+
 // wantRedirect checks that p sends the browser to location.
 func wantRedirect(t *testing.T, what string, p page, location string) {
 	t.Helper()
@@ -129,14 +151,14 @@ func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 
 	wantPage(t, "GET /", b.get(t, "/"), http.StatusOK, `<form method="post" action="/">`, `<label for="email">`)
 	wantPage(t, "POST /", b.submit(t, "/", url.Values{"email": {"Ada@Example.com"}}), http.StatusOK,
-		"Check your inbox", "Ada@Example.com", `<form method="post" action="/sign-in">`)
+		"Check your inbox", shown("Ada@Example.com"), `<form method="post" action="/sign-in">`)
 	code := e.oneMail(t, mail.TopicLoginLink, "ada@example.com", "/sign-in")
 
 	// Opening the link, as often as a scanner likes, uses nothing up.
 	before := e.snapshot(t)
 	for range 3 {
 		wantPage(t, "GET /sign-in", b.get(t, "/sign-in?code="+code), http.StatusOK,
-			`<form method="post" action="/sign-in">`, `value="`+code+`"`, `<strong id="who">ada@example.com</strong>`)
+			`<form method="post" action="/sign-in">`, `value="`+code+`"`, `<strong id="who">`+shown("ada@example.com")+`</strong>`)
 	}
 	e.unchanged(t, "opening the sign-in link", before)
 
@@ -159,28 +181,30 @@ func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 	// ...but the API does not take the cookie itself.
 	r := e.send(t, request{method: "GET", path: "/v1/me", header: map[string]string{"Cookie": cookie.String()}})
 	wantUnauthenticated(t, "GET /v1/me with the cookie alone", r)
-	wantPage(t, "POST /sign-in with the used code", b.submit(t, "/sign-in", url.Values{"code": {code}}),
-		http.StatusBadRequest, "unknown, used or expired", `aria-invalid="true"`)
+	usedAgain := b.submit(t, "/sign-in", url.Values{"code": {code}})
+	wantPage(t, "POST /sign-in with the used code", usedAgain,
+		http.StatusBadRequest, "unknown, used or expired", `<a class="action" href="/">Ask for a new sign-in link</a>`)
+	wantNoForm(t, "POST /sign-in with the used code", usedAgain, code)
 
 	wantPage(t, "GET /account", b.get(t, "/account"), http.StatusOK,
-		`<dd id="current-email">ada@example.com</dd>`, `action="/account/email"`, `action="/sign-out"`)
+		`<dd id="current-email">`+shown("ada@example.com")+`</dd>`, `action="/account/email"`, `action="/sign-out"`)
 	// A link to another account, such as one someone else sent, says whose
 	// it is and whom the browser is signed in as.
 	other := e.link(t, "mallory@example.com", "mallory@example.com")
 	wantPage(t, "GET /sign-in of another account's link", b.get(t, "/sign-in?code="+other), http.StatusOK,
-		`<strong id="who">mallory@example.com</strong>`, "You are signed in as ada@example.com in this browser.")
+		`<strong id="who">`+shown("mallory@example.com")+`</strong>`, "You are signed in as "+shown("ada@example.com")+" in this browser.")
 
 	wantRedirect(t, "POST /account/email", b.submit(t, "/account/email", url.Values{"new_email": {"grace@example.com"}}),
 		"/account?notice=email-sent")
 	wantPage(t, "GET /account after asking", b.get(t, "/account?notice=email-sent"), http.StatusOK,
-		"We sent a confirmation link to your new address", "ada@example.com")
+		"We sent a confirmation link to your new address", shown("ada@example.com"))
 	change := e.oneMail(t, mail.TopicEmailChange, "grace@example.com", "/confirm-email")
 	wantPage(t, "GET /confirm-email", b.get(t, "/confirm-email?code="+change), http.StatusOK, `action="/confirm-email"`,
-		`<strong id="from">ada@example.com</strong> to <strong id="to">grace@example.com</strong>`)
+		`<strong id="from">`+shown("ada@example.com")+`</strong> to <strong id="to">`+shown("grace@example.com")+`</strong>`)
 	wantRedirect(t, "POST /confirm-email", b.submit(t, "/confirm-email", url.Values{"code": {change}}),
 		"/account?notice=email-changed")
 	wantPage(t, "GET /account after the change", b.get(t, "/account?notice=email-changed"), http.StatusOK,
-		"Your email address has been changed.", `<dd id="current-email">grace@example.com</dd>`)
+		"Your email address has been changed.", `<dd id="current-email">`+shown("grace@example.com")+`</dd>`)
 
 	signedOut := b.submit(t, "/sign-out", nil)
 	wantRedirect(t, "POST /sign-out", signedOut, "/?notice=signed-out")
@@ -188,10 +212,16 @@ func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 		t.Errorf("POST /sign-out set %v, want the session cookie cleared", signedOut.cookies)
 	}
 	wantPage(t, "GET / after signing out", b.get(t, "/?notice=signed-out"), http.StatusOK, "You have signed out.")
-	wantPage(t, "GET /sign-in of a used link", b.get(t, "/sign-in?code="+code), http.StatusBadRequest,
-		"This link is unknown, used or expired.", `<a href="/">Ask for a new sign-in link</a>`)
-	wantPage(t, "GET /confirm-email of a used link", b.get(t, "/confirm-email?code="+change), http.StatusBadRequest,
-		"This link is unknown, used or expired.", `<a href="/account">Ask for a new confirmation link on your account page</a>`)
+	// A used link's page says so and leads to a new link; it offers no
+	// button that would send the dead code.
+	used := b.get(t, "/sign-in?code="+code)
+	wantPage(t, "GET /sign-in of a used link", used, http.StatusBadRequest,
+		"This link is unknown, used or expired.", `<a class="action" href="/">Ask for a new sign-in link</a>`)
+	wantNoForm(t, "GET /sign-in of a used link", used, code)
+	used = b.get(t, "/confirm-email?code="+change)
+	wantPage(t, "GET /confirm-email of a used link", used, http.StatusBadRequest,
+		"This link is unknown, used or expired.", `<a class="action" href="/account">Ask for a new confirmation link on your account page</a>`)
+	wantNoForm(t, "GET /confirm-email of a used link", used, change)
 	wantUnauthenticated(t, "GET /v1/me after signing out", e.get(t, "/v1/me", cookie.Value))
 	wantRedirect(t, "GET /account after signing out", b.get(t, "/account"), "/")
 }
@@ -236,7 +266,7 @@ func TestPagesSendAnEndedSessionToSignIn(t *testing.T) {
 	s := e.signIn(t, "ada@example.com")
 	b := newBrowser(e.url)
 	b.cookies["session"] = &http.Cookie{Name: "session", Value: s.Token}
-	wantPage(t, "GET /account", b.get(t, "/account"), http.StatusOK, "ada@example.com")
+	wantPage(t, "GET /account", b.get(t, "/account"), http.StatusOK, shown("ada@example.com"))
 
 	e.clock.Set(start.Add(sessionTTL))
 	for _, visit := range []func() page{
@@ -311,11 +341,11 @@ func TestPagesShowTheFormAgainWithTheProblem(t *testing.T) {
 		t.Errorf("POST / too often: Retry-After %q, want 91", p.header.Get("Retry-After"))
 	}
 	wantPage(t, "POST /sign-in with a bad code", b.submit(t, "/sign-in", url.Values{"code": {"nope"}}), http.StatusBadRequest,
-		"This link is unknown, used or expired.", `value="nope"`, `<a href="/">Ask for a new sign-in link</a>`)
+		"This link is unknown, used or expired.", `<a class="action" href="/">Ask for a new sign-in link</a>`)
 	wantPage(t, "POST /confirm-email taken meanwhile", b.submit(t, "/confirm-email", url.Values{"code": {"taken" + strings.Repeat("a", 27)}}),
 		http.StatusConflict, "That address belongs to an account already.")
 	wantPage(t, "POST /account/email with one's own address", b.submit(t, "/account/email", url.Values{"new_email": {"Ada@example.com"}}),
-		http.StatusConflict, "That is your address already.", `value="Ada@example.com"`, "ada@example.com")
+		http.StatusConflict, "That is your address already.", `value="Ada@example.com"`, shown("ada@example.com"))
 	wantPage(t, "POST / with JSON", b.do(t, http.MethodPost, "/", nil, map[string]string{"Content-Type": "application/json"}),
 		http.StatusUnsupportedMediaType, "application/x-www-form-urlencoded")
 	big := url.Values{"email": {strings.Repeat("a", 5000) + "@example.com"}}
@@ -456,7 +486,8 @@ func TestPagesRefuseAMalformedQuery(t *testing.T) {
 
 // TestPagesAreStrictAndEscaped: the pages run only their own script and
 // style sheet, send no referrer elsewhere, are never cached or framed,
-// escape what they show, and show notices only by their key.
+// escape what they show, and show notices only by their key; the icon
+// and robots.txt, which browsers and crawlers ask for, are served.
 func TestPagesAreStrictAndEscaped(t *testing.T) {
 	t.Parallel()
 	var used atomic.Int32
@@ -470,8 +501,8 @@ func TestPagesAreStrictAndEscaped(t *testing.T) {
 		if strings.Contains(body, "<script>") || strings.Contains(body, "y()") {
 			t.Errorf("GET %s: what the address carries reached the page unescaped:\n%s", path, body)
 		}
-		if path != "/" && !strings.Contains(body, `value="abc&#34;&gt;&lt;script&gt;x()&lt;/script&gt;"`) {
-			t.Errorf("GET %s: the code is not escaped into the field:\n%s", path, body)
+		if path != "/" && strings.Contains(body, "x()") {
+			t.Errorf("GET %s: the page of a code that does not work holds the code:\n%s", path, body)
 		}
 		csp := r.header.Get("Content-Security-Policy")
 		for _, want := range []string{"default-src 'none'", "script-src 'self'", "style-src 'self'", "form-action 'self'", "frame-ancestors 'none'"} {
@@ -491,10 +522,27 @@ func TestPagesAreStrictAndEscaped(t *testing.T) {
 	if n := used.Load(); n != 0 {
 		t.Errorf("opening the pages used a code %d times, want never", n)
 	}
-	for path, ct := range map[string]string{"/assets/pages.js": "text/javascript; charset=utf-8", "/assets/pages.css": "text/css; charset=utf-8"} {
+	// The static files, with the icon a browser asks for on its own and the
+	// rules for crawlers, which keep them off the pages of codes.
+	for path, ct := range map[string]string{
+		"/assets/pages.js":  "text/javascript; charset=utf-8",
+		"/assets/pages.css": "text/css; charset=utf-8",
+		"/favicon.ico":      "image/x-icon",
+		"/robots.txt":       "text/plain; charset=utf-8",
+	} {
 		r := serve(t, h, "GET", path, "", nil, nil)
 		if r.status != http.StatusOK || r.header.Get("Content-Type") != ct || len(r.body) == 0 {
 			t.Errorf("GET %s: %d %s, want %s", path, r.status, r.header.Get("Content-Type"), ct)
+		}
+		checkContract(t, "GET", path, nil, r)
+	}
+	if r := serve(t, h, "GET", "/favicon.ico", "", nil, nil); !bytes.HasPrefix(r.body, []byte{0, 0, 1, 0}) {
+		t.Errorf("GET /favicon.ico: no ICO file: % x", r.body[:min(len(r.body), 8)])
+	}
+	robots := string(serve(t, h, "GET", "/robots.txt", "", nil, nil).body)
+	for _, want := range []string{"User-agent: *", "Disallow: /sign-in\n", "Disallow: /confirm-email\n", "Disallow: /account\n", "Disallow: /v1/\n"} {
+		if !strings.Contains(robots, want) {
+			t.Errorf("robots.txt lacks %q:\n%s", want, robots)
 		}
 	}
 }

@@ -106,6 +106,10 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	page("/sign-out", nil, site.signOut)
 	op("/assets/pages.js", serveAsset("pages.js", "text/javascript; charset=utf-8"))
 	op("/assets/pages.css", serveAsset("pages.css", "text/css; charset=utf-8"))
+	// Browsers ask for the icon on their own, and crawlers for robots.txt;
+	// a 404 of either is an error in a browser's console.
+	op("/favicon.ico", serveAsset("favicon.ico", "image/x-icon"))
+	op("/robots.txt", serveAsset("robots.txt", "text/plain; charset=utf-8"))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A browser that strays from the pages gets a page; the API and
 		// its clients get a problem.
