@@ -56,6 +56,9 @@ var files = map[string]struct{ typ, body string }{
 	"/errors.js": {"text/javascript", `console.error("boom", 42); throw new Error("kaboom");`},
 	"/tall":      {"text/html", page("Tall", `<p class="tall">A page taller than the window</p>`)},
 	"/style.css": {"text/css", `.tall { height: 3000px; }`},
+	// The icon the browser asks for on its own: a missing one is a
+	// console error.
+	"/favicon.ico": {"image/png", "\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\x0d\x49\x44\x41\x54\x78\xda\x63\xe0\x0e\xbf\xf0\x1f\x00\x03\xd5\x02\x32\xd8\xa3\x3f\xef\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82"},
 }
 
 // server serves files with the policy csp, and, at /hang, an answer that

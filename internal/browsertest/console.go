@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -45,10 +44,10 @@ func (m Message) String() string {
 // context from [New] or [NewTab], that appeared since the tab opened or
 // since the last call, and takes them: they no longer fail the test when it
 // ends. A test that provokes an error on purpose checks it here; any other
-// test need not call it. A failed request for /favicon.ico is no error
-// here: the browser makes it on its own when a page names no icon, and
-// DevTools shows it as one. Every message that the browser sent before the call
-// is in the result. ConsoleErrors fails t when the tab does not answer.
+// test need not call it. A failed request for /favicon.ico, which the
+// browser makes on its own when a page names no icon, is an error too, as
+// DevTools and Lighthouse count it. Every message that the browser sent
+// before the call is in the result. ConsoleErrors fails t when the tab does not answer.
 func ConsoleErrors(t testing.TB, ctx context.Context) []Message {
 	t.Helper()
 	tb := tabOf(ctx)
@@ -121,7 +120,7 @@ func (tb *tab) listen(ev any) {
 		}
 	case *log.EventEntryAdded:
 		e := ev.Entry
-		if e.Level != log.EntryLevelError || e.Source == log.EntrySourceNetwork && isFavicon(e.URL) {
+		if e.Level != log.EntryLevelError {
 			return
 		}
 		m = Message{Kind: "log/" + string(e.Source), Text: e.Text, URL: e.URL, Line: e.LineNumber}
@@ -136,13 +135,6 @@ func (tb *tab) listen(ev any) {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	tb.messages = append(tb.messages, m)
-}
-
-// isFavicon reports whether rawURL is the icon at the root of a site, which
-// the browser asks for on its own when a page names no icon.
-func isFavicon(rawURL string) bool {
-	u, err := url.Parse(rawURL)
-	return err == nil && u.Path == "/favicon.ico"
 }
 
 // argsText joins the arguments of a console call as text.
