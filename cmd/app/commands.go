@@ -338,6 +338,9 @@ func rebuildActivity(ctx context.Context, e env, db backend, keys *keyring.Keyri
 		report = progressBar(stderr, a.Name())
 	}
 	from, to, err := projections.Renew(ctx, db.Log(projections.LogConfig{}), a, report, projections.WithRunnerLogger(e.log))
+	if errors.Is(err, projections.ErrLogOrder) {
+		return fmt.Errorf("%w (%s)", err, logOrderFix)
+	}
 	if err != nil {
 		return err
 	}
@@ -403,7 +406,8 @@ func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error 
 		for _, version := range versions {
 			g := projections.Group(p.At(version))
 			n, oldest, err := log.Behind(ctx, g, p.Types())
-			if err != nil {
+			disorder := err
+			if err != nil && !errors.Is(err, projections.ErrLogOrder) {
 				return err
 			}
 			f, isFailed, err := log.Failure(ctx, g)
@@ -422,6 +426,10 @@ func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error 
 				state = fmt.Sprintf("failed at %s since %s: %s", projections.FormatPosition(f.Position), f.At.Format(time.RFC3339), f.Error)
 				failed = append(failed, g)
 			}
+			if disorder != nil {
+				state = fmt.Sprintf("stuck: %s (%s)", strings.ReplaceAll(disorder.Error(), "\n", "; "), logOrderFix)
+				failed = append(failed, g)
+			}
 			fmt.Fprintf(stdout, "%s\tversion %d\tbehind %d events, %.1fs\t%s\n", p.Name(), version, n, secs, state)
 		}
 	}
@@ -430,6 +438,11 @@ func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error 
 	}
 	return nil
 }
+
+// logOrderFix says what sets right a log out of order
+// ([projections.ErrLogOrder]).
+const logOrderFix = "after a logical restore into another server, `app migrate` moves the log's clock on; " +
+	"then `app projections rebuild activity` applies the events the projection passed over"
 
 // requeue makes buried messages due again now: those named by ID, or with
 // --all every buried one.

@@ -282,7 +282,13 @@ func (db *DB) Outbox() *Outbox {
 
 // Migrate applies every migration that the database lacks and returns the
 // versions it applied. Instances that migrate at once take turns on a
-// [migrationLock].
+// [migrationLock]. It then keeps the event log in order on this
+// cluster: after a logical copy of the database from another cluster
+// (pg_dump and pg_restore, logical replication), whose transaction ids ran
+// above this one's, it moves the log's clock on in one transaction, so
+// that new events follow the copied ones and every projection goes on from
+// its offset; it logs that it did. When it cannot, it returns an error and
+// the app does not start.
 func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
 	sqlDB := openSQL(db.pool, db.local)
 	defer sqlDB.Close()
@@ -302,6 +308,14 @@ func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
 	applied := make([]int64, 0, len(results))
 	for _, r := range results {
 		applied = append(applied, r.Source.Version)
+	}
+	move, err := db.alignClock(ctx)
+	if err != nil {
+		return applied, err
+	}
+	if move != nil {
+		db.log.Warn("postgres: the database came from another cluster (a logical restore or replication); the event log's clock moved on so that new events follow the copied ones",
+			"from_system", move.FromSystem, "to_system", move.ToSystem, "from_shift", move.FromShift, "to_shift", move.ToShift, "sequences", move.Sequences)
 	}
 	return applied, nil
 }

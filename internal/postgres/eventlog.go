@@ -37,8 +37,9 @@ type LogConfig = projections.LogConfig
 // process that appended events commits, and otherwise every PollInterval.
 // Its schema adapter reads events in the order of [EventStore.ReadAll]
 // (transaction id, then position) and only below the oldest transaction in
-// flight (pg_snapshot_xmin), so it never passes over an event that could
-// still commit behind it; it inserts nothing. Its offsets adapter keeps
+// flight (pg_snapshot_xmin, on the log's clock: see [DB.Migrate]), so it
+// never passes over an event that could still commit behind it; it inserts
+// nothing. Its offsets adapter keeps
 // each group's position in projection_offsets, whose row a read locks (FOR
 // UPDATE) until its batch commits, so two subscribers of one group take
 // turns and never apply an event twice.
@@ -126,26 +127,50 @@ func (l *EventLog) Apply(msg *message.Message, now time.Time, apply func(ctx con
 
 // Behind counts the events group has still to apply, as
 // [projections.Log] describes: those after its offset, all of them for a
-// group that has not subscribed yet.
+// group that has not subscribed yet, and those that sort before its offset
+// but were added after it had passed their place (above its
+// high_position), which a log in order never holds. Such events, and
+// events beyond the log's clock, which no reader reaches, are counted and
+// reported as an error wrapping [projections.ErrLogOrder].
 func (l *EventLog) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
-	q := `
-SELECT count(*), min(e.recorded_at) FROM events AS e
-LEFT JOIN projection_offsets AS o ON o.consumer_group = $1
-WHERE (o.consumer_group IS NULL OR (o.retired_at IS NULL AND (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position)))`
+	wanted := `true`
 	args := []any{group}
 	if len(types) > 0 {
-		q += ` AND e.type = ANY($2)`
+		wanted = `e.type = ANY($2)`
 		args = append(args, types)
 	}
-	var n int64
+	q := `
+WITH o AS (
+	SELECT last_transaction_id AS tx, last_position AS pos, high_position AS high
+	FROM projection_offsets WHERE consumer_group = $1 AND retired_at IS NULL
+	UNION ALL
+	SELECT '0'::xid8, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM projection_offsets WHERE consumer_group = $1)
+), pending AS (
+	SELECT e.transaction_id, e.recorded_at, false AS passed FROM events AS e
+	WHERE (e.transaction_id, e.position) > ((SELECT tx FROM o), (SELECT pos FROM o)) AND ` + wanted + `
+	UNION ALL
+	SELECT e.transaction_id, e.recorded_at, true FROM events AS e
+	WHERE e.position > (SELECT high FROM o) AND (e.transaction_id, e.position) <= ((SELECT tx FROM o), (SELECT pos FROM o)) AND ` + wanted + `
+)
+SELECT count(*), min(recorded_at), count(*) FILTER (WHERE passed), count(*) FILTER (WHERE transaction_id >= ` + logNext + `)
+FROM pending`
+	var n, passed, beyond int64
 	var oldest sql.NullTime
-	if err := l.db.QueryRowContext(ctx, q, args...).Scan(&n, &oldest); err != nil {
+	if err := l.db.QueryRowContext(ctx, q, args...).Scan(&n, &oldest, &passed, &beyond); err != nil {
 		return 0, time.Time{}, fmt.Errorf("postgres: behind %s: %w", group, unavailable(ctx, err))
 	}
-	if !oldest.Valid {
-		return n, time.Time{}, nil
+	var at time.Time
+	if oldest.Valid {
+		at = oldest.Time.UTC()
 	}
-	return n, oldest.Time.UTC(), nil
+	var err error
+	if passed > 0 {
+		err = fmt.Errorf("postgres: behind %s: %d events sort before its offset but came after it had passed them: %w", group, passed, projections.ErrLogOrder)
+	}
+	if beyond > 0 {
+		err = errors.Join(err, fmt.Errorf("postgres: behind %s: %d events lie beyond this cluster's transaction ids, where no reader reaches them: %w", group, beyond, projections.ErrLogOrder))
+	}
+	return n, at, err
 }
 
 // Fail records that group stopped, as [projections.Log] describes.
@@ -259,10 +284,14 @@ ON CONFLICT (consumer_group) DO UPDATE SET retired_at = now()`, group)
 }
 
 // advanceOffset moves group's offset to the event at (txid, position),
-// never backwards.
+// never backwards, and its high_position to the highest position of the
+// events it has passed.
 func advanceOffset(group, txid string, position int64) wsql.Query {
 	return wsql.Query{
-		Query: `UPDATE projection_offsets SET last_transaction_id = $2::text::xid8, last_position = $3,
+		Query: `UPDATE projection_offsets AS o SET last_transaction_id = $2::text::xid8, last_position = $3,
+	high_position = greatest(o.high_position, coalesce((SELECT max(e.position) FROM events AS e
+		WHERE (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position)
+		AND (e.transaction_id, e.position) <= ($2::text::xid8, $3)), 0)),
 	failed_at = NULL, failed_position = NULL, failed_error = NULL
 WHERE consumer_group = $1 AND (last_transaction_id, last_position) < ($2::text::xid8, $3)`,
 		Args: []any{group, txid, position},
@@ -337,7 +366,7 @@ WITH last AS (
 	SELECT e.position, e.transaction_id, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at
 	FROM events AS e
 	WHERE (e.transaction_id, e.position) > ((SELECT last_transaction_id FROM last), (SELECT last_position FROM last))
-	AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+	AND e.transaction_id < ` + logHorizon + `
 	ORDER BY e.transaction_id, e.position
 	LIMIT ` + strconv.Itoa(s.batch) + `
 ), picked AS (

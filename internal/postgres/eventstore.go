@@ -291,15 +291,18 @@ func ceilMicro(t time.Time) time.Time {
 // transactions' IDs, as watermill-sql orders its PostgreSQL messages: two
 // overlapping transactions may commit in the other order, but a reader never
 // sees the later ID before the earlier one has ended. A Position's Commit is the
-// id (xid8) of the transaction that appended the event and its Seq the
-// event's row number. Only events of transactions older than every
-// transaction still in flight (pg_snapshot_xmin) are returned, so an event
+// id (xid8) of the transaction that appended the event, on the log's clock
+// (the id plus a shift that stays 0 until the database is copied into a
+// cluster whose ids run lower: see [DB.Migrate]), and its Seq the event's
+// row number. Only events of transactions older than every
+// transaction still in flight (pg_snapshot_xmin, on the log's clock, which
+// [DB.Migrate] keeps ahead of the log) are returned, so an event
 // is never returned before one that may still commit ahead of it. That
 // horizon is the server's: any long transaction, even on another schema,
 // delays what ReadAll returns.
 func (s *EventStore) ReadAll(ctx context.Context, t uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error) {
 	return s.read(ctx, t, after, limit, "read all",
-		`AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())`)
+		`AND transaction_id < `+logHorizon)
 }
 
 // ReadCommitted returns up to limit events after position in the order of

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,7 +50,12 @@ type Log interface {
 	Apply(msg *message.Message, now time.Time, apply func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error) error
 	// Behind counts the events of the given types (all, when empty) that
 	// group has still to apply, and returns when the oldest of them was
-	// recorded: zero when none is left.
+	// recorded: zero when none is left. The count is honest even when the
+	// log's order is broken, as a logical copy of a database into another
+	// server can break it: events the group's subscribers will never
+	// reach in order (they sort before its offset but came after it, or
+	// lie where no reader gets) are counted, and the error, which then
+	// comes with the count and the time, wraps [ErrLogOrder].
 	Behind(ctx context.Context, group string, types []string) (int64, time.Time, error)
 	// Fail records, outside any subscriber's transaction, that group has
 	// stopped at f.Position; the group's next applied event clears it.
@@ -76,6 +82,12 @@ type Log interface {
 	// subscriber that subscribes again, and Behind counts none for it.
 	Retire(ctx context.Context, tx uow.Tx, group string) error
 }
+
+// ErrLogOrder is wrapped by the error of [Log.Behind] when the log holds
+// events a group will never apply in order: its order was broken, as a
+// logical copy of the database into another server that was not set
+// right breaks it. Behind still counts them.
+var ErrLogOrder = errors.New("projections: the event log is out of order")
 
 // Failure is why a projection stopped.
 type Failure struct {

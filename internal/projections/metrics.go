@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -91,7 +92,7 @@ func newRunnerMetrics(mp metric.MeterProvider, r *Runner) (*runnerMetrics, func(
 			bctx, cancel := context.WithTimeout(ctx, behindTimeout)
 			n, oldest, err := r.log.Behind(bctx, g, st.types)
 			cancel()
-			if err == nil {
+			if err == nil || errors.Is(err, ErrLogOrder) {
 				last[g] = lag{n, oldest}
 			}
 			l := last[g]

@@ -6,6 +6,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -72,13 +73,18 @@ func groupOf(name string, version int) string { return name + ".v" + strconv.Ito
 
 // ServingBehind counts the events of p's types that the version of p
 // serving reads (by log's registry, p's own version when it holds none)
-// has still to apply.
+// has still to apply. A log out of order ([ErrLogOrder]) gives its honest
+// count and no error: a reader is told how far behind the projection is,
+// and the status and metrics of the runner say why.
 func ServingBehind(ctx context.Context, log Log, p Projection) (int64, error) {
 	v, err := log.Versions(ctx, p.Name(), p.Version())
 	if err != nil {
 		return 0, err
 	}
 	n, _, err := log.Behind(ctx, groupOf(p.Name(), v.Serving), p.Types())
+	if errors.Is(err, ErrLogOrder) {
+		return n, nil
+	}
 	return n, err
 }
 
