@@ -24,9 +24,9 @@ const (
 	logNext = `(SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + xid_shift)::text::xid8 FROM event_log_clock)`
 )
 
-// ClockMove is what [DB.Migrate] found and did when the database had come
+// clockMove is what [DB.Migrate] found and did when the database had come
 // to another cluster than the one its event log's clock was set on.
-type ClockMove struct {
+type clockMove struct {
 	// FromSystem and ToSystem are the system identifiers of the cluster
 	// the clock was set on and of this one; 0 when unknown.
 	FromSystem, ToSystem int64
@@ -66,7 +66,7 @@ func (p clockProbe) moved() bool {
 // takes the events table's exclusive lock, which waits for every
 // transaction that reads or appends to the log, and decides again under
 // it; the first moves the clock and the others then find nothing to do.
-func (db *DB) alignClock(ctx context.Context) (*ClockMove, error) {
+func (db *DB) alignClock(ctx context.Context) (*clockMove, error) {
 	p, err := db.probeClock(ctx)
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (db *DB) alignClock(ctx context.Context) (*ClockMove, error) {
 		}
 		return nil, nil
 	}
-	var move *ClockMove
+	var move *clockMove
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		// Behind a transaction pooler the schema, among other settings,
 		// is set in each transaction.
@@ -139,7 +139,7 @@ func systemIdentifier(ctx context.Context, q interface {
 // such that the oldest transaction in flight, and so every later one,
 // comes after the log's last event. The column's default moves with it
 // in tx. Sequences that run below their rows are set to their highest.
-func moveClock(ctx context.Context, tx pgx.Tx, system *int64) (*ClockMove, error) {
+func moveClock(ctx context.Context, tx pgx.Tx, system *int64) (*clockMove, error) {
 	// The lock waits for every transaction that appended events, or reads
 	// them, to end, and holds new ones until tx commits: none appends at
 	// the old clock after it.
@@ -157,7 +157,7 @@ FROM event_log_clock AS c FOR UPDATE OF c`).Scan(&shift, &recorded, &last, &xmin
 	if err != nil {
 		return nil, err
 	}
-	move := &ClockMove{FromShift: shift, ToShift: shift}
+	move := &clockMove{FromShift: shift, ToShift: shift}
 	if recorded != nil {
 		move.FromSystem = *recorded
 	}
