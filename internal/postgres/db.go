@@ -314,7 +314,7 @@ func (db *DB) Migrate(ctx context.Context) ([]int64, error) {
 		return applied, err
 	}
 	if move != nil {
-		db.log.Warn("postgres: the database came from another cluster (a logical restore or replication); the event log's clock moved on so that new events follow the copied ones",
+		db.log.Warn("postgres: the database came from another cluster (a logical restore or replication); the event log's clock is set for this one, so that new events follow the copied ones",
 			"from_system", move.FromSystem, "to_system", move.ToSystem, "from_shift", move.FromShift, "to_shift", move.ToShift, "sequences", move.Sequences)
 	}
 	return applied, nil

@@ -285,13 +285,19 @@ ON CONFLICT (consumer_group) DO UPDATE SET retired_at = now()`, group)
 
 // advanceOffset moves group's offset to the event at (txid, position),
 // never backwards, and its high_position to the highest position of the
-// events it has passed.
+// events it has passed. The events passed now are read in the log's order,
+// by a subquery with ORDER BY: a plain max(position) over them would be
+// planned as a backward scan of events_position from the end of the log,
+// filtered down to the window, which costs a scan of the rest of the log
+// per batch while a projection catches up.
 func advanceOffset(group, txid string, position int64) wsql.Query {
 	return wsql.Query{
 		Query: `UPDATE projection_offsets AS o SET last_transaction_id = $2::text::xid8, last_position = $3,
-	high_position = greatest(o.high_position, coalesce((SELECT max(e.position) FROM events AS e
+	high_position = greatest(o.high_position, coalesce((SELECT max(w.position) FROM (
+		SELECT e.position FROM events AS e
 		WHERE (e.transaction_id, e.position) > (o.last_transaction_id, o.last_position)
-		AND (e.transaction_id, e.position) <= ($2::text::xid8, $3)), 0)),
+		AND (e.transaction_id, e.position) <= ($2::text::xid8, $3)
+		ORDER BY e.transaction_id, e.position) AS w), 0)),
 	failed_at = NULL, failed_position = NULL, failed_error = NULL
 WHERE consumer_group = $1 AND (last_transaction_id, last_position) < ($2::text::xid8, $3)`,
 		Args: []any{group, txid, position},
