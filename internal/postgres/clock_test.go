@@ -23,6 +23,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
 )
 
 // catchUp runs p until the log has nothing left for it, and returns its
@@ -301,4 +302,23 @@ func eventIDs(events []eventstore.Event) []uuid.UUID {
 		ids[i] = e.ID
 	}
 	return ids
+}
+
+// A rebuild stops, and says why, when the log holds events that no reader
+// reaches, instead of waiting for them for ever.
+func TestARebuildStopsOnEventsNoReaderReaches(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	var next uint64
+	if err := db.Pool().QueryRow(t.Context(), `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	insertEventAt(t, db, user.TypeRegistered, fmt.Sprint(next+1_000_000))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond})
+	_, _, err := projections.Renew(ctx, log, db.Activity(nil), nil)
+	if !errors.Is(err, projections.ErrLogOrder) || ctx.Err() != nil {
+		t.Fatalf("rebuild: %v, want it stopped at once on the order", err)
+	}
 }
