@@ -17,11 +17,12 @@ import (
 // database of c, as an operator's logical backup and restore does:
 // pg_dump in its custom format piped into pg_restore, both of c's
 // version. Nothing is written to disk but c's data. The copy keeps every
-// row and sequence, and none of the source server's transaction ids.
+// row and sequence, but no owner or privilege, whose roles c may lack;
+// c goes on counting transaction ids from its own count, not the source's.
 func (c *Cluster) RestoreSchema(ctx context.Context, sourceURL, schema, database string) error {
 	bin := filepath.Join("/usr/lib/postgresql", c.Version, "bin")
 	dump := exec.CommandContext(ctx, filepath.Join(bin, "pg_dump"), "--format=custom", "--schema="+schema, "--dbname="+sourceURL)
-	restore := exec.CommandContext(ctx, filepath.Join(bin, "pg_restore"), "--exit-on-error", "--no-owner", "--dbname="+c.URL(database))
+	restore := exec.CommandContext(ctx, filepath.Join(bin, "pg_restore"), "--exit-on-error", "--no-owner", "--no-privileges", "--dbname="+c.URL(database))
 	pipe, err := dump.StdoutPipe()
 	if err != nil {
 		return fmt.Errorf("pgcluster: restore %s: %w", schema, err)

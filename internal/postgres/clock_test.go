@@ -281,6 +281,31 @@ func TestTheClockMovesOnAfterALogicalRestore(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(append(old, added...)) {
 		t.Errorf("the projection holds %v, want the copied events once and then the new ones", got)
 	}
+
+	t.Run("and a copy of the copy", func(t *testing.T) {
+		third := pgcluster.New(t)
+		if err := third.RestoreSchema(ctx, target.URL("postgres"), schema, "postgres"); err != nil {
+			t.Fatal(err)
+		}
+		db := open(t, third.URL("postgres")+"&search_path="+url.QueryEscape(schema))
+		if _, err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		more := appendEvents(t, db, "s-4", "test.kept", 1)
+		var all []eventstore.Event
+		err := db.Runner(nil).Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			all, err = db.Events().ReadAll(ctx, tx, eventstore.Position{}, 100)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append(append(append([]uuid.UUID(nil), old...), added...), more...)
+		if got := eventIDs(all); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("the log on the second copy reads %v, want %v", got, want)
+		}
+	})
 }
 
 // addMessage adds a message of key to db's outbox and returns its ID.
