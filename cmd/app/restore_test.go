@@ -154,6 +154,24 @@ func TestLogicalRestoreIntoAnotherCluster(t *testing.T) {
 	if rebuilt := activityRows(t, targetURL); rebuilt != held {
 		t.Errorf("the rebuilt activity differs:\n%s\nwant\n%s", rebuilt, held)
 	}
+
+	// An event that a writer knowing no clock put below the offset, as a
+	// running instance that reconnects to the copy would: status says the
+	// projection is stuck, and fails.
+	conn, err = pgx.Connect(ctx, targetURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO events (transaction_id, id, stream, version, type, data, recorded_at)
+SELECT '1', gen_random_uuid(), e.stream, (SELECT max(version) FROM events WHERE stream = e.stream) + 1, e.type, e.data, now()
+FROM events AS e WHERE e.type = 'user.session_started' LIMIT 1`); err != nil {
+		t.Fatal(err)
+	}
+	out, err = status(targetURL)
+	if err == nil || !regexp.MustCompile(`^activity\tversion 2\tbehind 1 events, \d+\.\ds\tstuck: .*app migrate.*\n$`).MatchString(out) {
+		t.Errorf("status with an event below the offset: %q, %v; want it stuck, and an error", out, err)
+	}
 }
 
 // activityAnswer is the answer of GET /v1/me/activity.
