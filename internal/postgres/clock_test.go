@@ -347,3 +347,58 @@ func TestARebuildStopsOnEventsNoReaderReaches(t *testing.T) {
 		t.Fatalf("rebuild: %v, want it stopped at once on the order", err)
 	}
 }
+
+// A copy that a release without the clock ran on before the upgrade: its
+// new events sort among the copied ones, below the offset, where no
+// subscriber reads. The upgrade counts them as passed over, and says so,
+// instead of counting them as applied.
+func TestAnUpgradeOfACopyRunWithoutTheClockCountsWhatWasPassedOver(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	target := pgcluster.New(t)
+	sourceURL := pgtest.NewURL(t)
+	u, err := url.Parse(sourceURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	next, err := pgcluster.NextTransactionID(ctx, target.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgcluster.BurnTransactionIDs(ctx, pgtest.URL(), next+3000); err != nil {
+		t.Fatal(err)
+	}
+	src, err := postgres.Open(ctx, sourceURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	const before = 13 // the last migration without the clock
+	if err := src.MigrateTo(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, src, "s-1", "test.kept", 3)
+	p := recording{types: []string{"test.kept"}}
+	if _, err := src.Pool().Exec(ctx, `INSERT INTO projection_offsets (consumer_group, last_transaction_id, last_position)
+SELECT $1, transaction_id, position FROM events ORDER BY transaction_id DESC, position DESC LIMIT 1`, projections.Group(p)); err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+	if err := target.RestoreSchema(ctx, pgtest.URL(), schema, "postgres"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := postgres.Open(ctx, target.URL("postgres")+"&search_path="+url.QueryEscape(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	appendEvents(t, db, "s-2", "test.kept", 2) // as the release before writes them
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := db.Log(postgres.LogConfig{}).Behind(ctx, projections.Group(p), p.Types())
+	if n != 2 || !errors.Is(err, projections.ErrLogOrder) {
+		t.Errorf("behind %d, %v; want the 2 events passed over, and the order said broken", n, err)
+	}
+}

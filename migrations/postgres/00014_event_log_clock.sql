@@ -30,9 +30,17 @@ ALTER TABLE projection_offsets ADD COLUMN high_position bigint NOT NULL DEFAULT 
 
 CREATE INDEX events_position ON events (position);
 
+-- An offset has passed the events that sort at or below it. On a copy
+-- from another cluster that a release without the clock has run on, new
+-- events sort among the copied ones, and were never applied: only the
+-- copied events, those beyond this cluster's ids, count as passed then,
+-- so that the new ones show as passed over (and the projection as stuck)
+-- instead of applied.
 UPDATE projection_offsets AS o SET high_position = coalesce((
     SELECT max(e.position) FROM events AS e
-    WHERE (e.transaction_id, e.position) <= (o.last_transaction_id, o.last_position)), 0);
+    WHERE (e.transaction_id, e.position) <= (o.last_transaction_id, o.last_position)
+    AND (e.transaction_id >= pg_snapshot_xmax(pg_current_snapshot())
+        OR NOT EXISTS (SELECT 1 FROM events WHERE transaction_id >= pg_snapshot_xmax(pg_current_snapshot())))), 0);
 
 -- +goose Down
 ALTER TABLE events ALTER COLUMN transaction_id SET DEFAULT pg_current_xact_id();
