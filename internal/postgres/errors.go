@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +44,10 @@ func lostRace(err error) error {
 
 // isUnavailable reports whether err says that the server cannot be
 // reached, went away, is shutting down or starting, has no connection
-// left, or did not answer in time.
+// left, or did not answer in time. database/sql says "bad connection"
+// (driver.ErrBadConn) for a transaction whose connection broke, as every
+// open transaction of the event log's subscribers does when the server
+// restarts.
 func isUnavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -63,5 +67,6 @@ func isUnavailable(err error) bool {
 		pgconn.Timeout(err) ||
 		errors.Is(err, context.DeadlineExceeded) || // waited too long for a pooled connection
 		errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -309,6 +309,70 @@ func TestUnavailableDatabaseSpendsNoTries(t *testing.T) {
 	}
 }
 
+// A connection that breaks under a batch spends none of a projection's
+// tries either: the batch's transaction answers "driver: bad connection" to
+// every resend until the subscriber gives it up at its ack deadline, and
+// the next transaction, on a new connection, applies the batch. A
+// PostgreSQL restart does this to every instance's subscribers at once.
+func TestBrokenConnectionSpendsNoTries(t *testing.T) {
+	t.Parallel()
+	db, proxy := pgtest.NewBehindProxy(t)
+	sink := newApplied(t, db)
+	want := appendEvents(t, db, "s-1", "test.good", 2)
+	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, ResendInterval: 10 * time.Millisecond,
+		RetryInterval: 10 * time.Millisecond, AckDeadline: 500 * time.Millisecond})
+	var once sync.Once
+	p := breaksOnce{recording: recording{sink: sink}, once: &once, cut: func() {
+		proxy.Down()
+		time.AfterFunc(100*time.Millisecond, proxy.Up)
+	}}
+	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n, _, err := log.Behind(t.Context(), projections.Group(p), nil)
+		if err == nil && n == 0 {
+			break
+		}
+		if st := r.Status(); len(st) == 1 && st[0].State == projections.StateFailed {
+			t.Fatalf("the projection failed: %v", st[0].Err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d events behind (%v), status %+v", n, err, r.Status())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got, err := sink.Recorded(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("applied %v, want %v once each", got, want)
+	}
+}
+
+// breaksOnce is a recording projection that, the first time it applies,
+// breaks every connection to the database before it writes.
+type breaksOnce struct {
+	recording
+	once *sync.Once
+	cut  func()
+}
+
+func (p breaksOnce) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
+	p.once.Do(p.cut)
+	return p.recording.Apply(ctx, tx, events...)
+}
+
 // unavailableFor is a recording projection whose Apply fails with
 // uow.ErrUnavailable the first times it is called.
 type unavailableFor struct {
