@@ -264,6 +264,7 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 			f.IntVar(&o.messages, "messages", 50000, "events to publish to each destination")
 			f.IntVar(&o.users, "users", 10000, "users the events are about, in turn")
 		}),
+		soakCommand(stdout, stderr),
 	)
 }
 
