@@ -21,6 +21,7 @@
 //	app bench signin       measure sign-in link requests through the API
 //	app bench projection   measure how fast the activity projection catches up, or (--lag) how far it trails commits
 //	app bench publish      measure how fast integration events reach the configured destination
+//	app bench soak         run several instances for a long time under faults, and hold them to a ledger
 package main
 
 import (
