@@ -88,7 +88,7 @@ func (s *soak) draw(path string, steadyFrom, steadyTo time.Time) error {
 			for _, f := range faults {
 				switch f.kind {
 				case "postgres":
-					band(&b, x(f.at), x(f.until.Add(time.Second)), y0, "#f4a0a0")
+					band(&b, x(f.at)-2, max(x(f.until), x(f.at)+3), y0, "#e06060")
 				case "smtp":
 					band(&b, x(f.at), x(f.until), y0, "#f6e7a0")
 				}

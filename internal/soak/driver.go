@@ -258,9 +258,13 @@ func (s *soak) burst(ctx context.Context, name string) (float64, error) {
 	return rate, nil
 }
 
-// bestBurst is the best of three bursts: the machine's other work slows
-// some, never speeds one up.
+// bestBurst is the best of three bursts, after one that warms up (the
+// first after a quiet spell is the slowest, at the start as at the end):
+// the machine's other work slows some, never speeds one up.
 func (s *soak) bestBurst(ctx context.Context, name string) (float64, error) {
+	if _, err := s.burst(ctx, name+"-warm"); err != nil {
+		return 0, err
+	}
 	var rates []float64
 	for i := range 3 {
 		r, err := s.burst(ctx, fmt.Sprintf("%s%d", name, i+1))

@@ -179,7 +179,7 @@ type Result struct {
 	SMTPOutages            int
 
 	// DrainStart and DrainEnd are the mails per second of the best of three
-	// bursts at each end.
+	// bursts at each end, each three after one that warms up.
 	DrainStart, DrainEnd float64
 	// RSSGrowth and OutboxGrowth are the last window's mean over the first
 	// window's after warm-up, for instance 0 and the outbox table.
@@ -326,10 +326,6 @@ func (s *soak) run(ctx context.Context) (res *Result, err error) {
 	cleanups = append(cleanups, func() { stopSampling(); sampling.Wait() })
 
 	res = &Result{}
-	// Drain at the start: one burst to warm up, then the best of three.
-	if _, err := s.burst(ctx, "warm"); err != nil {
-		return nil, err
-	}
 	if res.DrainStart, err = s.bestBurst(ctx, "start"); err != nil {
 		return nil, err
 	}
