@@ -32,6 +32,9 @@ type claim struct {
 	cancel context.CancelFunc
 	// ctx is the handlers' context under [Relay.Run].
 	ctx context.Context
+	// cut, when not nil, ends once a stop's grace has run out
+	// ([WithStopGrace]), and ctx with it.
+	cut context.Context
 }
 
 type heldKey struct{}

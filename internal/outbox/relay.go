@@ -37,6 +37,10 @@ const (
 	// outcomeRunning is a delivery of [Relay.Drain] whose handler had not
 	// returned at its timeout; it is settled once it returns.
 	outcomeRunning = "running"
+	// outcomeReleased is a delivery cut short by the end of a stop's grace
+	// ([WithStopGrace]): its message is due again at once, its attempt
+	// given back.
+	outcomeReleased = "released"
 )
 
 // routerTopic is the one topic the relay's subscriber serves: it claims
@@ -97,10 +101,13 @@ type Relay struct {
 	metrics  *relayMetrics
 	breakers *breakers
 	policies map[string]RetryPolicy
-	freed    *freed
-	room     *room
-	inflight inflight
-	chain    message.HandlerFunc
+	// stopGrace bounds the deliveries in flight once Run's context ends;
+	// zero leaves them their timeout.
+	stopGrace time.Duration
+	freed     *freed
+	room      *room
+	inflight  inflight
+	chain     message.HandlerFunc
 	// claimsFailing is set while claims fail, so that only the first
 	// failure of a run is logged at error.
 	claimsFailing atomic.Bool
@@ -127,6 +134,20 @@ func WithLogger(l *slog.Logger) RelayOption {
 // WithMeterProvider makes the relay record its metrics with mp.
 func WithMeterProvider(mp metric.MeterProvider) RelayOption {
 	return func(r *Relay) { r.meter = mp }
+}
+
+// WithStopGrace bounds how long the deliveries in flight may go on once the
+// context of [Relay.Run] has ended: past d, their handlers' contexts end
+// too. A delivery that then fails, as a handler whose context ended does,
+// is released, like a message claimed and never handed over: it is due
+// again at once and the attempt its claim counted is given back, so a stop
+// spends no attempt. One that succeeds is acknowledged. A handler that
+// ignores its context past d and [SettleTimeout] more is left behind, its
+// message leased until its lease ends, and Run returns without it. Without
+// this option, or with d zero, deliveries in flight have their whole
+// [RelayConfig.Timeout].
+func WithStopGrace(d time.Duration) RelayOption {
+	return func(r *Relay) { r.stopGrace = max(d, 0) }
 }
 
 // NewRelay returns a relay that delivers the messages of store to handlers,
@@ -204,20 +225,52 @@ func (r *Relay) Wait(ctx context.Context) error {
 	return r.room.wait(ctx)
 }
 
-// Run delivers messages until ctx is done. Deliveries in flight then finish,
-// within [RelayConfig.Timeout], and are settled; a message claimed but not
-// handed to its handler is released, due again at once, and one whose
-// outcome could not be recorded is claimed again when its lease ends, so
-// nothing is lost.
+// Run delivers messages until ctx is done. It then claims no more.
+// Deliveries in flight finish, within [RelayConfig.Timeout] or the grace of
+// [WithStopGrace], and are settled; a message claimed but not handed to its
+// handler is released, due again at once with its attempt given back, and
+// one whose outcome could not be recorded is claimed again when its lease
+// ends, so nothing is lost.
 func (r *Relay) Run(ctx context.Context) error {
+	left := r.cfg.Timeout
+	if r.stopGrace > 0 {
+		left = min(left, r.stopGrace)
+	}
 	router, err := message.NewRouter(message.RouterConfig{
-		CloseTimeout: r.cfg.Timeout + SettleTimeout,
+		CloseTimeout: left + SettleTimeout,
 	}, routerlog.New(r.log))
 	if err != nil {
 		return fmt.Errorf("outbox: router: %w", err)
 	}
+	// cut ends the handlers' contexts once the stop's grace has run out.
+	cut, cutNow := context.WithCancel(context.WithoutCancel(ctx))
+	finished := make(chan struct{})
+	defer func() {
+		close(finished)
+		cutNow()
+	}()
+	if r.stopGrace > 0 {
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-finished:
+				return
+			}
+			t := time.NewTimer(r.stopGrace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				cutNow()
+			case <-finished:
+			}
+		}()
+	}
 	a := newAcker(r)
-	router.AddConsumerHandler("outbox-relay", routerTopic, newSubscriber(r), func(wm *message.Message) error {
+	sub := newSubscriber(r)
+	if r.stopGrace > 0 {
+		sub.cut = cut
+	}
+	router.AddConsumerHandler("outbox-relay", routerTopic, sub, func(wm *message.Message) error {
 		if h := heldFrom(wm.Context()); h != nil {
 			r.deliver(wm, h, a.add)
 		}
@@ -524,6 +577,14 @@ func (r *Relay) deliver(wm *message.Message, h *held, ack func(*held)) string {
 		h.took = took
 		ack(h)
 		return outcomeDelivered
+	}
+	if cut := h.claim.cut; cut != nil && cut.Err() != nil {
+		// The stop's grace ran out: the failure is the stop's, not the
+		// destination's, so the breaker hears nothing of it.
+		r.log.InfoContext(ctx, "outbox: delivery cut short by the stop; its message is released, due again at once",
+			"id", m.ID, "topic", m.Topic, "attempts", m.Attempts-1)
+		r.release(ctx, []*held{h})
+		return outcomeReleased
 	}
 	if !errors.Is(failure, errNoHandler) && !errors.Is(failure, errOverclaimed) {
 		r.breakers.record(m.Topic, m.ID, false, r.now())

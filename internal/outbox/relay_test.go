@@ -919,3 +919,54 @@ func TestRelayDeliversAMessageCommittedBehindItsCursor(t *testing.T) {
 		})
 	}
 }
+
+// A stop whose grace runs out cuts the deliveries in flight short and
+// releases their messages: due again at once, their attempts given back,
+// nothing buried, and Run returns within the grace, not the timeout.
+func TestRelayStopPastItsGraceReleasesWhatIsInFlight(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			// The relay's clock stands still at epoch: a release makes a
+			// message due at epoch, a retry at epoch plus its backoff.
+			f := newFixtureOn(t, backend, outbox.RelayConfig{Timeout: time.Hour, Lease: 2 * time.Hour, MaxAttempts: 3},
+				outbox.WithStopGrace(50*time.Millisecond))
+			const n = 3
+			started := make(chan uuid.UUID, n)
+			f.handle = func(ctx context.Context, m outbox.Message) error {
+				started <- m.ID
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			var msgs []outbox.Message
+			for range n {
+				msgs = append(msgs, f.add(t, "mail"))
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- f.relay.Run(ctx) }()
+			for range n {
+				<-started
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("Run did not return within a minute of its stop; the handlers' timeout is an hour")
+			}
+			for _, m := range msgs {
+				rec, err := f.store.Lookup(t.Context(), m.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Attempts != 0 || !rec.BuriedAt.IsZero() || rec.DueAt.After(epoch) {
+					t.Errorf("message %s after the stop: attempts %d, buried at %v, due at %v; want attempts 0, not buried, due at once (%v)",
+						m.ID, rec.Attempts, rec.BuriedAt, rec.DueAt, epoch)
+				}
+			}
+		})
+	}
+}

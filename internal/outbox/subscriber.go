@@ -23,8 +23,11 @@ type subscriber struct {
 	r       *Relay
 	cur     cursor
 	closing chan struct{}
-	once    sync.Once
-	loops   sync.WaitGroup
+	// cut, when not nil, ends the handlers' contexts once a stop's grace
+	// has run out.
+	cut   context.Context
+	once  sync.Once
+	loops sync.WaitGroup
 }
 
 var _ message.Subscriber = (*subscriber)(nil)
@@ -159,8 +162,12 @@ func (s *subscriber) claim(ctx context.Context, claims chan<- *claim) bool {
 		return full
 	}
 	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	c.cancel = cancel
-	c.ctx = hctx
+	c.cancel, c.ctx = cancel, hctx
+	if s.cut != nil {
+		stop := context.AfterFunc(s.cut, cancel)
+		c.cancel = func() { stop(); cancel() }
+		c.cut = s.cut
+	}
 	// The room bounds the claims in flight, so this never waits long.
 	claims <- c
 	return full
