@@ -423,7 +423,7 @@ func benchSignIn(ctx context.Context, e env, db backend, concurrency int, d time
 		if err != nil {
 			return "", nil, err
 		}
-		srv := e.apiServer(db, keys, users, nil, nil, noop.NewMeterProvider())
+		srv := e.apiServer(db, keys, users, nil, nil, noop.NewMeterProvider(), nil)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", nil, err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -42,7 +43,14 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	var stopErr error
+	defer func() {
+		// What is still running past the grace may hold connections,
+		// which closing the pool would wait for: the process ends anyway.
+		if !errors.Is(stopErr, errGraceRanOut) {
+			db.Close()
+		}
+	}()
 	keys, err := e.keyring(db)
 	if err != nil {
 		return err
@@ -73,6 +81,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	var srv *http.Server
 	var ln net.Listener
+	// stopping is set once the stop begins: /readyz answers 503 from then.
+	var stopping atomic.Bool
 	if e.cfg.API {
 		if ln, err = net.Listen("tcp", e.cfg.HTTPAddr); err != nil {
 			return fmt.Errorf("http: %w", err)
@@ -90,34 +100,37 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	if ln != nil {
-		srv = e.apiServer(db, keys, users, rel, metricsHandler, meter)
+		srv = e.apiServer(db, keys, users, rel, metricsHandler, meter, &stopping)
 	}
 	if pg, ok := db.(postgresBackend); ok && rel != nil && !pg.db.Listening() {
 		e.log.Warn("relay: behind a transaction pooler without DATABASE_LISTEN_URL, messages committed by other instances wait for the next poll (outbox_wakeups_listening is 0)",
 			"poll", e.cfg.Outbox.Interval)
 	}
 
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
+	// The parts run on a context of their own, which ends once the stop
+	// begins: when ctx ends (SIGTERM, SIGINT) or a part fails.
+	parts, stopParts := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopParts()
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	// Each part sends at most one error, the HTTP server two.
+	errs := make(chan error, 5)
 	if runner != nil {
 		wg.Go(func() {
 			e.log.Info("projections running", "projections", "activity")
-			if err := runner.Run(ctx); err != nil {
+			if err := runner.Run(parts); err != nil {
 				errs <- fmt.Errorf("projections: %w", err)
 			}
 			e.log.Info("projections stopped")
 		})
 	}
 	if every := e.cfg.SweepInterval; every > 0 {
-		wg.Go(func() { runSweeps(ctx, every, e.log, e.sweeps(db, users)) })
+		wg.Go(func() { runSweeps(parts, every, e.log, e.sweeps(db, users)) })
 	}
 	if rel != nil {
 		wg.Go(func() {
 			e.log.Info("relay running", "batch", e.cfg.Outbox.Batch, "interval", e.cfg.Outbox.Interval,
 				"integration", e.integrationEvents().Destinations)
-			if err := rel.Run(ctx); err != nil {
+			if err := rel.Run(parts); err != nil {
 				errs <- fmt.Errorf("relay: %w", err)
 			}
 			e.log.Info("relay stopped")
@@ -130,41 +143,96 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 				errs <- fmt.Errorf("http: %w", err)
 			}
 		})
-		wg.Go(func() {
-			<-ctx.Done()
-			shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(shutdown); err != nil {
-				errs <- fmt.Errorf("http: shutdown: %w", err)
-			}
-			e.log.Info("http stopped")
-		})
 	}
 	var first error
 	select {
 	case <-ctx.Done():
 	case first = <-errs:
-		stop()
 	}
-	wg.Wait()
-	return first
+	stopErr = e.stop(stopParts, &wg, errs, srv, &stopping, first)
+	return stopErr
+}
+
+// errGraceRanOut is the error of a stop that did not end within
+// SHUTDOWN_GRACE.
+var errGraceRanOut = errors.New("stop: SHUTDOWN_GRACE ran out")
+
+// stop ends what serve runs within SHUTDOWN_GRACE: /readyz answers 503 at
+// once; the API serves for SHUTDOWN_DELAY more, then closes its listener
+// and lets the requests in flight finish; the relay claims nothing more,
+// and its deliveries in flight finish or, shortly before the grace runs
+// out, are released ([outbox.WithStopGrace]); the projections' batch in
+// flight commits or rolls back whole, in its transaction. It returns
+// first, the error that made serve stop, with those of the parts (errs) as
+// they stopped, or an error when the grace ran out before everything had
+// stopped.
+func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan error, srv *http.Server, stopping *atomic.Bool, first error) error {
+	grace := e.cfg.ShutdownGrace
+	deadline := time.Now().Add(grace)
+	stopping.Store(true)
+	e.log.Info("stopping", "grace", grace, "delay", e.cfg.ShutdownDelay)
+	stopParts()
+	var httpDone sync.WaitGroup
+	if srv != nil {
+		httpDone.Go(func() {
+			if d := e.cfg.ShutdownDelay; d > 0 {
+				// Every answer now closes its connection, so clients
+				// reconnect, through the balancer, elsewhere.
+				srv.SetKeepAlivesEnabled(false)
+				time.Sleep(d)
+			}
+			ctx, cancel := context.WithDeadline(context.Background(), deadline)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				errs <- fmt.Errorf("http: requests still in flight at the end of SHUTDOWN_GRACE: %w", err)
+				_ = srv.Close()
+			}
+			e.log.Info("http stopped")
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		httpDone.Wait()
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return errors.Join(first, fmt.Errorf("%w (%s) before every part had stopped; what was in flight is due again once its lease ends", errGraceRanOut, grace))
+	}
+	all := []error{first}
+	for len(errs) > 0 {
+		all = append(all, <-errs)
+	}
+	err := errors.Join(all...)
+	if err == nil {
+		e.log.Info("stopped")
+	}
+	return err
 }
 
 // apiServer returns the HTTP server of the API, with timeouts on every
 // stage of a request. It is ready while the database answers and rel, the
-// relay of this process if any, can claim messages.
-func (e env) apiServer(db backend, keys *keyring.Keyring, users *user.Service, rel *relay, metrics http.Handler, meter metric.MeterProvider) *http.Server {
+// relay of this process if any, can claim messages, until stopping, when
+// not nil, is set.
+func (e env) apiServer(db backend, keys *keyring.Keyring, users *user.Service, rel *relay, metrics http.Handler, meter metric.MeterProvider, stopping *atomic.Bool) *http.Server {
 	if metrics == nil {
 		metrics = http.NotFoundHandler()
 	}
-	ready := db.Ping
-	if rel != nil {
-		ready = func(ctx context.Context) error {
-			if err := db.Ping(ctx); err != nil {
-				return err
-			}
+	ready := func(ctx context.Context) error {
+		if stopping != nil && stopping.Load() {
+			return httpapi.ErrStopping
+		}
+		if err := db.Ping(ctx); err != nil {
+			return err
+		}
+		if rel != nil {
 			return rel.Ready()
 		}
+		return nil
 	}
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -126,12 +127,20 @@ func (e env) relay(db backend, meter metric.MeterProvider) (relay, error) {
 	maps.Copy(handlers, pubs.handlers)
 	r, err := outbox.NewRelay(db.Outbox(), handlers, e.cfg.Outbox,
 		outbox.WithLogger(e.log), outbox.WithMeterProvider(meter),
+		outbox.WithStopGrace(deliveryGrace(e.cfg.ShutdownGrace)),
 		e.publishPolicy(pubs))
 	if err != nil {
 		_ = pubs.Close()
 		return relay{}, err
 	}
 	return relay{Relay: r, pubs: pubs}, nil
+}
+
+// deliveryGrace is how long the deliveries in flight may go on once a stop
+// begins: its grace less a quarter, at most 5 s, left to release those cut
+// short and write the last acknowledgements.
+func deliveryGrace(grace time.Duration) time.Duration {
+	return grace - min(grace/4, 5*time.Second)
 }
 
 // newMetrics returns a meter provider whose metrics the handler serves in

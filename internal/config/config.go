@@ -46,7 +46,7 @@ type Config struct {
 	// Projections keeps the asynchronous projections in this process.
 	Projections bool `env:"PROJECTIONS" envDefault:"true" desc:"Keep the asynchronous projections (account activity) in this process; false leaves them to other instances."`
 	// HTTPAddr is where the API listens.
-	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080" desc:"Listen address of the HTTP API."`
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080" desc:"Listen address of the HTTP API; the default is loopback only, so set :8080 (every interface) or a host's address to serve others."`
 	// BaseURL is where the links in mails point.
 	BaseURL string `env:"BASE_URL" desc:"Where links point: BASE_URL/sign-in?code=... and BASE_URL/confirm-email?code=...; unset: http://localhost:PORT, the port of HTTP_ADDR."`
 	// BaseURLFromAddr reports that BASE_URL was unset, so BaseURL points
@@ -83,6 +83,11 @@ type Config struct {
 	SweepInterval time.Duration `env:"SWEEP_INTERVAL" envDefault:"5m" desc:"How often each instance deletes the rows of expired links and sessions, and buried messages past OUTBOX_BURIED_RETENTION; 0 turns the sweeps off."`
 	// BuriedRetention is how long a buried message is kept.
 	BuriedRetention time.Duration `env:"OUTBOX_BURIED_RETENTION" envDefault:"168h" desc:"How long a buried message is kept for an operator to look at or requeue before the sweep deletes it; 0 keeps buried messages until discarded by hand."`
+	// ShutdownGrace bounds a stop, from SIGTERM to the exit.
+	ShutdownGrace time.Duration `env:"SHUTDOWN_GRACE" envDefault:"25s" desc:"Longest a stop may take, from SIGTERM or SIGINT to the exit: requests in flight finish, deliveries in flight finish or are released (due again at once, no attempt spent), the projections' batches commit or roll back; keep it below the orchestrator's kill timeout (Kubernetes: 30s)."`
+	// ShutdownDelay is how long a stopping API goes on serving while
+	// /readyz answers 503.
+	ShutdownDelay time.Duration `env:"SHUTDOWN_DELAY" envDefault:"0s" desc:"How long, once stopping, the API goes on serving while /readyz answers 503, so that a load balancer stops sending before the listener closes; part of SHUTDOWN_GRACE."`
 	// Policy holds the limits of sign-in links and sessions.
 	Policy user.Policy
 	// Outbox tunes the relay.
@@ -141,7 +146,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.HTTPRateLimit < 0 {
 		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)
 	}
-	if err := errors.Join(c.Outbox.Validate(), c.Policy.Validate(), c.checkIntegration()); err != nil {
+	if err := errors.Join(c.Outbox.Validate(), c.Policy.Validate(), c.checkIntegration(), c.checkShutdown()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
@@ -190,8 +195,20 @@ func mustRedact(raw string) string {
 	return shown
 }
 
+// checkShutdown reports what is wrong with the bounds of a stop.
+func (c Config) checkShutdown() error {
+	var errs []error
+	if c.ShutdownGrace <= 0 {
+		errs = append(errs, fmt.Errorf("SHUTDOWN_GRACE must be positive, got %s", c.ShutdownGrace))
+	}
+	if c.ShutdownDelay < 0 || (c.ShutdownGrace > 0 && c.ShutdownDelay >= c.ShutdownGrace) {
+		errs = append(errs, fmt.Errorf("SHUTDOWN_DELAY must be 0 or more and less than SHUTDOWN_GRACE (%s), got %s", c.ShutdownGrace, c.ShutdownDelay))
+	}
+	return errors.Join(errs...)
+}
+
 // BaseURLOf returns the base URL of links to a server listening on addr,
-// such as ":8080" or "127.0.0.1:9000": http, at localhost when addr names
+// such as "127.0.0.1:8080" or ":9000": http, at localhost when addr names
 // no host or every interface.
 func BaseURLOf(addr string) string {
 	host, port, err := net.SplitHostPort(addr)

@@ -3,6 +3,7 @@ package config_test
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,15 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	if c.LogLevel != slog.LevelInfo || !c.Relay {
 		t.Errorf("log level %v, relay %v", c.LogLevel, c.Relay)
+	}
+	// Sign-in codes go to the log when SMTP_URL is unset: with nothing
+	// configured, the service is reachable from this machine only.
+	host, _, err := net.SplitHostPort(c.HTTPAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		t.Errorf("HTTP_ADDR defaults to %q, want a loopback address", c.HTTPAddr)
+	}
+	if c.ShutdownGrace != 25*time.Second || c.ShutdownDelay != 0 {
+		t.Errorf("shutdown grace %s, delay %s; want 25s and 0s", c.ShutdownGrace, c.ShutdownDelay)
 	}
 }
 
@@ -74,6 +84,9 @@ func TestLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"BROKER_URL": "nats://localhost:4222", "BROKER_SUBJECT_PREFIX": "acc.>."}, "BROKER_SUBJECT_PREFIX"},
 		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com/in"}, "WEBHOOK_SECRET"},
 		{map[string]string{"PUBLISH_RETRY_FOR": "10m"}, "PUBLISH_RETRY_FOR"},
+		{map[string]string{"SHUTDOWN_GRACE": "-1s"}, "SHUTDOWN_GRACE"},
+		{map[string]string{"SHUTDOWN_DELAY": "-1s"}, "SHUTDOWN_DELAY"},
+		{map[string]string{"SHUTDOWN_GRACE": "10s", "SHUTDOWN_DELAY": "10s"}, "SHUTDOWN_DELAY"},
 		{map[string]string{"WEBHOOK_URL": "ftp://hooks.example.com", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "WEBHOOK_URL"},
 		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com", "WEBHOOK_SECRET": "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "WEBHOOK_SECRET"},
 		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com", "WEBHOOK_SECRET": "whsec_c2hvcnQ="}, "WEBHOOK_SECRET"},
@@ -152,7 +165,7 @@ func TestLoadNeverEchoesAPassword(t *testing.T) {
 func TestBaseURLFollowsHTTPAddrUnlessSet(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ addr, base, want string }{
-		{"", "", "http://localhost:8080"},
+		{"", "", "http://127.0.0.1:8080"},
 		{":9090", "", "http://localhost:9090"},
 		{"0.0.0.0:9091", "", "http://localhost:9091"},
 		{"127.0.0.1:7000", "", "http://127.0.0.1:7000"},

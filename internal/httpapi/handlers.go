@@ -217,12 +217,22 @@ func handleDeleteAccount(users Users, log *slog.Logger) http.HandlerFunc {
 	}
 }
 
+// ErrStopping is what a [Deps.Ready] returns once the service has begun to
+// stop: /readyz then answers 503 and says so, so that a load balancer
+// sends nothing more while the requests in flight finish.
+var ErrStopping = errors.New("httpapi: the service is stopping")
+
 func handleReady(ready func(context.Context) error, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ready != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 			defer cancel()
-			if err := ready(ctx); err != nil {
+			err := ready(ctx)
+			if errors.Is(err, ErrStopping) {
+				writeProblem(w, http.StatusServiceUnavailable, TypeNotReady, "the service is stopping")
+				return
+			}
+			if err != nil {
 				log.WarnContext(r.Context(), "not ready", "error", err)
 				writeProblem(w, http.StatusServiceUnavailable, TypeNotReady, "the database does not answer")
 				return

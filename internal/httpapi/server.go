@@ -41,6 +41,7 @@ type Deps struct {
 	// Activity serves GET /v1/me/activity; nil leaves the route out.
 	Activity ActivityReader
 	// Ready reports whether the service can serve: the database answers.
+	// [ErrStopping] says that the service has begun to stop.
 	Ready func(ctx context.Context) error
 	// Metrics serves /metrics in the Prometheus text format.
 	Metrics http.Handler
