@@ -183,6 +183,7 @@ func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan er
 			}
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			defer cancel()
+			e.log.Info("http closing its listener; requests in flight finish")
 			if err := srv.Shutdown(ctx); err != nil {
 				errs <- fmt.Errorf("http: requests still in flight at the end of SHUTDOWN_GRACE: %w", err)
 				_ = srv.Close()

@@ -505,6 +505,26 @@ type e2eLogs struct {
 	buf       bytes.Buffer
 	found     bool
 	listening chan string
+	watches   []e2eWatch
+}
+
+// e2eWatch is a text awaited in the logs, and its signal.
+type e2eWatch struct {
+	want string
+	seen chan struct{}
+}
+
+// seen returns a channel that is closed once the logs hold want.
+func (l *e2eLogs) seen(want string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := e2eWatch{want: want, seen: make(chan struct{})}
+	if bytes.Contains(l.buf.Bytes(), []byte(want)) {
+		close(w.seen)
+		return w.seen
+	}
+	l.watches = append(l.watches, w)
+	return w.seen
 }
 
 var e2eListening = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
@@ -515,6 +535,16 @@ func (l *e2eLogs) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf.Write(p)
+	kept := l.watches[:0]
+	for _, w := range l.watches {
+		// slog writes a line a call.
+		if bytes.Contains(p, []byte(w.want)) {
+			close(w.seen)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	l.watches = kept
 	if !l.found {
 		if m := e2eListening.FindSubmatch(l.buf.Bytes()); m != nil {
 			l.found = true

@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
@@ -22,6 +24,8 @@ import (
 type Sender struct {
 	host string
 	opts []gomail.Option
+	// plain is an smtp:// sender, whose connections Send dials itself.
+	plain bool
 }
 
 var _ mail.Sender = (*Sender)(nil)
@@ -67,10 +71,14 @@ func New(rawURL string, timeout time.Duration) (*Sender, error) {
 			gomail.WithUsername(u.User.Username()),
 			gomail.WithPassword(pass))
 	}
-	return &Sender{host: u.Hostname(), opts: opts}, nil
+	return &Sender{host: u.Hostname(), opts: opts, plain: u.Scheme == "smtp"}, nil
 }
 
-// Send delivers m.
+// Send delivers m. Over smtp:// the end of ctx ends the exchange at once,
+// whatever step it is at, so that a stopping relay can release the
+// message; go-mail heeds ctx only while it connects. Over smtps:// (where
+// go-mail's own TLS dialer must be kept for it to offer plain-text
+// authentication) a step that has begun waits up to the timeout.
 func (s *Sender) Send(ctx context.Context, m mail.Mail) error {
 	msg := gomail.NewMsg()
 	if err := msg.From(m.From); err != nil {
@@ -86,12 +94,73 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) error {
 	if m.HTML != "" {
 		msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
 	}
-	client, err := gomail.NewClient(s.host, s.opts...)
+	opts := s.opts
+	if s.plain {
+		var d net.Dialer
+		opts = append(opts[:len(opts):len(opts)], gomail.WithDialContextFunc(func(dctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := d.DialContext(dctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return newStopConn(ctx, conn), nil
+		}))
+	}
+	client, err := gomail.NewClient(s.host, opts...)
 	if err != nil {
 		return fmt.Errorf("smtp: client: %w", err)
 	}
 	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
+		if ctx.Err() != nil {
+			err = errors.Join(ctx.Err(), err)
+		}
 		return fmt.Errorf("smtp: send %s to %s: %w", m.MessageID, m.To, err)
 	}
 	return nil
+}
+
+// stopConn is a connection whose reads and writes fail at once past the
+// end of its context, whatever deadlines are set on it: go-mail sets one
+// before each step.
+type stopConn struct {
+	net.Conn
+	ctx  context.Context
+	mu   sync.Mutex
+	stop func() bool
+}
+
+func newStopConn(ctx context.Context, conn net.Conn) *stopConn {
+	c := &stopConn{Conn: conn, ctx: ctx}
+	c.stop = context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Time{}) })
+	return c
+}
+
+// deadline returns t, or now once the context has ended.
+func (c *stopConn) deadline(t time.Time) time.Time {
+	if c.ctx.Err() != nil {
+		return time.Now()
+	}
+	return t
+}
+
+func (c *stopConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.SetDeadline(c.deadline(t))
+}
+
+func (c *stopConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.SetReadDeadline(c.deadline(t))
+}
+
+func (c *stopConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(c.deadline(t))
+}
+
+func (c *stopConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
 }

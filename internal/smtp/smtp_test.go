@@ -1,6 +1,8 @@
 package smtp_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +53,33 @@ func TestSMTPSNeverFallsBackToPlainText(t *testing.T) {
 	}
 	if got := srv.Messages(); len(got) != 0 {
 		t.Errorf("the server received %d messages in the clear", len(got))
+	}
+}
+
+// The end of Send's context ends an exchange at once, even one waiting
+// for the server's answer, so a stopping relay need not wait out the
+// timeout.
+func TestSendEndsWithItsContext(t *testing.T) {
+	t.Parallel()
+	srv := smtptest.NewServer(t)
+	srv.Hold()
+	s, err := smtp.New(srv.URL(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Send(ctx, mail.Mail{From: "a@example.com", To: "b@example.com", Subject: "s", MessageID: "x@example.com", Text: "t"})
+	}()
+	<-srv.Held()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Send after its context ended: %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Send went on waiting for the server after its context ended")
 	}
 }

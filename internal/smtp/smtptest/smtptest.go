@@ -27,6 +27,15 @@ type Server struct {
 		text string
 	}
 	arrived chan struct{}
+	hold    *hold
+}
+
+// hold keeps mails from being answered until they are let through.
+type hold struct {
+	held    chan struct{}
+	permits chan struct{}
+	all     chan struct{}
+	once    sync.Once
 }
 
 // NewServer starts a server on 127.0.0.1 and stops it when t ends.
@@ -47,6 +56,16 @@ func NewServer(t testing.TB) *Server {
 func (s *Server) serve(l net.Listener) {
 	box := mailbox.New(func(m Message) {
 		s.mu.Lock()
+		h := s.hold
+		s.mu.Unlock()
+		if h != nil {
+			h.held <- struct{}{}
+			select {
+			case <-h.permits:
+			case <-h.all:
+			}
+		}
+		s.mu.Lock()
 		s.received = append(s.received, m)
 		s.mu.Unlock()
 		s.arrived <- struct{}{}
@@ -58,9 +77,58 @@ func (s *Server) serve(l net.Listener) {
 	go func() { _ = box.Serve(l) }()
 }
 
+// Hold makes the server keep each mail it receives from here on, before it
+// answers the end of its data, until [Server.Release] or
+// [Server.ReleaseAll] lets it through: the sender's delivery is then in
+// flight for as long as the test wants. [Server.Held] tells of each mail
+// held.
+func (s *Server) Hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold == nil {
+		s.hold = &hold{held: make(chan struct{}, 1000), permits: make(chan struct{}, 1000), all: make(chan struct{})}
+	}
+}
+
+// Held receives once for each mail held since [Server.Hold].
+func (s *Server) Held() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hold == nil {
+		return nil
+	}
+	return s.hold.held
+}
+
+// Release lets n held mails through, now or as they arrive: each is then
+// kept and answered as accepted.
+func (s *Server) Release(n int) {
+	s.mu.Lock()
+	h := s.hold
+	s.mu.Unlock()
+	for range n {
+		if h != nil {
+			h.permits <- struct{}{}
+		}
+	}
+}
+
+// ReleaseAll lets every mail held through, and every later one: the
+// server holds nothing more.
+func (s *Server) ReleaseAll() {
+	s.mu.Lock()
+	h := s.hold
+	s.hold = nil
+	s.mu.Unlock()
+	if h != nil {
+		h.once.Do(func() { close(h.all) })
+	}
+}
+
 // Stop stops the server: connections to its address are refused until
-// Start.
+// Start. Held mails are let through first.
 func (s *Server) Stop() {
+	s.ReleaseAll()
 	s.mu.Lock()
 	box, l := s.box, s.listener
 	s.box, s.listener = nil, nil
@@ -103,6 +171,9 @@ func (s *Server) Messages() []Message {
 	defer s.mu.Unlock()
 	return append([]Message(nil), s.received...)
 }
+
+// Arrived receives, at most once per mail, when mails have arrived.
+func (s *Server) Arrived() <-chan struct{} { return s.arrived }
 
 // Wait returns the first n messages once they have arrived, failing t after
 // timeout.
