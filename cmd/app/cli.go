@@ -302,13 +302,26 @@ func subcommands(cmd *cobra.Command) []string {
 	return names
 }
 
-// version returns the module version and the VCS revision of the build.
+// The release and revision that a build stamps in with
+// -ldflags "-X main.buildVersion=v1.2.3 -X main.buildRevision=abc123", as
+// the Dockerfile does; empty otherwise. They are set by the linker only.
+var (
+	buildVersion  string
+	buildRevision string
+)
+
+// version returns the version of the build, the module's or the one
+// stamped in, and its VCS revision, the one go build records or else the
+// one stamped in, with the Go that built it.
 func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "app (no build information)"
 	}
 	v := "app " + info.Main.Version
+	if buildVersion != "" {
+		v = "app " + buildVersion
+	}
 	var rev, at, dirty string
 	for _, s := range info.Settings {
 		switch s.Key {
@@ -321,6 +334,9 @@ func version() string {
 				dirty = " (modified)"
 			}
 		}
+	}
+	if rev == "" {
+		rev = buildRevision
 	}
 	if rev != "" {
 		v += " " + rev + dirty
