@@ -1,0 +1,107 @@
+package main
+
+import (
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/eventsourced/accounts/internal/config"
+)
+
+// composeService is what the test reads of a service of the compose file.
+type composeService struct {
+	Image       string         `yaml:"image"`
+	Build       any            `yaml:"build"`
+	Command     []string       `yaml:"command"`
+	Environment map[string]any `yaml:"environment"`
+	Ports       []string       `yaml:"ports"`
+}
+
+// No engine runs the compose file here, so this reads it: PostgreSQL,
+// NATS with JetStream, a mail catcher and two instances of the app, one of
+// them relay-only; each app service sets only variables that app config
+// knows, points at services the file has, and the one with the API
+// listens on every interface and is published.
+func TestComposeFileDescribesTheWholeSystem(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../deploy/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Services map[string]composeService `yaml:"services"`
+	}
+	// Compose fills ${VAR:-default} in from the environment; here, with
+	// the default.
+	b = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`).ReplaceAll(b, []byte("$1"))
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatalf("deploy/compose.yaml: %v", err)
+	}
+	known := map[string]bool{}
+	for _, v := range config.Describe() {
+		known[v.Name] = true
+	}
+	has := func(prefix string) bool {
+		for _, s := range f.Services {
+			if strings.HasPrefix(s.Image, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, image := range []string{"postgres:", "nats:", "axllent/mailpit:"} {
+		if !has(image) {
+			t.Errorf("no service runs %s", image)
+		}
+	}
+	for name, s := range f.Services {
+		if strings.HasPrefix(s.Image, "nats:") && !slices.Contains(s.Command, "--jetstream") {
+			t.Errorf("%s runs NATS without --jetstream: %v", name, s.Command)
+		}
+	}
+	var instances, relayOnly, published int
+	for name, s := range f.Services {
+		if s.Build == nil {
+			continue
+		}
+		for k, v := range s.Environment {
+			if !known[k] {
+				t.Errorf("service %s sets %s, which app config does not know", name, k)
+			}
+			for _, ref := range []string{"DATABASE_URL", "SMTP_URL", "BROKER_URL"} {
+				if k != ref {
+					continue
+				}
+				u, err := url.Parse(v.(string))
+				if err != nil {
+					t.Errorf("service %s: %s %q: %v", name, k, v, err)
+				} else if _, ok := f.Services[u.Hostname()]; !ok {
+					t.Errorf("service %s: %s points at %q, which is no service of the file", name, k, u.Hostname())
+				}
+			}
+		}
+		if _, err := config.Load(func(k string) string { s, _ := s.Environment[k].(string); return s }); err != nil {
+			t.Errorf("service %s: its environment does not load: %v", name, err)
+		}
+		if slices.Equal(s.Command, []string{"migrate"}) {
+			continue
+		}
+		instances++
+		if s.Environment["API"] == "false" {
+			relayOnly++
+			continue
+		}
+		if len(s.Ports) == 0 || s.Environment["HTTP_ADDR"] != ":8080" {
+			t.Errorf("service %s serves the API but is not published on :8080 (ports %v, HTTP_ADDR %v)", name, s.Ports, s.Environment["HTTP_ADDR"])
+		}
+		published++
+	}
+	if instances != 2 || relayOnly != 1 || published != 1 {
+		t.Errorf("%d instances of the app, %d relay-only, %d with the API; want 2, 1 and 1", instances, relayOnly, published)
+	}
+}
