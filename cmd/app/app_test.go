@@ -50,6 +50,9 @@ func TestConfigListsEveryVariableWithItsDefault(t *testing.T) {
 		regexp.MustCompile(`(?m)^OUTBOX_BATCH\s+10\s+Messages claimed per poll\.$`),
 		regexp.MustCompile(`(?m)^OUTBOX_LEASE\s+2m\s+`),
 		regexp.MustCompile(`(?m)^OUTBOX_MAX_ATTEMPTS\s+8\s+`),
+		regexp.MustCompile(`(?m)^HTTP_ADDR\s+127\.0\.0\.1:8080\s+Listen address of the HTTP API; the default is loopback only`),
+		regexp.MustCompile(`(?m)^SHUTDOWN_GRACE\s+25s\s+Longest a stop may take`),
+		regexp.MustCompile(`(?m)^SHUTDOWN_DELAY\s+0s\s+`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("app config output lacks %s:\n%s", want, out)
