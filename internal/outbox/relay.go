@@ -439,12 +439,17 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, fu
 	now := r.now()
 	c = &claim{until: now.Add(r.cfg.Lease)}
 	var msgs []Message
+	// A claim runs to its end even when ctx ends meanwhile: cut short, its
+	// statement may have leased messages that nobody would hold until the
+	// lease ends, their attempts spent. The caller releases what it took.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
+	defer cancel()
 	probe, except := r.breakers.plan(now)
 	for _, topic := range probe {
 		if len(msgs) == limit {
 			break
 		}
-		got, err := r.store.Claim(WithScope(ctx, Scope{Only: []string{topic}}), now, r.cfg.Lease, 1)
+		got, err := r.store.Claim(WithScope(sctx, Scope{Only: []string{topic}}), now, r.cfg.Lease, 1)
 		if err != nil {
 			r.claimFailed(ctx, err)
 			return r.hold(c, msgs, limit), false, err
@@ -460,7 +465,7 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, fu
 	probed := len(msgs) > 0
 	if want := limit - len(msgs); want > 0 {
 		scope := cur.scope(now, except, r.cfg.Interval)
-		got, err := r.store.Claim(WithScope(ctx, scope), now, r.cfg.Lease, want)
+		got, err := r.store.Claim(WithScope(sctx, scope), now, r.cfg.Lease, want)
 		if err != nil {
 			cur.advance(nil, false)
 			r.claimFailed(ctx, err)

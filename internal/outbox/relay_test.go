@@ -970,3 +970,70 @@ func TestRelayStopPastItsGraceReleasesWhatIsInFlight(t *testing.T) {
 		})
 	}
 }
+
+// cancelOnClaim is a store whose first claim that takes messages ends the
+// relay's run as it returns, and drops its answer when its context has
+// ended then, as a driver whose context ends while it reads the answer
+// does: the messages are leased in the database all the same.
+type cancelOnClaim struct {
+	outbox.Store
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (s *cancelOnClaim) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	msgs, err := s.Store.Claim(ctx, now, lease, limit)
+	if len(msgs) > 0 {
+		s.once.Do(s.cancel)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return msgs, err
+}
+
+// A stop that comes while a claim is under way lets the claim finish and
+// releases what it took: nothing stays leased with an attempt spent.
+func TestRelayStopDuringAClaimReleasesWhatItTook(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			f := newFixtureOn(t, backend, outbox.RelayConfig{MaxAttempts: 3})
+			var msgs []outbox.Message
+			for range 3 {
+				msgs = append(msgs, f.add(t, "mail"))
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			store := &cancelOnClaim{Store: f.store, cancel: cancel}
+			delivered := make(chan uuid.UUID, len(msgs))
+			relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+				"mail": func(_ context.Context, m outbox.Message) error { delivered <- m.ID; return nil },
+			}, outbox.RelayConfig{MaxAttempts: 3}, outbox.WithClock(func() time.Time { return f.now }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = relay.Close() })
+			if err := relay.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			close(delivered)
+			gone := map[uuid.UUID]bool{}
+			for id := range delivered {
+				gone[id] = true
+			}
+			for _, m := range msgs {
+				if gone[m.ID] {
+					continue
+				}
+				rec, err := f.store.Lookup(t.Context(), m.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rec.Attempts != 0 || rec.DueAt.After(f.now) {
+					t.Errorf("message %s after a stop during its claim: attempts %d, due at %v; want attempts 0, due at once (%v)",
+						m.ID, rec.Attempts, rec.DueAt, f.now)
+				}
+			}
+		})
+	}
+}
