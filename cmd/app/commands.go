@@ -101,6 +101,19 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	if ln != nil {
 		srv = e.apiServer(db, keys, users, rel, metricsHandler, meter, &stopping)
+		api := srv.Handler
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if stopping.Load() {
+				// Every answer now closes its connection, so that clients
+				// reconnect, through the balancer, elsewhere. The server's
+				// SetKeepAlivesEnabled(false) would instead close the idle
+				// connections at once, and net/http may close one that has
+				// just read a request it still carries out, whose client
+				// then gets no answer (golang/go#65802).
+				w.Header().Set("Connection", "close")
+			}
+			api.ServeHTTP(w, r)
+		})
 	}
 	if pg, ok := db.(postgresBackend); ok && rel != nil && !pg.db.Listening() {
 		e.log.Warn("relay: behind a transaction pooler without DATABASE_LISTEN_URL, messages committed by other instances wait for the next poll (outbox_wakeups_listening is 0)",
@@ -176,9 +189,6 @@ func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan er
 	if srv != nil {
 		httpDone.Go(func() {
 			if d := e.cfg.ShutdownDelay; d > 0 {
-				// Every answer now closes its connection, so clients
-				// reconnect, through the balancer, elsewhere.
-				srv.SetKeepAlivesEnabled(false)
 				time.Sleep(d)
 			}
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)

@@ -66,8 +66,9 @@ func stopUnderLoad(t *testing.T, databaseURL string) {
 		mu        sync.Mutex
 		accepted  []string
 		unwelcome []string
-		// unanswered are the addresses whose request got no answer.
-		unanswered []string
+		// unanswered are the addresses whose request got no answer, and
+		// what the client said.
+		unanswered = map[string]error{}
 		stopped    atomic.Bool
 		afterStop  atomic.Int64
 	)
@@ -93,7 +94,7 @@ func stopUnderLoad(t *testing.T, databaseURL string) {
 					// Not accepted: the server never read it (a connection
 					// it closed while idle), or the listener has closed.
 					mu.Lock()
-					unanswered = append(unanswered, addr)
+					unanswered[addr] = err
 					mu.Unlock()
 					select {
 					case <-closing:
@@ -244,9 +245,9 @@ func stopUnderLoad(t *testing.T, databaseURL string) {
 			t.Errorf("%s was accepted but its mail is neither delivered nor in the outbox", a)
 		}
 	}
-	for _, a := range unanswered {
+	for a, err := range unanswered {
 		if got[a] || waiting[a] {
-			t.Errorf("the request for %s got no answer, yet it was carried out", a)
+			t.Errorf("the request for %s got no answer (%v), yet it was carried out", a, err)
 		}
 	}
 	t.Logf("%d requests accepted (%d after the stop began), %d not (no answer); %d mails delivered, %d left in the outbox; the stop took %s",
