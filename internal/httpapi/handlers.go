@@ -234,7 +234,8 @@ func handleReady(ready func(context.Context) error, log *slog.Logger) http.Handl
 			}
 			if err != nil {
 				log.WarnContext(r.Context(), "not ready", "error", err)
-				writeProblem(w, http.StatusServiceUnavailable, TypeNotReady, "the database does not answer")
+				// The log says which: the database, or the relay's claims.
+				writeProblem(w, http.StatusServiceUnavailable, TypeNotReady, "the database does not answer or the relay cannot claim messages")
 				return
 			}
 		}
