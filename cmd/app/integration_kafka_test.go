@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/loopback"
 	"github.com/eventsourced/accounts/schemas"
 )
 
@@ -28,15 +28,15 @@ func kafkaCluster(t *testing.T, port int, dir string) *kfake.Cluster {
 	return c
 }
 
-// loopbackPort returns a loopback port that nothing listens on.
+// loopbackPort returns a loopback port that nothing listens on, kept by a
+// cluster started again on it.
 func loopbackPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // kafkaEvents consumes accounts.user from its start until it has n records.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/eventsourced/accounts/internal/loopback"
 )
 
 // namePrefix starts the name of every cluster this package makes; the
@@ -53,9 +54,10 @@ func Create(ctx context.Context, options ...string) (*Cluster, error) {
 		return nil, err
 	}
 	dropStale(ctx, version)
-	port, err := freePort()
+	// The port stays the cluster's across restarts.
+	port, err := loopback.Port()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pgcluster: %w", err)
 	}
 	c := &Cluster{
 		Version: version,
@@ -206,15 +208,6 @@ func dropStale(ctx context.Context, version string) {
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pgcluster: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // command runs name with args and returns its output in the error when it

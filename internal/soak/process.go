@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/eventsourced/accounts/internal/loopback"
 )
 
 // startTimeout bounds the wait for a process to be ready.
@@ -268,13 +269,14 @@ func (n *natsServer) stop() {
 	}
 }
 
+// freePort returns a port that an instance or server killed and started
+// again keeps.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.Port()
 	if err != nil {
-		return 0, fmt.Errorf("soak: find a free port: %w", err)
+		return 0, fmt.Errorf("soak: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return port, nil
 }
 
 // projectionsCaughtUp runs `app projections status` until every projection

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eventsourced/accounts/internal/integration/kafkabroker"
+	"github.com/eventsourced/accounts/internal/loopback"
 )
 
 const topic = "accounts.events"
@@ -329,13 +330,9 @@ func TestPublishKeepsEachKeyInOnePartitionInOrder(t *testing.T) {
 // freePort returns a loopback port that nothing listens on.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.Port() // kept by a cluster started again on it
 	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		t.Fatalf("close listener: %v", err)
+		t.Fatal(err)
 	}
 	return port
 }

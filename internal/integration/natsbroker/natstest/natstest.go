@@ -5,7 +5,6 @@ package natstest
 
 import (
 	"bufio"
-	"net"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/eventsourced/accounts/internal/loopback"
 )
 
 // startTimeout bounds the wait for a server to say it is ready.
@@ -36,12 +37,8 @@ type Server struct {
 // nats-server binary cannot be found or started.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.Port() // kept by a restart
 	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{URL: "nats://127.0.0.1:" + strconv.Itoa(port), t: t, port: port, dir: t.TempDir()}
