@@ -142,9 +142,20 @@ func systemIdentifier(ctx context.Context, q interface {
 func moveClock(ctx context.Context, tx pgx.Tx, system *int64) (*clockMove, error) {
 	// The lock waits for every transaction that appended events, or reads
 	// them, to end, and holds new ones until tx commits: none appends at
-	// the old clock after it.
-	if _, err := tx.Exec(ctx, `LOCK TABLE events IN ACCESS EXCLUSIVE MODE`); err != nil {
+	// the old clock after it. A session that holds the table for longer
+	// than the lock timeout (one idle in a transaction, a long report)
+	// fails this start rather than stall every append queued behind the
+	// lock; the next start tries again. Inserts into the outbox wait too,
+	// so that no nextval of its sequence comes between the check of its
+	// rows and its setval.
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', '10s', true)`); err != nil {
 		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE events IN ACCESS EXCLUSIVE MODE`); err != nil {
+		return nil, fmt.Errorf("lock the events: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE outbox_messages IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		return nil, fmt.Errorf("lock the outbox: %w", err)
 	}
 	var shift int64
 	var recorded *int64
