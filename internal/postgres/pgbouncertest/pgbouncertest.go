@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/loopback"
 	"github.com/eventsourced/accounts/internal/postgres"
 )
 
@@ -63,7 +64,7 @@ func Start(t testing.TB, mode postgres.Pooler, target string, opts ...Option) *S
 	if userName == "" {
 		userName = "postgres"
 	}
-	port, err := freePort()
+	port, err := loopback.Port()
 	if err != nil {
 		t.Fatalf("pgbouncertest: %v", err)
 	}
@@ -194,16 +195,6 @@ func runAsOther(cmd *exec.Cmd, dir string) error {
 		}
 	}
 	return nil
-}
-
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Option changes the configuration of a [Server].
