@@ -140,20 +140,7 @@ func TestBehindCountsWhatABrokenOrderHides(t *testing.T) {
 func TestTheClockMovesOnAfterALogicalRestore(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	target := pgcluster.New(t)
-	sourceURL := pgtest.NewURL(t)
-	u, err := url.Parse(sourceURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := u.Query().Get("search_path")
-	next, err := pgcluster.NextTransactionID(ctx, target.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgcluster.BurnTransactionIDs(ctx, pgtest.URL(), next+3000); err != nil {
-		t.Fatal(err)
-	}
+	target, sourceURL, schema := copyFixture(t)
 
 	src, err := postgres.Open(ctx, sourceURL)
 	if err != nil {
@@ -355,20 +342,7 @@ func TestARebuildStopsOnEventsNoReaderReaches(t *testing.T) {
 func TestAnUpgradeOfACopyRunWithoutTheClockCountsWhatWasPassedOver(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	target := pgcluster.New(t)
-	sourceURL := pgtest.NewURL(t)
-	u, err := url.Parse(sourceURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := u.Query().Get("search_path")
-	next, err := pgcluster.NextTransactionID(ctx, target.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pgcluster.BurnTransactionIDs(ctx, pgtest.URL(), next+3000); err != nil {
-		t.Fatal(err)
-	}
+	target, sourceURL, schema := copyFixture(t)
 	src, err := postgres.Open(ctx, sourceURL)
 	if err != nil {
 		t.Fatal(err)
@@ -401,4 +375,25 @@ SELECT $1, transaction_id, position FROM events ORDER BY transaction_id DESC, po
 	if n != 2 || !errors.Is(err, projections.ErrLogOrder) {
 		t.Errorf("behind %d, %v; want the 2 events passed over, and the order said broken", n, err)
 	}
+}
+
+// copyFixture returns a new cluster to restore into, the URL of a new
+// schema on the tests' server to copy from, and that schema's name; the
+// server's transaction ids run 3,000 above the cluster's.
+func copyFixture(t *testing.T) (target *pgcluster.Cluster, sourceURL, schema string) {
+	t.Helper()
+	target = pgcluster.New(t)
+	sourceURL = pgtest.NewURL(t)
+	u, err := url.Parse(sourceURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := pgcluster.NextTransactionID(t.Context(), target.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgcluster.BurnTransactionIDs(t.Context(), pgtest.URL(), next+3000); err != nil {
+		t.Fatal(err)
+	}
+	return target, sourceURL, u.Query().Get("search_path")
 }
