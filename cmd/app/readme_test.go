@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // TestReadmeWalkthrough runs the README's "Trying it" section as a person
@@ -94,6 +95,103 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if vars["ME"] == "" || vars["DELETED"] == "" {
 		t.Error("the walkthrough never reached GET /v1/me and DELETE /v1/me")
 	}
+}
+
+// TestDocsLinksStayInTheRepository holds README.md and docs/ to what a
+// clone has: every link names a file of the repository (and a heading of
+// it, when it names one), never another site or a folder beside the
+// clone, and README stays the short front door.
+func TestDocsLinksStayInTheRepository(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := append([]string{filepath.Join(root, "README.md")}, docs...)
+	for _, file := range files {
+		name, _ := filepath.Rel(root, file)
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "README.md" {
+				if n := strings.Count(string(raw), "\n"); n >= 200 {
+					t.Errorf("README.md has %d lines, want under 200: move the detail into docs/", n)
+				}
+			}
+			for _, m := range autolink.FindAllString(string(raw), -1) {
+				t.Errorf("%s links to another site: %s", name, m)
+			}
+			for _, m := range mdLink.FindAllStringSubmatch(string(raw), -1) {
+				checkLink(t, root, file, m[1])
+			}
+		})
+	}
+}
+
+var (
+	mdLink   = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	autolink = regexp.MustCompile(`<[a-z]+://[^>]*>`)
+)
+
+// checkLink fails t unless target, a link of the Markdown file from, names
+// a file inside root and, after a #, one of that file's headings.
+func checkLink(t *testing.T, root, from, target string) {
+	t.Helper()
+	name, _ := filepath.Rel(root, from)
+	if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+		t.Errorf("%s links to another site: %s", name, target)
+		return
+	}
+	path, frag, _ := strings.Cut(target, "#")
+	file := from
+	if path != "" {
+		file = filepath.Join(filepath.Dir(from), filepath.FromSlash(path))
+		if rel, err := filepath.Rel(root, file); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			t.Errorf("%s links outside the repository: %s", name, target)
+			return
+		}
+		if _, err := os.Stat(file); err != nil {
+			t.Errorf("%s links to %s, which the repository lacks", name, target)
+			return
+		}
+	}
+	if frag == "" {
+		return
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Errorf("%s links to %s: %v", name, target, err)
+		return
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if h := strings.TrimLeft(line, "#"); h != line && strings.HasPrefix(h, " ") && headingSlug(h) == frag {
+			return
+		}
+	}
+	t.Errorf("%s links to %s, a heading that file lacks", name, target)
+}
+
+// headingSlug is the anchor GitHub gives a Markdown heading: lower case,
+// spaces as hyphens, other punctuation dropped.
+func headingSlug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.TrimSpace(heading) {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(unicode.ToLower(r))
+		case r == ' ' || r == '-':
+			b.WriteRune('-')
+		case r == '_':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // readmeSteps returns the commands of the README's "Trying it" section, one
