@@ -1,8 +1,3 @@
-// Package httpapi is the service's HTTP side: the API (v1), JSON in and
-// out, errors as application/problem+json with a stable type per kind of
-// error, strict decoding, limits per address and per client, and the
-// health, readiness and metrics endpoints; and the browser pages beside it
-// (pages.go), plain HTML forms over the same commands.
 package httpapi
 
 import (
