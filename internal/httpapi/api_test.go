@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -109,9 +110,56 @@ func TestHappyPath(t *testing.T) {
 	}
 }
 
-// TestSignInLinkNoEnumeration: a known and an unknown address get the same
+// TestEmailChangeTellsNothingOfOtherAccounts: a request to move to an
+// address that has an account is answered exactly as one to a free address,
+// and counts against the limit alike, so probing addresses costs the limit
+// and learns nothing; the owner of the taken address gets a mail that says
+// so, with no link.
+func TestEmailChangeTellsNothingOfOtherAccounts(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ada := e.signIn(t, "ada@example.com")
+	e.signIn(t, "bob@example.com")
+
+	taken := e.post(t, "/v1/me/email-change", ada.Token, newEmailBody("  BOB@Example.com"))
+	ms := e.mails(t)
+	if len(ms) != 1 || ms[0].Topic != mail.TopicEmailTaken || ms[0].Link.To != "bob@example.com" || ms[0].Link.URL != "" || ms[0].Link.Code != "" {
+		t.Fatalf("mails %+v, want one on %s to bob@example.com with no link", ms, mail.TopicEmailTaken)
+	}
+	free := e.post(t, "/v1/me/email-change", ada.Token, newEmailBody("new@example.com"))
+	e.oneMail(t, mail.TopicEmailChange, "new@example.com", "/confirm-email")
+	for _, h := range []http.Header{taken.header, free.header} {
+		h.Del("Date")
+	}
+	if taken.String() != free.String() || fmt.Sprint(taken.header) != fmt.Sprint(free.header) {
+		t.Errorf("a taken address is answered %s %v, a free one %s %v; want the same", taken, taken.header, free, free.header)
+	}
+	wantStatus(t, "email change to a taken address", taken, http.StatusAccepted)
+
+	// Every request counts: 5 in the window, whatever the address.
+	for _, address := range []string{"bob@example.com", "cy@example.com", "bob@example.com"} {
+		wantStatus(t, "email change to "+address, e.post(t, "/v1/me/email-change", ada.Token, newEmailBody(address)), http.StatusAccepted)
+	}
+	for _, address := range []string{"bob@example.com", "dan@example.com"} {
+		r := e.post(t, "/v1/me/email-change", ada.Token, newEmailBody(address))
+		wantProblem(t, "the 6th email change, to "+address, r, http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
+	}
+}
+
+// TestSignInLink holds POST /v1/sign-in-links to what it promises beyond
+// success: it tells nothing of accounts, refuses bad addresses and limits
+// each address.
+func TestSignInLink(t *testing.T) {
+	t.Parallel()
+	t.Run("the same answer for any address", testSignInLinkNoEnumeration)
+	t.Run("a bad address", testSignInLinkBadEmail)
+	t.Run("invisible characters", testSignInLinkInvisibleCharacters)
+	t.Run("the limit per address", testSignInLinkPerAddressLimit)
+}
+
+// testSignInLinkNoEnumeration: a known and an unknown address get the same
 // answer.
-func TestSignInLinkNoEnumeration(t *testing.T) {
+func testSignInLinkNoEnumeration(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.signIn(t, "ada@example.com")
@@ -137,7 +185,7 @@ func TestSignInLinkNoEnumeration(t *testing.T) {
 	}
 }
 
-func TestSignInLinkBadEmail(t *testing.T) {
+func testSignInLinkBadEmail(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.signIn(t, "ada@example.com")
@@ -168,10 +216,10 @@ func TestSignInLinkBadEmail(t *testing.T) {
 	e.unchanged(t, "refused addresses", before)
 }
 
-// TestSignInLinkInvisibleCharacters: an address with invisible or control
+// testSignInLinkInvisibleCharacters: an address with invisible or control
 // characters is not a plain address; it would be stored beside, and look
 // the same as, the address without them.
-func TestSignInLinkInvisibleCharacters(t *testing.T) {
+func testSignInLinkInvisibleCharacters(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	before := e.snapshot(t)
@@ -188,9 +236,9 @@ func TestSignInLinkInvisibleCharacters(t *testing.T) {
 	e.unchanged(t, "addresses with invisible characters", before)
 }
 
-// TestSignInLinkPerAddressLimit: the 6th request for one address within 15
+// testSignInLinkPerAddressLimit: the 6th request for one address within 15
 // minutes gets 429 with an honest Retry-After.
-func TestSignInLinkPerAddressLimit(t *testing.T) {
+func testSignInLinkPerAddressLimit(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	for i := range 5 {
@@ -226,7 +274,18 @@ func TestSignInLinkPerAddressLimit(t *testing.T) {
 	e.link(t, "ada@example.com", "ada@example.com")
 }
 
-func TestSignInRefusesCodes(t *testing.T) {
+// TestCommandsRefuse holds each command to its failure rows of the API
+// table: what it refuses, with which problem, changing nothing.
+func TestCommandsRefuse(t *testing.T) {
+	t.Parallel()
+	t.Run("sign-in", testSignInRefusesCodes)
+	t.Run("me", testMeRefuses)
+	t.Run("sign-out", testSignOutRefuses)
+	t.Run("email change", testEmailChangeRefuses)
+	t.Run("confirm email change", testConfirmEmailChangeRefuses)
+}
+
+func testSignInRefusesCodes(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	used := e.link(t, "ada@example.com", "ada@example.com")
@@ -277,7 +336,7 @@ func TestSignInRefusesCodes(t *testing.T) {
 	}
 }
 
-func TestMeRefuses(t *testing.T) {
+func testMeRefuses(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	s := e.signIn(t, "ada@example.com")
@@ -312,7 +371,7 @@ func TestMeRefuses(t *testing.T) {
 	e.unchanged(t, "refused GET /v1/me", before)
 }
 
-func TestSignOutRefuses(t *testing.T) {
+func testSignOutRefuses(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	s := e.signIn(t, "ada@example.com")
@@ -339,7 +398,7 @@ func TestSignOutRefuses(t *testing.T) {
 	e.unchanged(t, "refused sign-outs", before)
 }
 
-func TestEmailChangeRefuses(t *testing.T) {
+func testEmailChangeRefuses(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ada := e.signIn(t, "ada@example.com")
@@ -379,43 +438,7 @@ func TestEmailChangeRefuses(t *testing.T) {
 	e.unchanged(t, "email change after sign-out", before)
 }
 
-// TestEmailChangeTellsNothingOfOtherAccounts: a request to move to an
-// address that has an account is answered exactly as one to a free address,
-// and counts against the limit alike, so probing addresses costs the limit
-// and learns nothing; the owner of the taken address gets a mail that says
-// so, with no link.
-func TestEmailChangeTellsNothingOfOtherAccounts(t *testing.T) {
-	t.Parallel()
-	e := setup(t)
-	ada := e.signIn(t, "ada@example.com")
-	e.signIn(t, "bob@example.com")
-
-	taken := e.post(t, "/v1/me/email-change", ada.Token, newEmailBody("  BOB@Example.com"))
-	ms := e.mails(t)
-	if len(ms) != 1 || ms[0].Topic != mail.TopicEmailTaken || ms[0].Link.To != "bob@example.com" || ms[0].Link.URL != "" || ms[0].Link.Code != "" {
-		t.Fatalf("mails %+v, want one on %s to bob@example.com with no link", ms, mail.TopicEmailTaken)
-	}
-	free := e.post(t, "/v1/me/email-change", ada.Token, newEmailBody("new@example.com"))
-	e.oneMail(t, mail.TopicEmailChange, "new@example.com", "/confirm-email")
-	for _, h := range []http.Header{taken.header, free.header} {
-		h.Del("Date")
-	}
-	if taken.String() != free.String() || fmt.Sprint(taken.header) != fmt.Sprint(free.header) {
-		t.Errorf("a taken address is answered %s %v, a free one %s %v; want the same", taken, taken.header, free, free.header)
-	}
-	wantStatus(t, "email change to a taken address", taken, http.StatusAccepted)
-
-	// Every request counts: 5 in the window, whatever the address.
-	for _, address := range []string{"bob@example.com", "cy@example.com", "bob@example.com"} {
-		wantStatus(t, "email change to "+address, e.post(t, "/v1/me/email-change", ada.Token, newEmailBody(address)), http.StatusAccepted)
-	}
-	for _, address := range []string{"bob@example.com", "dan@example.com"} {
-		r := e.post(t, "/v1/me/email-change", ada.Token, newEmailBody(address))
-		wantProblem(t, "the 6th email change, to "+address, r, http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
-	}
-}
-
-func TestConfirmEmailChangeRefuses(t *testing.T) {
+func testConfirmEmailChangeRefuses(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ada := e.signIn(t, "ada@example.com")
@@ -467,4 +490,25 @@ func TestConfirmEmailChangeRefuses(t *testing.T) {
 	daves := ask(dave.Token, "shared@example.com")
 	wantStatus(t, "dave confirms first", e.post(t, "/v1/email-changes", "", codeBody(daves)), http.StatusOK)
 	refuse("a pending change to an address confirmed by another", pending, http.StatusConflict, httpapi.TypeEmailTaken)
+}
+
+// TestFakeSuccessBodies checks the shapes of the success answers with the
+// fake domain, where every field is known.
+func TestFakeSuccessBodies(t *testing.T) {
+	t.Parallel()
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}})
+	r := serve(t, h, "POST", "/v1/sessions", "", nil, []byte(codeBody(strings.Repeat("a", 32))))
+	wantStatus(t, "sign-in", r, http.StatusCreated)
+	var s session
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("201 body %s: %v", r.body, err)
+	}
+	if s.Token != fakeToken || !s.ExpiresAt.Equal(start.Add(sessionTTL)) || s.User.ID != fakeUser.ID || s.User.Email != fakeUser.Email {
+		t.Errorf("201 body %s", r.body)
+	}
+	if cc := r.header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("a session token is sent with Cache-Control %q, want no-store", cc)
+	}
 }

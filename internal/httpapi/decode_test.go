@@ -46,10 +46,19 @@ var jsonEndpoints = []endpoint{
 	},
 }
 
-// TestStrictDecoding sends every JSON endpoint each kind of malformed body,
+// TestDecoding holds the decoding of request bodies to its rules: one JSON
+// object of known fields, at most 4 KiB, after the token is checked.
+func TestDecoding(t *testing.T) {
+	t.Parallel()
+	t.Run("strict", testStrictDecoding)
+	t.Run("the body limit", testBodyLimitBoundary)
+	t.Run("email change checks the token first", testEmailChangeChecksTokenFirst)
+}
+
+// testStrictDecoding sends every JSON endpoint each kind of malformed body,
 // built around a value that would succeed, and checks the problem and that
 // nothing changed; then the well-formed body succeeds.
-func TestStrictDecoding(t *testing.T) {
+func testStrictDecoding(t *testing.T) {
 	t.Parallel()
 	for _, ep := range jsonEndpoints {
 		t.Run(strings.TrimPrefix(ep.path, "/v1/"), func(t *testing.T) {
@@ -146,9 +155,9 @@ func TestStrictDecoding(t *testing.T) {
 	}
 }
 
-// TestBodyLimitBoundary: a body of exactly 4 KiB is read; one byte more is
+// testBodyLimitBoundary: a body of exactly 4 KiB is read; one byte more is
 // refused with 413.
-func TestBodyLimitBoundary(t *testing.T) {
+func testBodyLimitBoundary(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	good := emailBody("ada@example.com")
@@ -168,9 +177,9 @@ func TestBodyLimitBoundary(t *testing.T) {
 	e.oneMail(t, mail.TopicLoginLink, "bob@example.com", "/sign-in")
 }
 
-// TestEmailChangeChecksTokenFirst: without a token, the endpoint answers 401
+// testEmailChangeChecksTokenFirst: without a token, the endpoint answers 401
 // whatever the body.
-func TestEmailChangeChecksTokenFirst(t *testing.T) {
+func testEmailChangeChecksTokenFirst(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	before := e.snapshot(t)

@@ -139,12 +139,60 @@ func wantRedirect(t *testing.T, what string, p page, location string) {
 	}
 }
 
-// TestPagesWalkThroughSignInChangeOfAddressAndSignOut walks a person
+// unavailableUsers is a user domain whose database is gone.
+type unavailableUsers struct{ fakeUsers }
+
+func (unavailableUsers) RequestSignInLink(context.Context, string) error { return uow.ErrUnavailable }
+func (unavailableUsers) SignIn(context.Context, string) (user.Session, error) {
+	return user.Session{}, uow.ErrUnavailable
+}
+func (unavailableUsers) Me(context.Context, string) (user.User, error) {
+	return user.User{}, uow.ErrUnavailable
+}
+func (unavailableUsers) SignOut(context.Context, string) error       { return uow.ErrUnavailable }
+func (unavailableUsers) DeleteAccount(context.Context, string) error { return uow.ErrUnavailable }
+func (unavailableUsers) SignInAddress(context.Context, string) (string, error) {
+	return "", uow.ErrUnavailable
+}
+
+// countingUsers counts the commands that would use a code.
+type countingUsers struct {
+	fakeUsers
+	used *atomic.Int32
+}
+
+func (c countingUsers) SignIn(ctx context.Context, code string) (user.Session, error) {
+	c.used.Add(1)
+	return c.fakeUsers.SignIn(ctx, code)
+}
+
+func (c countingUsers) ConfirmEmailChange(ctx context.Context, code string) (user.User, error) {
+	c.used.Add(1)
+	return c.fakeUsers.ConfirmEmailChange(ctx, code)
+}
+
+// TestPages holds the browser pages to what docs/api.md says of them.
+func TestPages(t *testing.T) {
+	t.Parallel()
+	t.Run("walk through sign-in, change of address and sign-out", testPagesWalkThroughSignInChangeOfAddressAndSignOut)
+	t.Run("delete the account", testPagesDeleteTheAccount)
+	t.Run("send an ended session to sign-in", testPagesSendAnEndedSessionToSignIn)
+	t.Run("refuse forms from other sites", testPagesRefuseFormsFromOtherSites)
+	t.Run("show the form again with the problem", testPagesShowTheFormAgainWithTheProblem)
+	t.Run("answer an outage with 503", testPagesAnswerAnOutageWith503)
+	t.Run("answer browsers in HTML", testPagesAnswerBrowsersInHTML)
+	t.Run("cookie under HTTPS", testPagesCookieUnderHTTPS)
+	t.Run("refuse a malformed query", testPagesRefuseAMalformedQuery)
+	t.Run("strict and escaped", testPagesAreStrictAndEscaped)
+	t.Run("share the client limit", testPagesShareTheClientLimit)
+}
+
+// testPagesWalkThroughSignInChangeOfAddressAndSignOut walks a person
 // through the pages alone, on the real service: ask for a link on /, open
 // it, sign in, see the account, change the address from its link, sign
 // out. The cookie holds the API's own session, which the API takes only as
 // a bearer token.
-func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
+func testPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	b := newBrowser(e.url)
@@ -226,9 +274,9 @@ func TestPagesWalkThroughSignInChangeOfAddressAndSignOut(t *testing.T) {
 	wantRedirect(t, "GET /account after signing out", b.get(t, "/account"), "/")
 }
 
-// TestPagesDeleteTheAccount: the account page's deletion needs its box
+// testPagesDeleteTheAccount: the account page's deletion needs its box
 // ticked, and then erases the account, clears the cookie and says so.
-func TestPagesDeleteTheAccount(t *testing.T) {
+func testPagesDeleteTheAccount(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	b := newBrowser(e.url)
@@ -258,9 +306,9 @@ func TestPagesDeleteTheAccount(t *testing.T) {
 	}
 }
 
-// TestPagesSendAnEndedSessionToSignIn: a cookie whose session has ended or
+// testPagesSendAnEndedSessionToSignIn: a cookie whose session has ended or
 // expired is cleared, and the browser is sent to sign in again.
-func TestPagesSendAnEndedSessionToSignIn(t *testing.T) {
+func testPagesSendAnEndedSessionToSignIn(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	s := e.signIn(t, "ada@example.com")
@@ -286,11 +334,11 @@ func TestPagesSendAnEndedSessionToSignIn(t *testing.T) {
 	wantPage(t, "GET /?notice=session-ended", b.get(t, "/?notice=session-ended"), http.StatusOK, "Your session has ended.")
 }
 
-// TestPagesRefuseFormsFromOtherSites: a form posted from another site,
+// testPagesRefuseFormsFromOtherSites: a form posted from another site,
 // as a browser says by Sec-Fetch-Site or, without it, by Origin, is
 // refused with 403 and changes nothing, the sign-in included (a forged one
 // would put the victim into the forger's account).
-func TestPagesRefuseFormsFromOtherSites(t *testing.T) {
+func testPagesRefuseFormsFromOtherSites(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	s := e.signIn(t, "ada@example.com")
@@ -322,10 +370,10 @@ func TestPagesRefuseFormsFromOtherSites(t *testing.T) {
 	e.me(t, s.Token)
 }
 
-// TestPagesShowTheFormAgainWithTheProblem: bad input, a used code, a taken
+// testPagesShowTheFormAgainWithTheProblem: bad input, a used code, a taken
 // address or too many requests show the form again with what was typed
 // and the problem said, with the status the API would give.
-func TestPagesShowTheFormAgainWithTheProblem(t *testing.T) {
+func testPagesShowTheFormAgainWithTheProblem(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, Now: func() time.Time { return start }}))
 	t.Cleanup(srv.Close)
@@ -352,26 +400,10 @@ func TestPagesShowTheFormAgainWithTheProblem(t *testing.T) {
 	wantPage(t, "POST / too large", b.submit(t, "/", big), http.StatusRequestEntityTooLarge, "too large")
 }
 
-// unavailableUsers is a user domain whose database is gone.
-type unavailableUsers struct{ fakeUsers }
-
-func (unavailableUsers) RequestSignInLink(context.Context, string) error { return uow.ErrUnavailable }
-func (unavailableUsers) SignIn(context.Context, string) (user.Session, error) {
-	return user.Session{}, uow.ErrUnavailable
-}
-func (unavailableUsers) Me(context.Context, string) (user.User, error) {
-	return user.User{}, uow.ErrUnavailable
-}
-func (unavailableUsers) SignOut(context.Context, string) error       { return uow.ErrUnavailable }
-func (unavailableUsers) DeleteAccount(context.Context, string) error { return uow.ErrUnavailable }
-func (unavailableUsers) SignInAddress(context.Context, string) (string, error) {
-	return "", uow.ErrUnavailable
-}
-
-// TestPagesAnswerAnOutageWith503: while the database is gone a page says
+// testPagesAnswerAnOutageWith503: while the database is gone a page says
 // so with 503 and Retry-After, and a form is shown again as it was sent, so
 // pressing its button again retries.
-func TestPagesAnswerAnOutageWith503(t *testing.T) {
+func testPagesAnswerAnOutageWith503(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Users: unavailableUsers{}}))
 	t.Cleanup(srv.Close)
@@ -404,10 +436,10 @@ func TestPagesAnswerAnOutageWith503(t *testing.T) {
 	}
 }
 
-// TestPagesAnswerBrowsersInHTML: a browser that asks for a page that does
+// testPagesAnswerBrowsersInHTML: a browser that asks for a page that does
 // not exist, or uses a page with the wrong method, gets a page; an API
 // client still gets a problem.
-func TestPagesAnswerBrowsersInHTML(t *testing.T) {
+func testPagesAnswerBrowsersInHTML(t *testing.T) {
 	t.Parallel()
 	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}})
 	browser := map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
@@ -431,10 +463,10 @@ func TestPagesAnswerBrowsersInHTML(t *testing.T) {
 	wantProblem(t, "GET /acount from a client", serve(t, h, "GET", "/acount", "", nil, nil), http.StatusNotFound, httpapi.TypeNotFound)
 }
 
-// TestPagesCookieUnderHTTPS: under an https BASE_URL the session cookie is
+// testPagesCookieUnderHTTPS: under an https BASE_URL the session cookie is
 // Secure and named __Host-session, and a form whose Origin is BASE_URL's is
 // taken behind a proxy that rewrites Host.
-func TestPagesCookieUnderHTTPS(t *testing.T) {
+func testPagesCookieUnderHTTPS(t *testing.T) {
 	t.Parallel()
 	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, BaseURL: "https://accounts.example", Now: func() time.Time { return start }})
 	code := strings.Repeat("a", 32)
@@ -457,11 +489,11 @@ func TestPagesCookieUnderHTTPS(t *testing.T) {
 	}
 }
 
-// TestPagesRefuseAMalformedQuery: a page whose query string cannot be
+// testPagesRefuseAMalformedQuery: a page whose query string cannot be
 // parsed answers 400 with a page that says so, rather than reading the
 // pairs it can and showing the page as if the rest had not been sent; it
 // changes nothing.
-func TestPagesRefuseAMalformedQuery(t *testing.T) {
+func testPagesRefuseAMalformedQuery(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	b := newBrowser(e.url)
@@ -484,11 +516,11 @@ func TestPagesRefuseAMalformedQuery(t *testing.T) {
 	wantPage(t, "the sign-in link, well formed", b.get(t, "/sign-in?code="+code), http.StatusOK, `value="`+code+`"`)
 }
 
-// TestPagesAreStrictAndEscaped: the pages run only their own script and
+// testPagesAreStrictAndEscaped: the pages run only their own script and
 // style sheet, send no referrer elsewhere, are never cached or framed,
 // escape what they show, and show notices only by their key; the icon
 // and robots.txt, which browsers and crawlers ask for, are served.
-func TestPagesAreStrictAndEscaped(t *testing.T) {
+func testPagesAreStrictAndEscaped(t *testing.T) {
 	t.Parallel()
 	var used atomic.Int32
 	h := httpapi.NewServer(httpapi.Deps{Users: countingUsers{used: &used}})
@@ -547,9 +579,9 @@ func TestPagesAreStrictAndEscaped(t *testing.T) {
 	}
 }
 
-// TestPagesShareTheClientLimit: the pages' forms count against the same
+// testPagesShareTheClientLimit: the pages' forms count against the same
 // per-client budget as the API, and over it a page says so in HTML.
-func TestPagesShareTheClientLimit(t *testing.T) {
+func testPagesShareTheClientLimit(t *testing.T) {
 	t.Parallel()
 	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, RateLimit: 2, Now: func() time.Time { return start }})
 	const remote = "192.0.2.7:1000"
@@ -565,20 +597,4 @@ func TestPagesShareTheClientLimit(t *testing.T) {
 			t.Errorf("a page over the limit: %d %s Retry-After %q, want 429 HTML with Retry-After", r.status, r.header.Get("Content-Type"), r.header.Get("Retry-After"))
 		}
 	}
-}
-
-// countingUsers counts the commands that would use a code.
-type countingUsers struct {
-	fakeUsers
-	used *atomic.Int32
-}
-
-func (c countingUsers) SignIn(ctx context.Context, code string) (user.Session, error) {
-	c.used.Add(1)
-	return c.fakeUsers.SignIn(ctx, code)
-}
-
-func (c countingUsers) ConfirmEmailChange(ctx context.Context, code string) (user.User, error) {
-	c.used.Add(1)
-	return c.fakeUsers.ConfirmEmailChange(ctx, code)
 }

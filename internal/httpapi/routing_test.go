@@ -9,12 +9,30 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/eventsourced/accounts/internal/httpapi"
 )
 
+// allows reports whether an Allow header lists method.
+func allows(header, method string) bool {
+	for m := range strings.SplitSeq(header, ",") {
+		if strings.EqualFold(strings.TrimSpace(m), method) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRouting holds the routes to their paths and methods: an unknown
+// path is a 404 problem and a wrong method a 405 with Allow, changing
+// nothing.
 func TestRouting(t *testing.T) {
+	t.Parallel()
+	t.Run("unknown paths and wrong methods", testRouting)
+	t.Run("operational paths", testRoutingOperationalPaths)
+}
+
+func testRouting(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	s := e.signIn(t, "ada@example.com")
@@ -57,9 +75,9 @@ func TestRouting(t *testing.T) {
 	e.me(t, s.Token) // the session is untouched
 }
 
-// TestRoutingOperationalPaths: a wrong method on /healthz and /readyz is a
+// testRoutingOperationalPaths: a wrong method on /healthz and /readyz is a
 // wrong method on a known path, too.
-func TestRoutingOperationalPaths(t *testing.T) {
+func testRoutingOperationalPaths(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -78,17 +96,15 @@ func TestRoutingOperationalPaths(t *testing.T) {
 	}
 }
 
-// allows reports whether an Allow header lists method.
-func allows(header, method string) bool {
-	for m := range strings.SplitSeq(header, ",") {
-		if strings.EqualFold(strings.TrimSpace(m), method) {
-			return true
-		}
-	}
-	return false
+// TestProbes holds /healthz and /readyz to what an orchestrator reads of
+// them.
+func TestProbes(t *testing.T) {
+	t.Parallel()
+	t.Run("healthz and readyz", testHealth)
+	t.Run("readyz while the database fails", testReadyzNotReady)
 }
 
-func TestHealth(t *testing.T) {
+func testHealth(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	r := e.get(t, "/healthz", "")
@@ -101,7 +117,7 @@ func TestHealth(t *testing.T) {
 	wantStatus(t, "HEAD /healthz", e.send(t, request{method: http.MethodHead, path: "/healthz"}), http.StatusOK)
 }
 
-func TestReadyzNotReady(t *testing.T) {
+func testReadyzNotReady(t *testing.T) {
 	t.Parallel()
 	var called atomic.Bool
 	e := setupWith(t, options{ready: func(ctx context.Context) error {
@@ -121,72 +137,4 @@ func TestReadyzNotReady(t *testing.T) {
 	}
 	// Liveness does not depend on the database.
 	wantStatus(t, "GET /healthz", e.get(t, "/healthz", ""), http.StatusOK)
-}
-
-// TestClientRateLimit: with RateLimit 3, the 4th request of one client in a
-// minute gets 429 with an honest Retry-After, changing nothing; /healthz is
-// not limited.
-func TestClientRateLimit(t *testing.T) {
-	t.Parallel()
-	e := setupWith(t, options{rateLimit: 3})
-
-	for range 3 {
-		wantUnauthenticated(t, "request within the limit", e.get(t, "/v1/me", ""))
-	}
-	before := e.snapshot(t)
-	// The 4th is a request that would otherwise succeed.
-	r := e.post(t, "/v1/sign-in-links", "", emailBody("ada@example.com"))
-	wantProblem(t, "4th request in a minute", r, http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
-	wait := wantRetryAfter(t, "4th request", r)
-	if wait != 20*time.Second {
-		t.Errorf("Retry-After %s, want 20s: 3 a minute gives a token every 20s", wait)
-	}
-	e.unchanged(t, "a request over the client limit", before)
-	// Every endpoint shares the limit.
-	for _, req := range []request{
-		{method: "POST", path: "/v1/sessions", body: codeBody("x")},
-		{method: "GET", path: "/v1/me"},
-		{method: "POST", path: "/v1/me/email-change", body: newEmailBody("a@example.com")},
-		{method: "POST", path: "/v1/email-changes", body: codeBody("x")},
-		{method: "DELETE", path: "/v1/sessions/current"},
-	} {
-		r := e.send(t, req)
-		wantProblem(t, req.method+" "+req.path+" over the limit", r, http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
-		wantRetryAfter(t, req.method+" "+req.path+" over the limit", r)
-	}
-	e.unchanged(t, "requests over the client limit", before)
-
-	// /healthz and /readyz are not limited.
-	for range 20 {
-		wantStatus(t, "GET /healthz over the limit", e.get(t, "/healthz", ""), http.StatusOK)
-		wantStatus(t, "GET /readyz over the limit", e.get(t, "/readyz", ""), http.StatusOK)
-	}
-
-	// A second before Retry-After is still too early; on time, one request
-	// passes and the next waits again.
-	e.clock.Advance(wait - time.Second)
-	wantProblem(t, "a second early", e.get(t, "/v1/me", ""), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
-	e.clock.Advance(time.Second)
-	wantStatus(t, "after Retry-After", e.post(t, "/v1/sign-in-links", "", emailBody("ada@example.com")), http.StatusAccepted)
-	wantProblem(t, "right after", e.get(t, "/v1/me", ""), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
-
-	// After a quiet minute the whole burst is back.
-	e.clock.Advance(time.Minute)
-	for range 3 {
-		wantUnauthenticated(t, "after a quiet minute", e.get(t, "/v1/me", ""))
-	}
-	wantProblem(t, "4th after a quiet minute", e.get(t, "/v1/me", ""), http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
-}
-
-// TestClientRateLimitOff: RateLimit 0 lets everything through.
-func TestClientRateLimitOff(t *testing.T) {
-	t.Parallel()
-	e := setupWith(t, options{rateLimit: 0})
-	for i := range 50 {
-		r := e.get(t, "/v1/me", "")
-		if r.status == http.StatusTooManyRequests {
-			t.Fatalf("request %d: 429 with the limit off", i+1)
-		}
-		wantUnauthenticated(t, "request with the limit off", r)
-	}
 }
