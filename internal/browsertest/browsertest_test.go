@@ -150,7 +150,38 @@ func state(t *testing.T, ctx context.Context) string {
 	return browsertest.Run(t, ctx, chromedp.Text(chromedp.ID("state")))
 }
 
-func TestJavaScriptRunsByDefault(t *testing.T) {
+func TestScreenshotIsAFullPagePNG(t *testing.T) {
+	srv := server(t)
+	ctx := browsertest.New(t)
+	browsertest.Do(t, ctx, chromedp.Navigate(srv.URL+"/tall"))
+	path := browsertest.Screenshot(t, ctx, "tall")
+	if filepath.Dir(path) != t.ArtifactDir() || filepath.Base(path) != "tall.png" {
+		t.Errorf("path = %s, want tall.png in %s", path, t.ArtifactDir())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("%s does not start as a PNG: % x", path, b[:min(8, len(b))])
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	if cfg.Height < 3000 {
+		t.Errorf("screenshot is %dx%d, want the whole page, over 3000 pixels high", cfg.Width, cfg.Height)
+	}
+}
+
+// TestJavaScript: a tab runs the page's scripts unless the browser was
+// started without JavaScript.
+func TestJavaScript(t *testing.T) {
+	t.Run("runs by default", testJavaScriptRunsByDefault)
+	t.Run("off runs no page script", testWithoutJavaScriptNoPageScriptRuns)
+}
+
+func testJavaScriptRunsByDefault(t *testing.T) {
 	srv := server(t)
 	ctx := browsertest.New(t)
 	browsertest.Do(t, ctx, chromedp.Navigate(srv.URL+"/script"))
@@ -164,7 +195,7 @@ func TestJavaScriptRunsByDefault(t *testing.T) {
 	}
 }
 
-func TestWithoutJavaScriptNoPageScriptRuns(t *testing.T) {
+func testWithoutJavaScriptNoPageScriptRuns(t *testing.T) {
 	srv := server(t)
 	ctx := browsertest.New(t, browsertest.WithoutJavaScript())
 	browsertest.Do(t, ctx, chromedp.Navigate(srv.URL+"/script"))
@@ -190,7 +221,15 @@ func TestWithoutJavaScriptNoPageScriptRuns(t *testing.T) {
 	}
 }
 
-func TestConsoleErrorsHaveCSPViolations(t *testing.T) {
+// TestConsoleErrors: a tab's console errors are collected, and fail the
+// test unless it takes them.
+func TestConsoleErrors(t *testing.T) {
+	t.Run("have CSP violations", testConsoleErrorsHaveCSPViolations)
+	t.Run("have calls and exceptions", testConsoleErrorsHaveCallsAndExceptions)
+	t.Run("not taken fail the test", testConsoleErrorsNotTakenFailTheTest)
+}
+
+func testConsoleErrorsHaveCSPViolations(t *testing.T) {
 	srv := server(t)
 	ctx := browsertest.New(t)
 	browsertest.Do(t, ctx, chromedp.Navigate(srv.URL+"/inline"))
@@ -206,7 +245,7 @@ func TestConsoleErrorsHaveCSPViolations(t *testing.T) {
 	}
 }
 
-func TestConsoleErrorsHaveCallsAndExceptions(t *testing.T) {
+func testConsoleErrorsHaveCallsAndExceptions(t *testing.T) {
 	srv := server(t)
 	ctx := browsertest.New(t)
 	browsertest.Do(t, ctx, chromedp.Navigate(srv.URL+"/errors"))
@@ -226,7 +265,7 @@ func TestConsoleErrorsHaveCallsAndExceptions(t *testing.T) {
 	}
 }
 
-func TestConsoleErrorsNotTakenFailTheTest(t *testing.T) {
+func testConsoleErrorsNotTakenFailTheTest(t *testing.T) {
 	srv := server(t)
 	r := &recorder{TB: t}
 	t.Run("page", func(t *testing.T) {
@@ -240,7 +279,14 @@ func TestConsoleErrorsNotTakenFailTheTest(t *testing.T) {
 	}
 }
 
-func TestGoodPagePasses(t *testing.T) {
+// TestCheckAccessibility: axe-core's check passes a good page and names
+// what fails on a bad one.
+func TestCheckAccessibility(t *testing.T) {
+	t.Run("a good page passes", testGoodPagePasses)
+	t.Run("an unlabeled input fails", testUnlabeledInputFailsTheCheck)
+}
+
+func testGoodPagePasses(t *testing.T) {
 	srv := server(t)
 	ctx := browsertest.New(t)
 	browsertest.Do(t, ctx, chromedp.Navigate(srv.URL+"/good"))
@@ -255,7 +301,7 @@ func TestGoodPagePasses(t *testing.T) {
 }
 
 // The page has the strict policy too: axe-core runs all the same.
-func TestUnlabeledInputFailsTheCheck(t *testing.T) {
+func testUnlabeledInputFailsTheCheck(t *testing.T) {
 	srv := server(t)
 	ctx := browsertest.New(t)
 	browsertest.Do(t, ctx, chromedp.Navigate(srv.URL+"/unlabeled"))
@@ -283,31 +329,15 @@ func TestUnlabeledInputFailsTheCheck(t *testing.T) {
 	}
 }
 
-func TestScreenshotIsAFullPagePNG(t *testing.T) {
-	srv := server(t)
-	ctx := browsertest.New(t)
-	browsertest.Do(t, ctx, chromedp.Navigate(srv.URL+"/tall"))
-	path := browsertest.Screenshot(t, ctx, "tall")
-	if filepath.Dir(path) != t.ArtifactDir() || filepath.Base(path) != "tall.png" {
-		t.Errorf("path = %s, want tall.png in %s", path, t.ArtifactDir())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
-		t.Fatalf("%s does not start as a PNG: % x", path, b[:min(8, len(b))])
-	}
-	cfg, err := png.DecodeConfig(bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("decode %s: %v", path, err)
-	}
-	if cfg.Height < 3000 {
-		t.Errorf("screenshot is %dx%d, want the whole page, over 3000 pixels high", cfg.Width, cfg.Height)
-	}
+// TestFailsNeverSkips: what the package needs and lacks fails the test
+// and says how to fix it; a page that hangs fails within the timeout.
+func TestFailsNeverSkips(t *testing.T) {
+	t.Run("without chromium", testMissingChromiumFails)
+	t.Run("without axe-core", testMissingAxeSaysHowToInstallIt)
+	t.Run("a hang", testHangFailsWithinTheTimeout)
 }
 
-func TestMissingChromiumFails(t *testing.T) {
+func testMissingChromiumFails(t *testing.T) {
 	t.Setenv(browsertest.PathEnv, "no-such-chromium-for-browsertest")
 	r := fatal(t, func(tb testing.TB) { browsertest.New(tb) })
 	if got := r.text(); !r.fatal || !strings.Contains(got, "Debian's package chromium") {
@@ -315,14 +345,14 @@ func TestMissingChromiumFails(t *testing.T) {
 	}
 }
 
-func TestMissingAxeSaysHowToInstallIt(t *testing.T) {
+func testMissingAxeSaysHowToInstallIt(t *testing.T) {
 	_, err := browsertest.ReadAxe(filepath.Join(t.TempDir(), "axe.min.js"))
 	if err == nil || !strings.Contains(err.Error(), "npm ci --prefix internal/browsertest") {
 		t.Errorf("error = %v, want the command that installs axe-core", err)
 	}
 }
 
-func TestHangFailsWithinTheTimeout(t *testing.T) {
+func testHangFailsWithinTheTimeout(t *testing.T) {
 	srv := server(t)
 	ctx := browsertest.New(t, browsertest.Timeout(2*time.Second))
 	start := time.Now()
