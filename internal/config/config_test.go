@@ -16,7 +16,40 @@ func getenv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-func TestLoadDefaults(t *testing.T) {
+func TestDescribeListsEveryVariable(t *testing.T) {
+	t.Parallel()
+	got := map[string]config.Var{}
+	for _, v := range config.Describe() {
+		if v.Description == "" {
+			t.Errorf("%s has no description", v.Name)
+		}
+		got[v.Name] = v
+	}
+	for name, def := range map[string]string{
+		"DATABASE_URL": "", "OUTBOX_INTERVAL": "1s", "OUTBOX_LEASE": "2m",
+		"OUTBOX_TIMEOUT": "30s", "OUTBOX_BATCH": "10", "OUTBOX_MAX_ATTEMPTS": "8",
+	} {
+		v, ok := got[name]
+		if !ok || v.Default != def {
+			t.Errorf("%s: got %+v, want default %q", name, v, def)
+		}
+	}
+}
+
+// TestLoad reads the environment into a Config and refuses what cannot
+// work.
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	t.Run("defaults", testLoadDefaults)
+	t.Run("outbox variables", testLoadReadsOutboxVariables)
+	t.Run("values that cannot work", testLoadRejectsValuesThatCannotWork)
+	t.Run("broker URL", testLoadParsesBrokerURL)
+	t.Run("never echoes a password", testLoadNeverEchoesAPassword)
+	t.Run("base URL follows HTTP_ADDR unless set", testBaseURLFollowsHTTPAddrUnlessSet)
+	t.Run("trusted proxies", testLoadParsesTrustedProxies)
+}
+
+func testLoadDefaults(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(getenv(nil))
 	if err != nil {
@@ -40,7 +73,7 @@ func TestLoadDefaults(t *testing.T) {
 	}
 }
 
-func TestLoadReadsOutboxVariables(t *testing.T) {
+func testLoadReadsOutboxVariables(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(getenv(map[string]string{
 		"OUTBOX_INTERVAL":     "250ms",
@@ -59,7 +92,7 @@ func TestLoadReadsOutboxVariables(t *testing.T) {
 	}
 }
 
-func TestLoadRejectsValuesThatCannotWork(t *testing.T) {
+func testLoadRejectsValuesThatCannotWork(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		env  map[string]string
@@ -98,27 +131,7 @@ func TestLoadRejectsValuesThatCannotWork(t *testing.T) {
 	}
 }
 
-func TestDescribeListsEveryVariable(t *testing.T) {
-	t.Parallel()
-	got := map[string]config.Var{}
-	for _, v := range config.Describe() {
-		if v.Description == "" {
-			t.Errorf("%s has no description", v.Name)
-		}
-		got[v.Name] = v
-	}
-	for name, def := range map[string]string{
-		"DATABASE_URL": "", "OUTBOX_INTERVAL": "1s", "OUTBOX_LEASE": "2m",
-		"OUTBOX_TIMEOUT": "30s", "OUTBOX_BATCH": "10", "OUTBOX_MAX_ATTEMPTS": "8",
-	} {
-		v, ok := got[name]
-		if !ok || v.Default != def {
-			t.Errorf("%s: got %+v, want default %q", name, v, def)
-		}
-	}
-}
-
-func TestLoadParsesBrokerURL(t *testing.T) {
+func testLoadParsesBrokerURL(t *testing.T) {
 	t.Parallel()
 	for raw, want := range map[string]config.Broker{
 		"":                                      {},
@@ -139,7 +152,7 @@ func TestLoadParsesBrokerURL(t *testing.T) {
 }
 
 // A password in a URL is never repeated by the error about it.
-func TestLoadNeverEchoesAPassword(t *testing.T) {
+func testLoadNeverEchoesAPassword(t *testing.T) {
 	t.Parallel()
 	for _, env := range []map[string]string{
 		{"BROKER_URL": "nats://ops:hunter2@[::1"},
@@ -162,7 +175,7 @@ func TestLoadNeverEchoesAPassword(t *testing.T) {
 
 // Links point at the address the app listens on unless BASE_URL says
 // otherwise.
-func TestBaseURLFollowsHTTPAddrUnlessSet(t *testing.T) {
+func testBaseURLFollowsHTTPAddrUnlessSet(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ addr, base, want string }{
 		{"", "", "http://127.0.0.1:8080"},
@@ -182,7 +195,7 @@ func TestBaseURLFollowsHTTPAddrUnlessSet(t *testing.T) {
 	}
 }
 
-func TestLoadParsesTrustedProxies(t *testing.T) {
+func testLoadParsesTrustedProxies(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(getenv(map[string]string{"HTTP_TRUSTED_PROXIES": "10.1.2.3/8, 192.0.2.7,2001:db8::/32"}))
 	if err != nil {
