@@ -136,197 +136,6 @@ func headerID(r *kgo.Record) string {
 	return ""
 }
 
-func TestPublishRecordCarriesKeyHeadersAndPayload(t *testing.T) {
-	t.Parallel()
-	b := setup(t, kfake.SeedTopics(3, topic))
-	ctx := testContext(t, 20*time.Second)
-
-	payload := []byte{0, 1, 2, 0xff, '{', '}', 0xfe, 0}
-	keyed := newMessage(ctx, "account-7", payload)
-	keyed.Metadata.Set("zeta", "last")
-	keyed.Metadata.Set("alpha", "first")
-	keyed.Metadata.Set("empty", "")
-	keyed.Metadata.Set(kafkabroker.HeaderID, "spoofed")
-	unkeyed := newMessage(ctx, "", []byte("no key"))
-	unkeyed.Metadata.Set("trace", "abc")
-
-	if err := b.pub.Publish(topic, keyed, unkeyed); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
-
-	recs := consume(ctx, t, b.cluster.ListenAddrs(), hasIDs([]*message.Message{keyed, unkeyed}))
-	if len(recs) != 2 {
-		t.Fatalf("got %d records, want 2", len(recs))
-	}
-	byID := map[string]*kgo.Record{headerID(recs[0]): recs[0], headerID(recs[1]): recs[1]}
-
-	tests := []struct {
-		msg     *message.Message
-		key     []byte
-		headers []kgo.RecordHeader
-	}{
-		{
-			msg: keyed,
-			key: []byte("account-7"),
-			headers: []kgo.RecordHeader{
-				{Key: "id", Value: []byte(keyed.UUID)},
-				{Key: "alpha", Value: []byte("first")},
-				{Key: "empty", Value: []byte{}},
-				{Key: "zeta", Value: []byte("last")},
-			},
-		},
-		{
-			msg: unkeyed,
-			key: nil,
-			headers: []kgo.RecordHeader{
-				{Key: "id", Value: []byte(unkeyed.UUID)},
-				{Key: "trace", Value: []byte("abc")},
-			},
-		},
-	}
-	for _, tt := range tests {
-		r := byID[tt.msg.UUID]
-		if r.Topic != topic {
-			t.Errorf("%s: topic %q, want %q", tt.msg.UUID, r.Topic, topic)
-		}
-		if (r.Key == nil) != (tt.key == nil) || !bytes.Equal(r.Key, tt.key) {
-			t.Errorf("%s: key %q (nil %t), want %q (nil %t)", tt.msg.UUID, r.Key, r.Key == nil, tt.key, tt.key == nil)
-		}
-		if !bytes.Equal(r.Value, tt.msg.Payload) {
-			t.Errorf("%s: value %x, want %x", tt.msg.UUID, r.Value, tt.msg.Payload)
-		}
-		if !slices.EqualFunc(r.Headers, tt.headers, func(a, b kgo.RecordHeader) bool {
-			return a.Key == b.Key && bytes.Equal(a.Value, b.Value)
-		}) {
-			t.Errorf("%s: headers %q, want %q", tt.msg.UUID, r.Headers, tt.headers)
-		}
-	}
-}
-
-// TestPublishIsIdempotentWithAllISRAcks looks at the produce requests the
-// cluster receives, so that a change of the producer's settings shows.
-func TestPublishIsIdempotentWithAllISRAcks(t *testing.T) {
-	t.Parallel()
-	cluster := newCluster(t, kfake.SeedTopics(1, topic))
-	type seen struct {
-		acks       int16
-		producerID int64
-	}
-	var (
-		mu   sync.Mutex
-		reqs []seen
-	)
-	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		produce := req.(*kmsg.ProduceRequest)
-		for _, tp := range produce.Topics {
-			for _, p := range tp.Partitions {
-				var batch kmsg.RecordBatch
-				if err := batch.ReadFrom(p.Records); err != nil {
-					t.Errorf("record batch: %v", err)
-					continue
-				}
-				mu.Lock()
-				reqs = append(reqs, seen{produce.Acks, batch.ProducerID})
-				mu.Unlock()
-			}
-		}
-		return nil, nil, false // observe only: the cluster handles it
-	})
-	pub := newPublisher(t, cluster.ListenAddrs()...)
-
-	if err := pub.Publish(topic, newMessage(testContext(t, 20*time.Second), "k", []byte("v"))); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(reqs) == 0 {
-		t.Fatal("cluster saw no produce request")
-	}
-	for _, r := range reqs {
-		if r.acks != -1 {
-			t.Errorf("acks %d, want -1 (all in-sync replicas)", r.acks)
-		}
-		if r.producerID < 0 {
-			t.Errorf("producer ID %d, want one from InitProducerID (idempotent)", r.producerID)
-		}
-	}
-}
-
-func TestPublishKeepsEachKeyInOnePartitionInOrder(t *testing.T) {
-	t.Parallel()
-	const (
-		partitions = 8
-		keys       = 16
-		rounds     = 5
-	)
-	b := setup(t, kfake.SeedTopics(partitions, topic))
-	ctx := testContext(t, 30*time.Second)
-
-	var sent []*message.Message
-	seq := func(m *message.Message) string { return m.Metadata.Get("seq") }
-	next := func(key string, round int) *message.Message {
-		m := newMessage(ctx, key, []byte(key+"/"+strconv.Itoa(round)))
-		m.Metadata.Set("seq", strconv.Itoa(round))
-		sent = append(sent, m)
-		return m
-	}
-	// Keys interleaved, one message per Publish, then one Publish of a
-	// message per key, then one per key from a second client, which must
-	// hash keys to the same partitions.
-	for round := range rounds {
-		for k := range keys {
-			if err := b.pub.Publish(topic, next(fmt.Sprintf("account-%d", k), round)); err != nil {
-				t.Fatalf("Publish: %v", err)
-			}
-		}
-	}
-	var batch []*message.Message
-	for k := range keys {
-		batch = append(batch, next(fmt.Sprintf("account-%d", k), rounds))
-	}
-	if err := b.pub.Publish(topic, batch...); err != nil {
-		t.Fatalf("Publish batch: %v", err)
-	}
-	other := newPublisher(t, b.cluster.ListenAddrs()...)
-	for k := range keys {
-		if err := other.Publish(topic, next(fmt.Sprintf("account-%d", k), rounds+1)); err != nil {
-			t.Fatalf("Publish from second client: %v", err)
-		}
-	}
-
-	recs := consume(ctx, t, b.cluster.ListenAddrs(), hasIDs(sent))
-	if len(recs) != len(sent) {
-		t.Fatalf("got %d records, want %d", len(recs), len(sent))
-	}
-	partitionOf := make(map[string]int32)
-	order := make(map[string][]string)
-	used := make(map[int32]bool)
-	for _, r := range recs {
-		key := string(r.Key)
-		if p, ok := partitionOf[key]; ok && p != r.Partition {
-			t.Errorf("key %s in partitions %d and %d", key, p, r.Partition)
-		}
-		partitionOf[key] = r.Partition
-		used[r.Partition] = true
-		order[key] = append(order[key], string(r.Value))
-	}
-	if len(used) < 2 {
-		t.Errorf("%d keys landed in %d partition(s) of %d, want a spread", keys, len(used), partitions)
-	}
-	for k := range keys {
-		key := fmt.Sprintf("account-%d", k)
-		var want []string
-		for _, m := range sent {
-			if m.Metadata.Get(kafkabroker.MetadataKey) == key {
-				want = append(want, key+"/"+seq(m))
-			}
-		}
-		if !slices.Equal(order[key], want) {
-			t.Errorf("key %s consumed in order %q, want %q", key, order[key], want)
-		}
-	}
-}
-
 // freePort returns a loopback port that nothing listens on.
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -439,95 +248,6 @@ func checkDelivered(t *testing.T, recs []*kgo.Record, want []*message.Message) {
 	}
 }
 
-// TestPublishFailsWhileClusterIsDownAndRecovers stops the cluster, so its
-// port refuses connections, and starts a new one on the same port from the
-// same data directory, as a broker restart does.
-func TestPublishFailsWhileClusterIsDownAndRecovers(t *testing.T) {
-	t.Parallel()
-	port, dir := freePort(t), t.TempDir()
-	opts := []kfake.Opt{kfake.Ports(port), kfake.DataDir(dir), kfake.SeedTopics(4, topic)}
-	first := newCluster(t, opts...)
-	brokers := first.ListenAddrs()
-	pub := newPublisher(t, brokers...)
-	ctx := testContext(t, 60*time.Second)
-	keys := []string{"a", "b", "c", "d", "e", "f"}
-
-	before := publishRound(ctx, t, pub, keys, "before")
-	first.Close()
-
-	failed := []*message.Message{
-		publishFails(t, pub, "a", time.Second),
-		publishFails(t, pub, "b", time.Second),
-	}
-
-	second := newCluster(t, opts...)
-	if got := second.ListenAddrs(); !slices.Equal(got, brokers) {
-		t.Fatalf("restarted cluster listens on %v, want %v", got, brokers)
-	}
-	publishEventually(t, pub, 30*time.Second, failed...)
-	after := publishRound(ctx, t, pub, keys, "after")
-
-	want := slices.Concat(before, failed, after)
-	checkDelivered(t, consume(ctx, t, brokers, hasIDs(want)), want)
-}
-
-// TestPublishWorksOnceClusterStartsLate starts the publisher before there is
-// any cluster, as an application does whose broker is down at start.
-func TestPublishWorksOnceClusterStartsLate(t *testing.T) {
-	t.Parallel()
-	port := freePort(t)
-	brokers := []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	pub := newPublisher(t, brokers...)
-
-	failed := publishFails(t, pub, "a", time.Second)
-
-	newCluster(t, kfake.Ports(port), kfake.SeedTopics(2, topic))
-	publishEventually(t, pub, 30*time.Second, failed)
-	ctx := testContext(t, 30*time.Second)
-	after := publishRound(ctx, t, pub, []string{"a", "b"}, "after")
-
-	want := append([]*message.Message{failed}, after...)
-	checkDelivered(t, consume(ctx, t, brokers, hasIDs(want)), want)
-}
-
-// TestPublishHonoursDeadlineWhenResponsesAreLost has the cluster read
-// produce requests and drop the connection instead of answering, so the
-// client cannot know whether the record was stored: Publish must still
-// fail at the message's deadline rather than retry until an answer comes.
-func TestPublishHonoursDeadlineWhenResponsesAreLost(t *testing.T) {
-	t.Parallel()
-	b := setup(t, kfake.NumBrokers(1), kfake.SeedTopics(2, topic))
-	ctx := testContext(t, 60*time.Second)
-
-	before := publishRound(ctx, t, b.pub, []string{"a", "b"}, "before")
-
-	var (
-		mu   sync.Mutex
-		lose = true
-	)
-	errLost := errors.New("response lost")
-	b.cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !lose {
-			return nil, nil, false
-		}
-		b.cluster.KeepControl()
-		return nil, errLost, true // closes the connection unanswered
-	})
-
-	failed := publishFails(t, b.pub, "a", time.Second)
-
-	mu.Lock()
-	lose = false
-	mu.Unlock()
-	publishEventually(t, b.pub, 30*time.Second, failed)
-	after := publishRound(ctx, t, b.pub, []string{"a", "b"}, "after")
-
-	want := slices.Concat(before, []*message.Message{failed}, after)
-	checkDelivered(t, consume(ctx, t, b.cluster.ListenAddrs(), hasIDs(want)), want)
-}
-
 // TestCloseGivesUpRecordsPastTheirDeadline checks that a record whose
 // request is in flight to a cluster that never answers leaves the client
 // soon after its deadline instead of holding its partition (and Close)
@@ -555,21 +275,6 @@ func TestCloseGivesUpRecordsPastTheirDeadline(t *testing.T) {
 	}
 	if limit := 5 * time.Second; took > limit {
 		t.Errorf("Close took %v, want the expired record given up within %v", took, limit)
-	}
-}
-
-func TestPublishAfterCloseFails(t *testing.T) {
-	t.Parallel()
-	cluster := newCluster(t, kfake.SeedTopics(1, topic))
-	pub, err := kafkabroker.New(kafkabroker.Config{Brokers: cluster.ListenAddrs()})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if err := pub.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if err := pub.Publish(topic, newMessage(testContext(t, 10*time.Second), "k", nil)); !errors.Is(err, kgo.ErrClientClosed) {
-		t.Errorf("Publish after Close: %v, want %v", err, kgo.ErrClientClosed)
 	}
 }
 
@@ -653,4 +358,312 @@ func BenchmarkPublish(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// TestPublish holds the publisher to what a Kafka consumer relies on, and
+// to the relay's deadlines while the cluster is away or slow.
+func TestPublish(t *testing.T) {
+	t.Parallel()
+	t.Run("a record carries key, headers and payload", testPublishRecordCarriesKeyHeadersAndPayload)
+	t.Run("idempotent with acks from all in-sync replicas", testPublishIsIdempotentWithAllISRAcks)
+	t.Run("each key in one partition, in order", testPublishKeepsEachKeyInOnePartitionInOrder)
+	t.Run("fails while the cluster is down and recovers", testPublishFailsWhileClusterIsDownAndRecovers)
+	t.Run("works once the cluster starts late", testPublishWorksOnceClusterStartsLate)
+	t.Run("honours the deadline when responses are lost", testPublishHonoursDeadlineWhenResponsesAreLost)
+	t.Run("after close fails", testPublishAfterCloseFails)
+}
+
+func testPublishRecordCarriesKeyHeadersAndPayload(t *testing.T) {
+	t.Parallel()
+	b := setup(t, kfake.SeedTopics(3, topic))
+	ctx := testContext(t, 20*time.Second)
+
+	payload := []byte{0, 1, 2, 0xff, '{', '}', 0xfe, 0}
+	keyed := newMessage(ctx, "account-7", payload)
+	keyed.Metadata.Set("zeta", "last")
+	keyed.Metadata.Set("alpha", "first")
+	keyed.Metadata.Set("empty", "")
+	keyed.Metadata.Set(kafkabroker.HeaderID, "spoofed")
+	unkeyed := newMessage(ctx, "", []byte("no key"))
+	unkeyed.Metadata.Set("trace", "abc")
+
+	if err := b.pub.Publish(topic, keyed, unkeyed); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+
+	recs := consume(ctx, t, b.cluster.ListenAddrs(), hasIDs([]*message.Message{keyed, unkeyed}))
+	if len(recs) != 2 {
+		t.Fatalf("got %d records, want 2", len(recs))
+	}
+	byID := map[string]*kgo.Record{headerID(recs[0]): recs[0], headerID(recs[1]): recs[1]}
+
+	tests := []struct {
+		msg     *message.Message
+		key     []byte
+		headers []kgo.RecordHeader
+	}{
+		{
+			msg: keyed,
+			key: []byte("account-7"),
+			headers: []kgo.RecordHeader{
+				{Key: "id", Value: []byte(keyed.UUID)},
+				{Key: "alpha", Value: []byte("first")},
+				{Key: "empty", Value: []byte{}},
+				{Key: "zeta", Value: []byte("last")},
+			},
+		},
+		{
+			msg: unkeyed,
+			key: nil,
+			headers: []kgo.RecordHeader{
+				{Key: "id", Value: []byte(unkeyed.UUID)},
+				{Key: "trace", Value: []byte("abc")},
+			},
+		},
+	}
+	for _, tt := range tests {
+		r := byID[tt.msg.UUID]
+		if r.Topic != topic {
+			t.Errorf("%s: topic %q, want %q", tt.msg.UUID, r.Topic, topic)
+		}
+		if (r.Key == nil) != (tt.key == nil) || !bytes.Equal(r.Key, tt.key) {
+			t.Errorf("%s: key %q (nil %t), want %q (nil %t)", tt.msg.UUID, r.Key, r.Key == nil, tt.key, tt.key == nil)
+		}
+		if !bytes.Equal(r.Value, tt.msg.Payload) {
+			t.Errorf("%s: value %x, want %x", tt.msg.UUID, r.Value, tt.msg.Payload)
+		}
+		if !slices.EqualFunc(r.Headers, tt.headers, func(a, b kgo.RecordHeader) bool {
+			return a.Key == b.Key && bytes.Equal(a.Value, b.Value)
+		}) {
+			t.Errorf("%s: headers %q, want %q", tt.msg.UUID, r.Headers, tt.headers)
+		}
+	}
+}
+
+// testPublishIsIdempotentWithAllISRAcks looks at the produce requests the
+// cluster receives, so that a change of the producer's settings shows.
+func testPublishIsIdempotentWithAllISRAcks(t *testing.T) {
+	t.Parallel()
+	cluster := newCluster(t, kfake.SeedTopics(1, topic))
+	type seen struct {
+		acks       int16
+		producerID int64
+	}
+	var (
+		mu   sync.Mutex
+		reqs []seen
+	)
+	cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		produce := req.(*kmsg.ProduceRequest)
+		for _, tp := range produce.Topics {
+			for _, p := range tp.Partitions {
+				var batch kmsg.RecordBatch
+				if err := batch.ReadFrom(p.Records); err != nil {
+					t.Errorf("record batch: %v", err)
+					continue
+				}
+				mu.Lock()
+				reqs = append(reqs, seen{produce.Acks, batch.ProducerID})
+				mu.Unlock()
+			}
+		}
+		return nil, nil, false // observe only: the cluster handles it
+	})
+	pub := newPublisher(t, cluster.ListenAddrs()...)
+
+	if err := pub.Publish(topic, newMessage(testContext(t, 20*time.Second), "k", []byte("v"))); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) == 0 {
+		t.Fatal("cluster saw no produce request")
+	}
+	for _, r := range reqs {
+		if r.acks != -1 {
+			t.Errorf("acks %d, want -1 (all in-sync replicas)", r.acks)
+		}
+		if r.producerID < 0 {
+			t.Errorf("producer ID %d, want one from InitProducerID (idempotent)", r.producerID)
+		}
+	}
+}
+
+func testPublishKeepsEachKeyInOnePartitionInOrder(t *testing.T) {
+	t.Parallel()
+	const (
+		partitions = 8
+		keys       = 16
+		rounds     = 5
+	)
+	b := setup(t, kfake.SeedTopics(partitions, topic))
+	ctx := testContext(t, 30*time.Second)
+
+	var sent []*message.Message
+	seq := func(m *message.Message) string { return m.Metadata.Get("seq") }
+	next := func(key string, round int) *message.Message {
+		m := newMessage(ctx, key, []byte(key+"/"+strconv.Itoa(round)))
+		m.Metadata.Set("seq", strconv.Itoa(round))
+		sent = append(sent, m)
+		return m
+	}
+	// Keys interleaved, one message per Publish, then one Publish of a
+	// message per key, then one per key from a second client, which must
+	// hash keys to the same partitions.
+	for round := range rounds {
+		for k := range keys {
+			if err := b.pub.Publish(topic, next(fmt.Sprintf("account-%d", k), round)); err != nil {
+				t.Fatalf("Publish: %v", err)
+			}
+		}
+	}
+	var batch []*message.Message
+	for k := range keys {
+		batch = append(batch, next(fmt.Sprintf("account-%d", k), rounds))
+	}
+	if err := b.pub.Publish(topic, batch...); err != nil {
+		t.Fatalf("Publish batch: %v", err)
+	}
+	other := newPublisher(t, b.cluster.ListenAddrs()...)
+	for k := range keys {
+		if err := other.Publish(topic, next(fmt.Sprintf("account-%d", k), rounds+1)); err != nil {
+			t.Fatalf("Publish from second client: %v", err)
+		}
+	}
+
+	recs := consume(ctx, t, b.cluster.ListenAddrs(), hasIDs(sent))
+	if len(recs) != len(sent) {
+		t.Fatalf("got %d records, want %d", len(recs), len(sent))
+	}
+	partitionOf := make(map[string]int32)
+	order := make(map[string][]string)
+	used := make(map[int32]bool)
+	for _, r := range recs {
+		key := string(r.Key)
+		if p, ok := partitionOf[key]; ok && p != r.Partition {
+			t.Errorf("key %s in partitions %d and %d", key, p, r.Partition)
+		}
+		partitionOf[key] = r.Partition
+		used[r.Partition] = true
+		order[key] = append(order[key], string(r.Value))
+	}
+	if len(used) < 2 {
+		t.Errorf("%d keys landed in %d partition(s) of %d, want a spread", keys, len(used), partitions)
+	}
+	for k := range keys {
+		key := fmt.Sprintf("account-%d", k)
+		var want []string
+		for _, m := range sent {
+			if m.Metadata.Get(kafkabroker.MetadataKey) == key {
+				want = append(want, key+"/"+seq(m))
+			}
+		}
+		if !slices.Equal(order[key], want) {
+			t.Errorf("key %s consumed in order %q, want %q", key, order[key], want)
+		}
+	}
+}
+
+// testPublishFailsWhileClusterIsDownAndRecovers stops the cluster, so its
+// port refuses connections, and starts a new one on the same port from the
+// same data directory, as a broker restart does.
+func testPublishFailsWhileClusterIsDownAndRecovers(t *testing.T) {
+	t.Parallel()
+	port, dir := freePort(t), t.TempDir()
+	opts := []kfake.Opt{kfake.Ports(port), kfake.DataDir(dir), kfake.SeedTopics(4, topic)}
+	first := newCluster(t, opts...)
+	brokers := first.ListenAddrs()
+	pub := newPublisher(t, brokers...)
+	ctx := testContext(t, 60*time.Second)
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+
+	before := publishRound(ctx, t, pub, keys, "before")
+	first.Close()
+
+	failed := []*message.Message{
+		publishFails(t, pub, "a", time.Second),
+		publishFails(t, pub, "b", time.Second),
+	}
+
+	second := newCluster(t, opts...)
+	if got := second.ListenAddrs(); !slices.Equal(got, brokers) {
+		t.Fatalf("restarted cluster listens on %v, want %v", got, brokers)
+	}
+	publishEventually(t, pub, 30*time.Second, failed...)
+	after := publishRound(ctx, t, pub, keys, "after")
+
+	want := slices.Concat(before, failed, after)
+	checkDelivered(t, consume(ctx, t, brokers, hasIDs(want)), want)
+}
+
+// testPublishWorksOnceClusterStartsLate starts the publisher before there is
+// any cluster, as an application does whose broker is down at start.
+func testPublishWorksOnceClusterStartsLate(t *testing.T) {
+	t.Parallel()
+	port := freePort(t)
+	brokers := []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	pub := newPublisher(t, brokers...)
+
+	failed := publishFails(t, pub, "a", time.Second)
+
+	newCluster(t, kfake.Ports(port), kfake.SeedTopics(2, topic))
+	publishEventually(t, pub, 30*time.Second, failed)
+	ctx := testContext(t, 30*time.Second)
+	after := publishRound(ctx, t, pub, []string{"a", "b"}, "after")
+
+	want := append([]*message.Message{failed}, after...)
+	checkDelivered(t, consume(ctx, t, brokers, hasIDs(want)), want)
+}
+
+// testPublishHonoursDeadlineWhenResponsesAreLost has the cluster read
+// produce requests and drop the connection instead of answering, so the
+// client cannot know whether the record was stored: Publish must still
+// fail at the message's deadline rather than retry until an answer comes.
+func testPublishHonoursDeadlineWhenResponsesAreLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, kfake.NumBrokers(1), kfake.SeedTopics(2, topic))
+	ctx := testContext(t, 60*time.Second)
+
+	before := publishRound(ctx, t, b.pub, []string{"a", "b"}, "before")
+
+	var (
+		mu   sync.Mutex
+		lose = true
+	)
+	errLost := errors.New("response lost")
+	b.cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !lose {
+			return nil, nil, false
+		}
+		b.cluster.KeepControl()
+		return nil, errLost, true // closes the connection unanswered
+	})
+
+	failed := publishFails(t, b.pub, "a", time.Second)
+
+	mu.Lock()
+	lose = false
+	mu.Unlock()
+	publishEventually(t, b.pub, 30*time.Second, failed)
+	after := publishRound(ctx, t, b.pub, []string{"a", "b"}, "after")
+
+	want := slices.Concat(before, []*message.Message{failed}, after)
+	checkDelivered(t, consume(ctx, t, b.cluster.ListenAddrs(), hasIDs(want)), want)
+}
+
+func testPublishAfterCloseFails(t *testing.T) {
+	t.Parallel()
+	cluster := newCluster(t, kfake.SeedTopics(1, topic))
+	pub, err := kafkabroker.New(kafkabroker.Config{Brokers: cluster.ListenAddrs()})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := pub.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := pub.Publish(topic, newMessage(testContext(t, 10*time.Second), "k", nil)); !errors.Is(err, kgo.ErrClientClosed) {
+		t.Errorf("Publish after Close: %v, want %v", err, kgo.ErrClientClosed)
+	}
 }

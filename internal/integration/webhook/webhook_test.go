@@ -140,7 +140,99 @@ func newPublisher(t testing.TB, cfg webhook.Config) *webhook.Publisher {
 // accepts for the length of a test.
 func now() time.Time { return time.Now().Truncate(time.Second) }
 
-func TestPublishDeliversSignedMessagesInOrder(t *testing.T) {
+func TestSignatureFailsOnTamperedBodyOrWrongSecret(t *testing.T) {
+	t.Parallel()
+	other := "whsec_" + base64.StdEncoding.EncodeToString([]byte("another secret of 32 bytes long!"))
+	for _, tc := range []struct {
+		name string
+		cfg  receiverConfig
+	}{
+		{"tampered body", receiverConfig{tamper: func(b []byte) []byte { b[len(b)/2] ^= 1; return b }}},
+		{"wrong secret", receiverConfig{secret: other}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rcv := newReceiver(t, tc.cfg)
+			p := newPublisher(t, webhook.Config{URL: rcv.URL})
+			if err := p.Publish("t", message.NewMessage("evt-1", []byte(`{"amount":100}`))); err != nil {
+				t.Fatalf("Publish: %v", err)
+			}
+			if err := rcv.next(t).verifyErr; !errors.Is(err, standardwebhooks.ErrNoMatchingSignature) {
+				t.Errorf("Verify = %v, want ErrNoMatchingSignature", err)
+			}
+		})
+	}
+}
+
+// hangingReceiver accepts requests and never answers them; started has a
+// value for each request it holds. It lets them go when the client hangs up
+// or the test ends.
+func hangingReceiver(t *testing.T) (srv *httptest.Server, started chan struct{}) {
+	started = make(chan struct{}, 1)
+	release := make(chan struct{})
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Reading the body to its end lets the server notice a hang-up
+		// and cancel r.Context.
+		_, _ = io.Copy(io.Discard, r.Body)
+		started <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs before srv.Close
+	return srv, started
+}
+
+// BenchmarkPublish posts messages from parallel goroutines to a receiver
+// that verifies every signature and refuses, with 400, one that fails.
+func BenchmarkPublish(b *testing.B) {
+	verifier, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = verifier.Verify(body, r.Header)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(srv.Close)
+	p := newPublisher(b, webhook.Config{URL: srv.URL})
+	payload := []byte(`{"specversion":"1.0","id":"6f1c0f1e-8d2a-4b7e-9c1d-2f3a4b5c6d7e","source":"/accounts","type":"user.registered","datacontenttype":"application/json","time":"2031-03-04T05:06:07Z","data":{"user_id":"u_123","email":"someone@example.com"}}`)
+	b.SetBytes(int64(len(payload)))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := p.Publish("user.events", message.NewMessage(watermill.NewUUID(), payload)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// TestPublish holds deliveries to the Standard Webhooks contract and to
+// the relay's deadlines.
+func TestPublish(t *testing.T) {
+	t.Parallel()
+	t.Run("delivers signed messages in order", testPublishDeliversSignedMessagesInOrder)
+	t.Run("a retry keeps the ID and stamps each attempt", testPublishRetryKeepsIDAndStampsEachAttempt)
+	t.Run("stops at the first failure", testPublishStopsAtFirstFailure)
+	t.Run("refuses a message without a UUID", testPublishRefusesMessageWithoutUUID)
+	t.Run("does not follow redirects", testPublishDoesNotFollowRedirects)
+	t.Run("gives up at the message deadline", testPublishGivesUpAtTheMessageDeadline)
+	t.Run("stops when the message context is cancelled", testPublishStopsWhenTheMessageContextIsCancelled)
+}
+
+func testPublishDeliversSignedMessagesInOrder(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, receiverConfig{})
 	clock := testclock.New(now())
@@ -199,7 +291,7 @@ func TestPublishDeliversSignedMessagesInOrder(t *testing.T) {
 // A retry sends the same webhook-id, the receiver's idempotency key, with
 // the timestamp of the retry, so that one long after the first try passes
 // the receiver's check of the timestamp's age.
-func TestPublishRetryKeepsIDAndStampsEachAttempt(t *testing.T) {
+func testPublishRetryKeepsIDAndStampsEachAttempt(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, receiverConfig{answer: func(w http.ResponseWriter, n int) {
 		if n < 2 {
@@ -255,7 +347,7 @@ func TestPublishRetryKeepsIDAndStampsEachAttempt(t *testing.T) {
 	}
 }
 
-func TestPublishStopsAtFirstFailure(t *testing.T) {
+func testPublishStopsAtFirstFailure(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, receiverConfig{answer: func(w http.ResponseWriter, n int) {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -271,7 +363,7 @@ func TestPublishStopsAtFirstFailure(t *testing.T) {
 	rcv.none(t)
 }
 
-func TestPublishRefusesMessageWithoutUUID(t *testing.T) {
+func testPublishRefusesMessageWithoutUUID(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t, receiverConfig{})
 	p := newPublisher(t, webhook.Config{URL: rcv.URL})
@@ -281,33 +373,9 @@ func TestPublishRefusesMessageWithoutUUID(t *testing.T) {
 	rcv.none(t)
 }
 
-func TestSignatureFailsOnTamperedBodyOrWrongSecret(t *testing.T) {
-	t.Parallel()
-	other := "whsec_" + base64.StdEncoding.EncodeToString([]byte("another secret of 32 bytes long!"))
-	for _, tc := range []struct {
-		name string
-		cfg  receiverConfig
-	}{
-		{"tampered body", receiverConfig{tamper: func(b []byte) []byte { b[len(b)/2] ^= 1; return b }}},
-		{"wrong secret", receiverConfig{secret: other}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			rcv := newReceiver(t, tc.cfg)
-			p := newPublisher(t, webhook.Config{URL: rcv.URL})
-			if err := p.Publish("t", message.NewMessage("evt-1", []byte(`{"amount":100}`))); err != nil {
-				t.Fatalf("Publish: %v", err)
-			}
-			if err := rcv.next(t).verifyErr; !errors.Is(err, standardwebhooks.ErrNoMatchingSignature) {
-				t.Errorf("Verify = %v, want ErrNoMatchingSignature", err)
-			}
-		})
-	}
-}
-
 // A redirect is a failure and is not followed, with the publisher's own
 // client or with one it was given that would follow it.
-func TestPublishDoesNotFollowRedirects(t *testing.T) {
+func testPublishDoesNotFollowRedirects(t *testing.T) {
 	t.Parallel()
 	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		for _, client := range []*http.Client{nil, {}} {
@@ -334,28 +402,7 @@ func TestPublishDoesNotFollowRedirects(t *testing.T) {
 	}
 }
 
-// hangingReceiver accepts requests and never answers them; started has a
-// value for each request it holds. It lets them go when the client hangs up
-// or the test ends.
-func hangingReceiver(t *testing.T) (srv *httptest.Server, started chan struct{}) {
-	started = make(chan struct{}, 1)
-	release := make(chan struct{})
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Reading the body to its end lets the server notice a hang-up
-		// and cancel r.Context.
-		_, _ = io.Copy(io.Discard, r.Body)
-		started <- struct{}{}
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(release) }) // runs before srv.Close
-	return srv, started
-}
-
-func TestPublishGivesUpAtTheMessageDeadline(t *testing.T) {
+func testPublishGivesUpAtTheMessageDeadline(t *testing.T) {
 	t.Parallel()
 	srv, _ := hangingReceiver(t)
 	// A password in the URL must not show in a transport error either.
@@ -381,7 +428,7 @@ func TestPublishGivesUpAtTheMessageDeadline(t *testing.T) {
 	}
 }
 
-func TestPublishStopsWhenTheMessageContextIsCancelled(t *testing.T) {
+func testPublishStopsWhenTheMessageContextIsCancelled(t *testing.T) {
 	t.Parallel()
 	srv, started := hangingReceiver(t)
 	p := newPublisher(t, webhook.Config{URL: srv.URL})
@@ -398,7 +445,15 @@ func TestPublishStopsWhenTheMessageContextIsCancelled(t *testing.T) {
 	}
 }
 
-func TestNewValidatesConfig(t *testing.T) {
+// TestNew refuses a configuration that cannot work, without showing its
+// secrets.
+func TestNew(t *testing.T) {
+	t.Parallel()
+	t.Run("validates the configuration", testNewValidatesConfig)
+	t.Run("errors do not show the password", testNewErrorsDoNotShowThePassword)
+}
+
+func testNewValidatesConfig(t *testing.T) {
 	t.Parallel()
 	b64 := func(n int) string { return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xa5}, n)) }
 	good := "https://hooks.example.com/accounts"
@@ -445,7 +500,7 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 }
 
-func TestNewErrorsDoNotShowThePassword(t *testing.T) {
+func testNewErrorsDoNotShowThePassword(t *testing.T) {
 	t.Parallel()
 	for _, u := range []string{
 		"ftp://user:s3cret@hooks.example.com/",
@@ -469,38 +524,4 @@ func TestNewErrorsDoNotShowThePassword(t *testing.T) {
 	if _, err := webhook.New(webhook.Config{URL: "https://hooks.example.com/", Secret: "whsec_s3cret"}); strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("the error shows the secret: %v", err)
 	}
-}
-
-// BenchmarkPublish posts messages from parallel goroutines to a receiver
-// that verifies every signature and refuses, with 400, one that fails.
-func BenchmarkPublish(b *testing.B) {
-	verifier, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = verifier.Verify(body, r.Header)
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	b.Cleanup(srv.Close)
-	p := newPublisher(b, webhook.Config{URL: srv.URL})
-	payload := []byte(`{"specversion":"1.0","id":"6f1c0f1e-8d2a-4b7e-9c1d-2f3a4b5c6d7e","source":"/accounts","type":"user.registered","datacontenttype":"application/json","time":"2031-03-04T05:06:07Z","data":{"user_id":"u_123","email":"someone@example.com"}}`)
-	b.SetBytes(int64(len(payload)))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := p.Publish("user.events", message.NewMessage(watermill.NewUUID(), payload)); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
