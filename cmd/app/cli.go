@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/eventsourced/accounts/internal/bench"
 	"github.com/eventsourced/accounts/internal/outbox"
 )
 
@@ -216,8 +217,8 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 		o := &benchOptions{}
 		c := &cobra.Command{Use: name, Short: short, Args: noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				err := bench(cmd.Context(), name, *o, getenv, stdout, stderr)
-				var cut *cutShortError
+				err := runBench(cmd.Context(), name, *o, getenv, stdout, stderr)
+				var cut *bench.CutShortError
 				if err != nil && !errors.As(err, &cut) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 					// Ended while it filled its database, before it timed
 					// anything: the summary line says so.
@@ -250,7 +251,6 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 		b("signin", "Sign-in link requests through the HTTP API", func(f *pflag.FlagSet, o *benchOptions) {
 			f.IntVar(&o.concurrency, "concurrency", 16, "requests in flight at once")
 			f.DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
-			f.BoolVar(&o.comparePlain, "compare-plain", false, "also measure a service that writes addresses unsealed, in turn with the sealed one (sealed, plain, plain, sealed, each for --duration), and print what sealing costs")
 			holdXmin(f, o)
 		}),
 		b("projection", "How fast the activity projection catches up, or (--lag) how far it trails commits", func(f *pflag.FlagSet, o *benchOptions) {

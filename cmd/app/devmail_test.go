@@ -7,14 +7,10 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/smtp"
-	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
-	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
@@ -89,52 +85,5 @@ func TestDevmailPrintsEachMail(t *testing.T) {
 	var ue *usageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("devmail on every interface: %v, want a usage error", err)
-	}
-}
-
-// A benchmark that Ctrl-C or --timeout ends early still reports what it
-// did, and says it was cut short.
-func TestBenchmarkCutShortSaysSo(t *testing.T) {
-	t.Parallel()
-	db := sqlitetest.New(t)
-	store := db.Outbox()
-	if err := db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		var msgs []outbox.Message
-		for i := range 3 {
-			m, err := outbox.NewMessage(benchTopic, map[string]int{"seq": i}, tx.Now())
-			if err != nil {
-				return err
-			}
-			msgs = append(msgs, m)
-		}
-		return store.Add(ctx, tx, msgs...)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var seen atomic.Int64
-	second, release := make(chan struct{}), make(chan struct{})
-	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{benchTopic: func(ctx context.Context, m outbox.Message) error {
-		if n := seen.Add(1); n > 1 {
-			if n == 2 {
-				close(second)
-			}
-			<-release // The rest hang until the run is cut short.
-		}
-		return nil
-	}}, outbox.RelayConfig{Batch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() {
-		<-second
-		cancel()
-		close(release)
-	}()
-	elapsed, err := runUntilDone(ctx, "bench drain", store, relay, make(chan struct{}), &seen, 3, func(func() int64) func() { return func() {} })
-	var cut *cutShortError
-	if !errors.As(err, &cut) || !errors.Is(err, context.Canceled) || cut.of != 3 || cut.done < 1 || elapsed <= 0 {
-		t.Fatalf("cut short: %v (%+v) after %s, want a cutShortError with the count so far", err, cut, elapsed)
 	}
 }

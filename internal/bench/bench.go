@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// Topic is the topic of the benchmarks' messages; its handler does nothing
+// but count, so the figures measure the outbox and the relay alone.
+const Topic = "bench.noop"
+
+// Bench runs benchmarks on one database.
+type Bench struct {
+	// Runner runs the units of work that fill the database.
+	Runner uow.Runner
+	// Outbox is the store the relay benchmarks fill and drain.
+	Outbox outbox.Store
+	// Events is the event store the projection benchmarks append to.
+	Events eventstore.Store
+	// EventLog is the log the projection benchmarks' runner follows.
+	EventLog projections.Log
+	// Relay configures the relay of the relay benchmarks.
+	Relay outbox.RelayConfig
+	// Out takes the benchmark's lines, its summary line last.
+	Out io.Writer
+	// Timed starts the timed part of a benchmark; nil times nothing but
+	// the figure.
+	Timed Timing
+	// Logger takes what goes wrong beside the figure; nil discards it.
+	Logger *slog.Logger
+}
+
+// Timing starts the timed part of a benchmark, whose progress count tells,
+// until the returned function is called. The function may be called more
+// than once.
+type Timing func(count func() int64) (stop func())
+
+func (b Bench) timed(count func() int64) func() {
+	if b.Timed == nil {
+		return func() {}
+	}
+	return b.Timed(count)
+}
+
+func (b Bench) log() *slog.Logger {
+	if b.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.Logger
+}
+
+// CutShortError is a benchmark that its context ended (Ctrl-C or a
+// timeout) before it was done; its partial summary line is printed.
+type CutShortError struct {
+	Name     string
+	Done, Of int64
+	Err      error
+}
+
+func (e *CutShortError) Error() string {
+	if e.Of == 0 {
+		return fmt.Sprintf("%s: cut short after %d: %v", e.Name, e.Done, e.Err)
+	}
+	return fmt.Sprintf("%s: cut short after %d of %d: %v", e.Name, e.Done, e.Of, e.Err)
+}
+
+func (e *CutShortError) Unwrap() error { return e.Err }
+
+// percentile returns the p-th percentile of the sorted lat by nearest rank.
+func percentile(lat []time.Duration, p float64) string {
+	n := len(lat)
+	i := int(math.Ceil(p*float64(n))) - 1
+	return ms(lat[min(max(i, 0), n-1)])
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+}
+
+// paced calls send(i) for i from 0 to n-1, rate times a second on a
+// schedule that does not wait for earlier calls to return, and returns the
+// first error once all have returned. It calls no more once ctx ends, and
+// then returns ctx's error.
+func paced(ctx context.Context, n, rate int, send func(i int) error) error {
+	var senders sync.WaitGroup
+	errs := make(chan error, n+1)
+	period := time.Second / time.Duration(rate)
+	began := time.Now()
+	next := time.NewTimer(0)
+	defer next.Stop()
+	for i := range n {
+		next.Reset(time.Until(began.Add(time.Duration(i) * period)))
+		select {
+		case <-next.C:
+		case <-ctx.Done():
+			errs <- ctx.Err()
+			senders.Wait()
+			close(errs)
+			return <-errs
+		}
+		senders.Go(func() {
+			if err := send(i); err != nil {
+				errs <- err
+			}
+		})
+	}
+	senders.Wait()
+	close(errs)
+	return <-errs
+}

@@ -1,0 +1,20 @@
+// Package bench measures the outbox relay, the HTTP API and the activity
+// projection on a database it is given, and prints what it measured.
+//
+// A [Bench] takes the ports it measures as values (a [uow.Runner], an
+// [outbox.Store], an [eventstore.Store], a [projections.Log]); the caller
+// opens the database, preferably one that leaves no trace, and closes it.
+// Each benchmark writes its lines to [Bench.Out], its one summary line
+// last, in the form the design gives:
+//
+//	drain: N messages in S, R msgs/s
+//	latency: rate=R/s n=N p50=... p90=... p99=... max=...
+//	signin: N requests in S, R req/s, p50=... p99=...
+//	projection: N events in S, R events/s
+//	projection lag: rate=R/s n=N p50=... p90=... p99=... max=...
+//	publish: N messages in S, R msgs/s
+//
+// A benchmark whose context ends before it is done still prints its
+// summary line, with what it measured and "(cut short: ...)", and returns
+// a [*CutShortError].
+package bench
