@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/eventsourced/accounts/internal/bench"
+	"github.com/eventsourced/accounts/internal/operator"
 	"github.com/eventsourced/accounts/internal/outbox"
 )
 
@@ -194,7 +195,7 @@ func outboxCommands(getenv func(string) string, stdout, stderr io.Writer, leaf l
 			if buriedAll == (len(ids) > 0) || (!buriedAll && (topic != "" || olderThan != 0)) {
 				return &usageError{errors.New("outbox discard: name the IDs of buried messages, or give --buried (with --topic and --older-than to narrow it)")}
 			}
-			return outboxDiscard(ctx, getenv, ids, buriedAll, topic, olderThan, stdout, stderr)
+			return outboxDiscard(ctx, getenv, operator.Discarded{IDs: ids, Buried: buriedAll, Topic: topic, OlderThan: olderThan}, stdout, stderr)
 		})
 	discard.Flags().BoolVar(&buriedAll, "buried", false, "every buried message")
 	discard.Flags().StringVar(&topic, "topic", "", "with --buried: only this topic")

@@ -6,24 +6,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/schollz/progressbar/v3"
 	"go.opentelemetry.io/otel/metric"
-	"golang.org/x/term"
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/operator"
+	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -336,19 +333,7 @@ func outboxDrain(ctx context.Context, getenv func(string) string, stdout, stderr
 		return err
 	}
 	defer relay.Close()
-	stats, err := relay.Drain(ctx)
-	if stats.Running > 0 {
-		// Their outcomes are recorded when they return; wait for them
-		// as long as a lease lasts, since the message is leased anyway.
-		fmt.Fprintf(stderr, "waiting for %d deliveries still running past their timeout\n", stats.Running)
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Outbox.Lease)
-		if werr := relay.Wait(wctx); werr != nil {
-			fmt.Fprintf(stderr, "stopped waiting: %v; their messages are due again when their leases end\n", werr)
-		}
-		cancel()
-	}
-	fmt.Fprintf(stdout, "claimed %d, delivered %d, retried %d, buried %d\n", stats.Claimed, stats.Delivered, stats.Retried, stats.Buried)
-	return err
+	return operator.Outbox{Out: stdout, Err: stderr}.Drain(ctx, relay, e.cfg.Outbox.Lease)
 }
 
 // outboxBuried lists up to limit buried messages with their reasons.
@@ -358,16 +343,7 @@ func outboxBuried(ctx context.Context, getenv func(string) string, limit int, st
 		return err
 	}
 	defer db.Close()
-	buried, err := db.Outbox().Buried(ctx, limit)
-	if err != nil {
-		return err
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tTOPIC\tATTEMPTS\tBURIED\tREASON")
-	for _, b := range buried {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", b.ID, b.Topic, b.Attempts, b.BuriedAt.Format("2006-01-02T15:04:05Z"), b.LastError)
-	}
-	return w.Flush()
+	return operator.Outbox{Store: db.Outbox(), Out: stdout}.Buried(ctx, limit)
 }
 
 // projectionsCommand rebuilds a projection, or tells where each
@@ -389,139 +365,21 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 		return err
 	}
 	defer db.Close()
+	p := operator.Projections{Log: db.Log(projections.LogConfig{}), Out: stdout, Err: stderr, Logger: e.log}
 	if what == "status" {
-		return projectionsStatus(ctx, db, stdout)
+		// Only the projections' names, versions and types are read: no
+		// event is applied, and no address opened.
+		return p.Status(ctx, db.Activity(nil))
 	}
 	keys, err := e.keyring(db)
 	if err != nil {
 		return err
 	}
 	if what == "activity" {
-		return rebuildActivity(ctx, e, db, keys, stdout, stderr)
+		return p.RebuildBlueGreen(ctx, db.Activity(keys))
 	}
-	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), db.Views(keys))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "rebuilt the user views from %d events\n", n)
-	return nil
+	return p.RebuildViews(ctx, db.Runner(nil), db.Events(), db.Views(keys))
 }
-
-// rebuildActivity rebuilds the activity projection blue/green, with a
-// progress bar on stderr when it is a terminal, and a line every few
-// seconds otherwise.
-func rebuildActivity(ctx context.Context, e env, db backend, keys *keyring.Keyring, stdout, stderr io.Writer) error {
-	a := db.Activity(keys)
-	report := progressLines(stderr, a.Name())
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		report = progressBar(stderr, a.Name())
-	}
-	from, to, err := projections.Renew(ctx, db.Log(projections.LogConfig{}), a, report, projections.WithRunnerLogger(e.log))
-	if errors.Is(err, projections.ErrLogOrder) {
-		return fmt.Errorf("%w (%s)", err, logOrderFix)
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "rebuilt %s: version %d serves reads; version %d is dropped\n", a.Name(), to, from)
-	return nil
-}
-
-// progressLines reports a rebuild's progress as a plain line when it starts,
-// every 5 seconds, and when it has caught up.
-func progressLines(w io.Writer, name string) func(projections.Progress) {
-	var last time.Time
-	return func(p projections.Progress) {
-		if done := p.Done == p.Total; done || time.Since(last) >= 5*time.Second {
-			last = time.Now()
-			fmt.Fprintf(w, "%s version %d: %d of %d events applied\n", name, p.Version, p.Done, p.Total)
-		}
-	}
-}
-
-// progressBar reports a rebuild's progress as a bar on a terminal.
-func progressBar(w io.Writer, name string) func(projections.Progress) {
-	var bar *progressbar.ProgressBar
-	return func(p projections.Progress) {
-		if bar == nil {
-			bar = progressbar.NewOptions64(max(p.Total, 1),
-				progressbar.OptionSetWriter(w),
-				progressbar.OptionSetDescription(fmt.Sprintf("%s version %d", name, p.Version)),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetItsString("events"),
-				progressbar.OptionShowIts(),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
-			)
-		}
-		if p.Total > bar.GetMax64() {
-			bar.ChangeMax64(p.Total)
-		}
-		_ = bar.Set64(p.Done)
-	}
-}
-
-// projectionsStatus prints, for each version of each asynchronous
-// projection, how many events and seconds it is behind the head of the
-// log, and its state: running (serving reads), rebuilding (built beside
-// the one that serves), or failed; it returns an error when one has
-// failed.
-func projectionsStatus(ctx context.Context, db backend, stdout io.Writer) error {
-	now := time.Now()
-	var failed []string
-	log := db.Log(projections.LogConfig{})
-	// Only the projections' names, versions and types are read here: no
-	// event is applied, and no address opened.
-	for _, p := range []projections.Rebuildable{db.Activity(nil)} {
-		v, err := log.Versions(ctx, p.Name(), p.Version())
-		if err != nil {
-			return err
-		}
-		versions := []int{v.Serving}
-		if v.Building != 0 {
-			versions = append(versions, v.Building)
-		}
-		for _, version := range versions {
-			g := projections.Group(p.At(version))
-			n, oldest, err := log.Behind(ctx, g, p.Types())
-			disorder := err
-			if err != nil && !errors.Is(err, projections.ErrLogOrder) {
-				return err
-			}
-			f, isFailed, err := log.Failure(ctx, g)
-			if err != nil {
-				return err
-			}
-			secs := 0.0
-			if !oldest.IsZero() {
-				secs = max(now.Sub(oldest).Seconds(), 0)
-			}
-			state := string(projections.StateRunning)
-			if version == v.Building {
-				state = string(projections.StateRebuilding)
-			}
-			if isFailed {
-				state = fmt.Sprintf("failed at %s since %s: %s", projections.FormatPosition(f.Position), f.At.Format(time.RFC3339), f.Error)
-				failed = append(failed, g)
-			}
-			if disorder != nil {
-				state = fmt.Sprintf("stuck: %s (%s)", strings.ReplaceAll(disorder.Error(), "\n", "; "), logOrderFix)
-				failed = append(failed, g)
-			}
-			fmt.Fprintf(stdout, "%s\tversion %d\tbehind %d events, %.1fs\t%s\n", p.Name(), version, n, secs, state)
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("projections: %s failed", strings.Join(failed, ", "))
-	}
-	return nil
-}
-
-// logOrderFix says what sets right a log out of order
-// ([projections.ErrLogOrder]).
-const logOrderFix = "after a logical restore into another server, `app migrate` moves the log's clock on; " +
-	"then `app projections rebuild activity` applies the events the projection passed over"
 
 // requeue makes buried messages due again now: those named by ID, or with
 // --all every buried one.
@@ -535,22 +393,45 @@ func requeue(ctx context.Context, getenv func(string) string, ids []uuid.UUID, a
 		return err
 	}
 	defer db.Close()
-	store := db.Outbox()
-	if all {
-		buried, err := store.Buried(ctx, math.MaxInt32)
-		if err != nil {
-			return err
-		}
-		for _, b := range buried {
-			ids = append(ids, b.ID)
-		}
+	return operator.Outbox{Store: db.Outbox(), Out: stdout}.Requeue(ctx, ids, all)
+}
+
+// existingDB loads the configuration and opens the database it names,
+// which must exist, for the operators' commands.
+func existingDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (backend, error) {
+	e, err := load(getenv, stderr)
+	if err != nil {
+		return nil, err
 	}
-	now := time.Now()
-	for _, id := range ids {
-		if err := store.Requeue(ctx, id, now); err != nil {
-			return err
-		}
+	return e.openExistingDB(ctx)
+}
+
+// outboxList prints the messages that f admits, as a table or JSON lines.
+func outboxList(ctx context.Context, getenv func(string) string, f outbox.ListFilter, asJSON bool, stdout, stderr io.Writer) error {
+	db, err := existingDB(ctx, getenv, stderr)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "requeued %d\n", len(ids))
-	return nil
+	defer db.Close()
+	return operator.Outbox{Store: db.Outbox(), Out: stdout}.List(ctx, f, asJSON)
+}
+
+// outboxShow prints one message with its payload, secrets redacted.
+func outboxShow(ctx context.Context, getenv func(string) string, id uuid.UUID, asJSON bool, stdout, stderr io.Writer) error {
+	db, err := existingDB(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return operator.Outbox{Store: db.Outbox(), Out: stdout}.Show(ctx, id, asJSON)
+}
+
+// outboxDiscard deletes the buried messages that d names.
+func outboxDiscard(ctx context.Context, getenv func(string) string, d operator.Discarded, stdout, stderr io.Writer) error {
+	db, err := existingDB(ctx, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return operator.Outbox{Store: db.Outbox(), Out: stdout}.Discard(ctx, d)
 }

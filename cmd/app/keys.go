@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/eventsourced/accounts/internal/keyring"
-	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/operator"
 )
 
 // keyring returns the keyring of the personal data on db: its master keys
@@ -68,20 +68,5 @@ func keysRotate(ctx context.Context, getenv func(string) string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	total := 0
-	for {
-		var n int
-		if err := db.Runner(nil).Do(ctx, func(ctx context.Context, tx uow.Tx) error {
-			n, err = k.Rotate(ctx, tx, 500)
-			return err
-		}); err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-		total += n
-	}
-	_, err = fmt.Fprintf(stdout, "rewrapped %d data keys with master key %s\n", total, k.CurrentMaster())
-	return err
+	return operator.RotateKeys(ctx, db.Runner(nil), k, stdout)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/operator"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -97,7 +98,7 @@ func TestOperatorListsShowsAndDiscards(t *testing.T) {
 		t.Errorf("outbox list: %q, %v; want both with their states", out, err)
 	}
 	out, err = runApp(t, t.Context(), env, "outbox", "list", "--state", "buried", "--json")
-	var rec recordJSON
+	var rec operator.RecordJSON
 	if err != nil || json.Unmarshal([]byte(out), &rec) != nil || rec.ID != lost.ID || rec.State != "buried" {
 		t.Errorf("outbox list --state buried --json: %q, %v; want the buried one as JSON", out, err)
 	}

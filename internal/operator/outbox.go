@@ -1,0 +1,199 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+)
+
+// OutboxStore is what the operators' commands use of an outbox store,
+// beside what the relay uses.
+type OutboxStore interface {
+	// Buried returns up to limit buried messages, oldest burial first.
+	Buried(ctx context.Context, limit int) ([]outbox.Record, error)
+	// Lookup returns the message with id as the store holds it, or an error
+	// wrapping [outbox.ErrNotFound].
+	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
+	// List returns the messages that f admits, earliest due first.
+	List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record, error)
+	// Discard deletes a buried message; one still to deliver is an error
+	// wrapping [outbox.ErrNotBuried].
+	Discard(ctx context.Context, id uuid.UUID) error
+	// DiscardBuried deletes the buried messages of topic (every topic
+	// when empty) buried before before.
+	DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error)
+	// Requeue makes a buried message due at at, with its attempts counted
+	// from zero again. A message that is not buried is an error wrapping
+	// [outbox.ErrNotFound].
+	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
+}
+
+// Outbox does the work of `app outbox ...` on Store, printing what it did
+// to Out, and to Err what it waits for.
+type Outbox struct {
+	Store OutboxStore
+	Out   io.Writer
+	Err   io.Writer
+}
+
+// List prints the messages that f admits, as a table or JSON lines.
+func (o Outbox) List(ctx context.Context, f outbox.ListFilter, asJSON bool) error {
+	out := o.Out
+	f.Now = time.Now()
+	recs, err := o.Store.List(ctx, f)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		for _, r := range recs {
+			if err := enc.Encode(toRecordJSON(r, f.Now, false)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tTOPIC\tSTATE\tATTEMPTS\tDUE\tLAST ERROR")
+	for _, r := range recs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Topic, r.State(f.Now), r.Attempts, r.DueAt.Format(time.RFC3339), r.LastError)
+	}
+	return w.Flush()
+}
+
+// Show prints one message with its payload, secrets redacted, as a table
+// or a JSON object.
+func (o Outbox) Show(ctx context.Context, id uuid.UUID, asJSON bool) error {
+	out := o.Out
+	r, err := o.Store.Lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	j := toRecordJSON(r, time.Now(), true)
+	if asJSON {
+		return json.NewEncoder(out).Encode(j)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "id\t%s\ntopic\t%s\nstate\t%s\nattempts\t%d\ncreated\t%s\ndue\t%s\n",
+		j.ID, j.Topic, j.State, j.Attempts, j.CreatedAt.Format(time.RFC3339Nano), j.DueAt.Format(time.RFC3339Nano))
+	if j.BuriedAt != nil {
+		fmt.Fprintf(w, "buried\t%s\n", j.BuriedAt.Format(time.RFC3339Nano))
+	}
+	if j.Key != "" {
+		fmt.Fprintf(w, "key\t%s\n", j.Key)
+	}
+	if j.LastError != "" {
+		fmt.Fprintf(w, "last error\t%s\n", j.LastError)
+	}
+	fmt.Fprintf(w, "payload\t%s\n", j.Payload)
+	return w.Flush()
+}
+
+// Buried prints up to limit buried messages with their reasons.
+func (o Outbox) Buried(ctx context.Context, limit int) error {
+	buried, err := o.Store.Buried(ctx, limit)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tTOPIC\tATTEMPTS\tBURIED\tREASON")
+	for _, b := range buried {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", b.ID, b.Topic, b.Attempts, b.BuriedAt.Format("2006-01-02T15:04:05Z"), b.LastError)
+	}
+	return w.Flush()
+}
+
+// Requeue makes buried messages due again now: those named by ID, or with
+// all every buried one.
+func (o Outbox) Requeue(ctx context.Context, ids []uuid.UUID, all bool) error {
+	if all {
+		buried, err := o.Store.Buried(ctx, math.MaxInt32)
+		if err != nil {
+			return err
+		}
+		for _, b := range buried {
+			ids = append(ids, b.ID)
+		}
+	}
+	now := time.Now()
+	for _, id := range ids {
+		if err := o.Store.Requeue(ctx, id, now); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.Out, "requeued %d\n", len(ids))
+	return nil
+}
+
+// Discarded names the buried messages to discard: those of IDs, or with
+// Buried every one of Topic (every topic when empty) buried longer ago
+// than OlderThan.
+type Discarded struct {
+	IDs       []uuid.UUID
+	Buried    bool
+	Topic     string
+	OlderThan time.Duration
+}
+
+// Discard deletes the buried messages that d names. A message of d.IDs
+// still to deliver is kept, and an error wrapping [outbox.ErrNotBuried].
+func (o Outbox) Discard(ctx context.Context, d Discarded) error {
+	if d.Buried {
+		n, err := o.Store.DiscardBuried(ctx, d.Topic, time.Now().Add(-d.OlderThan))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "discarded %d buried messages\n", n)
+		return nil
+	}
+	var errs []error
+	n := 0
+	for _, id := range d.IDs {
+		if err := o.Store.Discard(ctx, id); err != nil {
+			if errors.Is(err, outbox.ErrNotBuried) {
+				err = fmt.Errorf("%w (only a buried message can be discarded: one still to deliver is never thrown away)", err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	fmt.Fprintf(o.Out, "discarded %d of %d messages\n", n, len(d.IDs))
+	return errors.Join(errs...)
+}
+
+// Drainer delivers what is due in one synchronous pass, as an
+// [*outbox.Relay] does.
+type Drainer interface {
+	Drain(ctx context.Context) (outbox.DrainStats, error)
+	// Wait waits for the deliveries still running past their timeout.
+	Wait(ctx context.Context) error
+}
+
+// Drain delivers what is due now in one synchronous pass of relay and
+// prints what became of it. Deliveries still running past their timeout
+// are waited for as long as lease, since their messages are leased anyway;
+// it says so on Err. Store is not used.
+func (o Outbox) Drain(ctx context.Context, relay Drainer, lease time.Duration) error {
+	out, stderr := o.Out, o.Err
+	stats, err := relay.Drain(ctx)
+	if stats.Running > 0 {
+		fmt.Fprintf(stderr, "waiting for %d deliveries still running past their timeout\n", stats.Running)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
+		if werr := relay.Wait(wctx); werr != nil {
+			fmt.Fprintf(stderr, "stopped waiting: %v; their messages are due again when their leases end\n", werr)
+		}
+		cancel()
+	}
+	fmt.Fprintf(out, "claimed %d, delivered %d, retried %d, buried %d\n", stats.Claimed, stats.Delivered, stats.Retried, stats.Buried)
+	return err
+}
