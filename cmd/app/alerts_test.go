@@ -16,77 +16,80 @@ import (
 
 const alertRules = "../../deploy/prometheus/alerts.yml"
 
-// The shipped alert rules pass promtool's check, and its unit tests show
-// each alert firing on a synthetic series (deploy/prometheus/alerts_test.yml).
-// promtool comes with Debian's package prometheus, which scripts/test installs.
-func TestAlertRulesPassPromtool(t *testing.T) {
+// The shipped Prometheus alert rules (deploy/prometheus/alerts.yml).
+func TestAlertRules(t *testing.T) {
 	t.Parallel()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("%v (Debian's package prometheus provides it)", err)
-	}
-	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
-		cmd := exec.CommandContext(t.Context(), promtool, args...)
-		cmd.Dir = filepath.Dir(alertRules)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+	// The shipped alert rules pass promtool's check, and its unit tests show
+	// each alert firing on a synthetic series (deploy/prometheus/alerts_test.yml).
+	// promtool comes with Debian's package prometheus, which scripts/test installs.
+	t.Run("PassPromtool", func(t *testing.T) {
+		t.Parallel()
+		promtool, err := exec.LookPath("promtool")
+		if err != nil {
+			t.Fatalf("%v (Debian's package prometheus provides it)", err)
 		}
-	}
-}
-
-// Every metric the alert rules read is one the app serves, and every alert
-// has its runbook in docs/operations.md.
-func TestAlertRulesReadMetricsTheAppServes(t *testing.T) {
-	t.Parallel()
-	rules, err := os.ReadFile(alertRules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mx := smtptest.NewServer(t)
-	app := e2eStart(t, map[string]string{
-		"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "accounts.db"),
-		"HTTP_ADDR":    "127.0.0.1:0",
-		"SMTP_URL":     mx.URL(),
+		for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
+			cmd := exec.CommandContext(t.Context(), promtool, args...)
+			cmd.Dir = filepath.Dir(alertRules)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
 	})
-	used := regexp.MustCompile(`\b(?:outbox|projections|http_server)_[a-z_]+\b`).FindAllString(string(rules), -1)
-	slices.Sort(used)
-	used = slices.Compact(used)
-	// The projections' gauges appear once their runner has read the
-	// registry, a moment after the start: scrape until every series is
-	// there, for at most e2eWait.
-	var missing []string
-	deadline := time.Now().Add(e2eWait)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		resp, err := app.client.Get(app.base + "/metrics")
+	// Every metric the alert rules read is one the app serves, and every alert
+	// has its runbook in docs/operations.md.
+	t.Run("ReadMetricsTheAppServes", func(t *testing.T) {
+		t.Parallel()
+		rules, err := os.ReadFile(alertRules)
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		missing = missing[:0]
-		for _, name := range used {
-			if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
-				missing = append(missing, name)
+		mx := smtptest.NewServer(t)
+		app := e2eStart(t, map[string]string{
+			"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "accounts.db"),
+			"HTTP_ADDR":    "127.0.0.1:0",
+			"SMTP_URL":     mx.URL(),
+		})
+		used := regexp.MustCompile(`\b(?:outbox|projections|http_server)_[a-z_]+\b`).FindAllString(string(rules), -1)
+		slices.Sort(used)
+		used = slices.Compact(used)
+		// The projections' gauges appear once their runner has read the
+		// registry, a moment after the start: scrape until every series is
+		// there, for at most e2eWait.
+		var missing []string
+		deadline := time.Now().Add(e2eWait)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			resp, err := app.client.Get(app.base + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			missing = missing[:0]
+			for _, name := range used {
+				if !regexp.MustCompile(`(?m)^` + name + `[{ ]`).Match(body) {
+					missing = append(missing, name)
+				}
+			}
+			if len(missing) == 0 || time.Now().After(deadline) {
+				break
+			}
+			<-tick.C
+		}
+		app.stop(t)
+		for _, name := range missing {
+			t.Errorf("the rules read %s, which /metrics does not serve", name)
+		}
+		runbook, err := os.ReadFile("../../docs/operations.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`alert: (\w+)`).FindAllStringSubmatch(string(rules), -1) {
+			if !strings.Contains(string(runbook), "### "+m[1]+"\n") {
+				t.Errorf("docs/operations.md has no section for %s", m[1])
 			}
 		}
-		if len(missing) == 0 || time.Now().After(deadline) {
-			break
-		}
-		<-tick.C
-	}
-	app.stop(t)
-	for _, name := range missing {
-		t.Errorf("the rules read %s, which /metrics does not serve", name)
-	}
-	runbook, err := os.ReadFile("../../docs/operations.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range regexp.MustCompile(`alert: (\w+)`).FindAllStringSubmatch(string(rules), -1) {
-		if !strings.Contains(string(runbook), "### "+m[1]+"\n") {
-			t.Errorf("docs/operations.md has no section for %s", m[1])
-		}
-	}
+	})
 }

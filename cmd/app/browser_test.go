@@ -20,14 +20,22 @@ import (
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 )
 
-// TestBrowserSignInChangeOfAddressAndSignOut walks a person through the
+// TestBrowser walks people through the pages in headless Chromium
+// against the whole app and a real SMTP server.
+func TestBrowser(t *testing.T) {
+	t.Parallel()
+	t.Run("SignInChangeOfAddressAndSignOut", testSignInChangeOfAddressAndSignOut)
+	t.Run("OnANarrowScreen", testOnANarrowScreen)
+}
+
+// testSignInChangeOfAddressAndSignOut walks a person through the
 // pages in headless Chromium against the whole app and a real SMTP server,
 // once with JavaScript and once without: ask for a link on /, open the
 // mailed link, sign in, change the address from the link mailed to the new
 // one, sign out, and sign in again to delete the account. Every page
 // passes axe-core's accessibility check and leaves a screenshot in the
 // test's artifact directory.
-func TestBrowserSignInChangeOfAddressAndSignOut(t *testing.T) {
+func testSignInChangeOfAddressAndSignOut(t *testing.T) {
 	t.Parallel()
 	for name, opts := range map[string][]browsertest.Option{
 		"JavaScript":   nil,
@@ -203,13 +211,13 @@ func browserWalkThrough(t *testing.T, scripts bool, opts []browsertest.Option) {
 	app.stop(t)
 }
 
-// TestBrowserOnANarrowScreen takes a person with a long address through
+// testOnANarrowScreen takes a person with a long address through
 // the pages on a phone's screen, 390 px wide: the address wraps only after
 // its @ or before a dot, never inside a word, and no page is wider than
 // the screen; the page of a link already used says so and leads to a new
 // link, with no button that would send the dead code. Every page passes
 // axe-core's check.
-func TestBrowserOnANarrowScreen(t *testing.T) {
+func testOnANarrowScreen(t *testing.T) {
 	t.Parallel()
 	mx := smtptest.NewServer(t)
 	const linkBase = "http://accounts.test"

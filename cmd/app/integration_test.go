@@ -28,6 +28,17 @@ import (
 	"github.com/eventsourced/accounts/schemas"
 )
 
+// TestIntegrationEvents runs the app against each kind of destination of
+// integration events: each gets a user's events once, in order, through
+// outages of the destination.
+func TestIntegrationEvents(t *testing.T) {
+	t.Parallel()
+	t.Run("JetStream", testSignInIsPublishedToJetStream)
+	t.Run("JetStreamOutageLosesNothingAndRepeatsNothing", testJetStreamOutageLosesNothingAndRepeatsNothing)
+	t.Run("KafkaKeepsEachUsersEventsInOnePartitionInOrder", testKafkaKeepsEachUsersEventsInOnePartitionInOrder)
+	t.Run("WebhookIsRetriedUntilItAnswers2xx", testWebhookIsRetriedUntilItAnswers2xx)
+}
+
 // streamEvents reads the whole stream ACCOUNTS, waiting until it holds at
 // least n messages, and checks each against its event's schema and
 // Nats-Msg-Id.
@@ -81,11 +92,11 @@ func streamEvents(t *testing.T, js jetstream.JetStream, n int) []integration.Clo
 	return out
 }
 
-// TestSignInIsPublishedToJetStream runs the app with BROKER_URL pointing at
+// testSignInIsPublishedToJetStream runs the app with BROKER_URL pointing at
 // a NATS server whose operator made the stream with the server's default
 // duplicate window: the app widens it, and a first sign-in puts
 // user.registered then user.signed_in on the stream.
-func TestSignInIsPublishedToJetStream(t *testing.T) {
+func testSignInIsPublishedToJetStream(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
 	js := srv.JetStream(t)
@@ -250,13 +261,13 @@ func (b *integrationBench) drainUntilDelivered(t *testing.T, want int) outbox.Dr
 	return total
 }
 
-// TestJetStreamOutageLosesNothingAndRepeatsNothing stops the NATS server
+// testJetStreamOutageLosesNothingAndRepeatsNothing stops the NATS server
 // while commands run and starts it again: every event arrives, in the order
 // of each user's versions, and none twice, though the relay publishes one
 // twice: the acknowledgement of a publish is lost, so its message is
 // published again once its lease ends (holding the user's next event back
 // until then), and JetStream drops the repeat by its Nats-Msg-Id.
-func TestJetStreamOutageLosesNothingAndRepeatsNothing(t *testing.T) {
+func testJetStreamOutageLosesNothingAndRepeatsNothing(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
 	b := newIntegrationBench(t, map[string]string{"BROKER_URL": srv.URL, "BASE_URL": "http://accounts.test"})

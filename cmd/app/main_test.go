@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -25,4 +27,24 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// getenv returns a getenv over m.
+func getenv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// testDataKey is a DATA_KEY for the tests that serve on PostgreSQL, which
+// needs one.
+const testDataKey = "test:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"
+
+// runApp runs the app with args and environment and returns its output.
+func runApp(t *testing.T, ctx context.Context, env map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, args, getenv(env), &stdout, &stderr)
+	if t.Failed() || err != nil {
+		t.Logf("app %s: stderr:\n%s", strings.Join(args, " "), stderr.String())
+	}
+	return stdout.String(), err
 }

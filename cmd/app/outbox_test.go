@@ -40,91 +40,95 @@ func sqliteWith(t *testing.T, msgs ...outbox.Message) map[string]string {
 	return env
 }
 
-// An operator sees what the relay buried and gives it another chance.
-func TestOperatorListsAndRequeuesBuriedMessages(t *testing.T) {
+// app outbox: what operators do with the messages the relay could not
+// deliver.
+func TestOutboxCommands(t *testing.T) {
 	t.Parallel()
-	m, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100"}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := sqliteWith(t, m)
-
-	out, err := runApp(t, t.Context(), env, "outbox", "drain")
-	if err != nil || out != "claimed 1, delivered 0, retried 0, buried 1\n" {
-		t.Fatalf("outbox drain: %q, %v; want the message claimed and not delivered", out, err)
-	}
-	out, err = runApp(t, t.Context(), env, "outbox", "buried")
-	if err != nil || !strings.Contains(out, m.ID.String()) || !strings.Contains(out, `no handler for topic "sms.login_code"`) {
-		t.Fatalf("outbox buried: %q, %v; want the message with its reason", out, err)
-	}
-	for _, bad := range [][]string{{"requeue"}, {"requeue", "--all", m.ID.String()}, {"requeue", "not-an-id"}} {
-		if _, err := runApp(t, t.Context(), env, append([]string{"outbox"}, bad...)...); err == nil {
-			t.Errorf("outbox %v: accepted", bad)
+	// An operator sees what the relay buried and gives it another chance.
+	t.Run("ListsAndRequeuesBuriedMessages", func(t *testing.T) {
+		t.Parallel()
+		m, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100"}, time.Now())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	out, err = runApp(t, t.Context(), env, "outbox", "requeue", "--all")
-	if err != nil || out != "requeued 1\n" {
-		t.Fatalf("outbox requeue --all: %q, %v", out, err)
-	}
-	out, err = runApp(t, t.Context(), env, "outbox", "buried")
-	if err != nil || strings.Contains(out, m.ID.String()) {
-		t.Fatalf("outbox buried after requeue: %q, %v; want it gone", out, err)
-	}
-	if _, err := runApp(t, t.Context(), env, "outbox", "requeue", m.ID.String()); err == nil {
-		t.Error("requeue of a message that is no longer buried: accepted")
-	}
-}
+		env := sqliteWith(t, m)
 
-// An operator lists messages by state, looks at one without seeing its
-// code, and throws buried ones away, never one still to deliver.
-func TestOperatorListsShowsAndDiscards(t *testing.T) {
-	t.Parallel()
-	const code = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-	lost, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100", "code": code}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept, err := outbox.NewMessage("mail.login_link", map[string]string{"to": "ada@example.com", "url": "https://accounts.test/sign-in?code=" + code}, time.Now().Add(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := sqliteWith(t, lost, kept)
-	if _, err := runApp(t, t.Context(), env, "outbox", "drain"); err != nil { // buries lost: no handler
-		t.Fatal(err)
-	}
-
-	out, err := runApp(t, t.Context(), env, "outbox", "list")
-	if err != nil || !strings.Contains(out, lost.ID.String()+"  sms.login_code   buried") || !strings.Contains(out, kept.ID.String()+"  mail.login_link  waiting") {
-		t.Errorf("outbox list: %q, %v; want both with their states", out, err)
-	}
-	out, err = runApp(t, t.Context(), env, "outbox", "list", "--state", "buried", "--json")
-	var rec operator.RecordJSON
-	if err != nil || json.Unmarshal([]byte(out), &rec) != nil || rec.ID != lost.ID || rec.State != "buried" {
-		t.Errorf("outbox list --state buried --json: %q, %v; want the buried one as JSON", out, err)
-	}
-	for _, id := range []string{lost.ID.String(), kept.ID.String()} {
-		for _, args := range [][]string{{"outbox", "show", id}, {"outbox", "show", id, "--json"}} {
-			out, err := runApp(t, t.Context(), env, args...)
-			if err != nil || !strings.Contains(out, id) || strings.Contains(out, code) || !strings.Contains(out, "REDACTED") {
-				t.Errorf("%v: %q, %v; want the message with its code redacted", args, out, err)
+		out, err := runApp(t, t.Context(), env, "outbox", "drain")
+		if err != nil || out != "claimed 1, delivered 0, retried 0, buried 1\n" {
+			t.Fatalf("outbox drain: %q, %v; want the message claimed and not delivered", out, err)
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "buried")
+		if err != nil || !strings.Contains(out, m.ID.String()) || !strings.Contains(out, `no handler for topic "sms.login_code"`) {
+			t.Fatalf("outbox buried: %q, %v; want the message with its reason", out, err)
+		}
+		for _, bad := range [][]string{{"requeue"}, {"requeue", "--all", m.ID.String()}, {"requeue", "not-an-id"}} {
+			if _, err := runApp(t, t.Context(), env, append([]string{"outbox"}, bad...)...); err == nil {
+				t.Errorf("outbox %v: accepted", bad)
 			}
 		}
-	}
-	if _, err := runApp(t, t.Context(), env, "outbox", "discard", kept.ID.String()); !errors.Is(err, outbox.ErrNotBuried) {
-		t.Errorf("discard of a message still to deliver: %v, want outbox.ErrNotBuried", err)
-	}
-	for _, bad := range [][]string{{"discard"}, {"discard", "--topic", "x"}, {"discard", "--buried", lost.ID.String()}, {"show"}, {"list", "--state", "asleep"}} {
-		var ue *usageError
-		if _, err := runApp(t, t.Context(), env, append([]string{"outbox"}, bad...)...); !errors.As(err, &ue) {
-			t.Errorf("outbox %v: %v, want a usage error", bad, err)
+		out, err = runApp(t, t.Context(), env, "outbox", "requeue", "--all")
+		if err != nil || out != "requeued 1\n" {
+			t.Fatalf("outbox requeue --all: %q, %v", out, err)
 		}
-	}
-	out, err = runApp(t, t.Context(), env, "outbox", "discard", "--buried", "--topic", "sms.login_code")
-	if err != nil || out != "discarded 1 buried messages\n" {
-		t.Errorf("outbox discard --buried: %q, %v", out, err)
-	}
-	out, err = runApp(t, t.Context(), env, "outbox", "list")
-	if err != nil || strings.Contains(out, lost.ID.String()) || !strings.Contains(out, kept.ID.String()) {
-		t.Errorf("outbox list after the discard: %q, %v; want only the message still to deliver", out, err)
-	}
+		out, err = runApp(t, t.Context(), env, "outbox", "buried")
+		if err != nil || strings.Contains(out, m.ID.String()) {
+			t.Fatalf("outbox buried after requeue: %q, %v; want it gone", out, err)
+		}
+		if _, err := runApp(t, t.Context(), env, "outbox", "requeue", m.ID.String()); err == nil {
+			t.Error("requeue of a message that is no longer buried: accepted")
+		}
+	})
+	// An operator lists messages by state, looks at one without seeing its
+	// code, and throws buried ones away, never one still to deliver.
+	t.Run("ListsShowsAndDiscards", func(t *testing.T) {
+		t.Parallel()
+		const code = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+		lost, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100", "code": code}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := outbox.NewMessage("mail.login_link", map[string]string{"to": "ada@example.com", "url": "https://accounts.test/sign-in?code=" + code}, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := sqliteWith(t, lost, kept)
+		if _, err := runApp(t, t.Context(), env, "outbox", "drain"); err != nil { // buries lost: no handler
+			t.Fatal(err)
+		}
+
+		out, err := runApp(t, t.Context(), env, "outbox", "list")
+		if err != nil || !strings.Contains(out, lost.ID.String()+"  sms.login_code   buried") || !strings.Contains(out, kept.ID.String()+"  mail.login_link  waiting") {
+			t.Errorf("outbox list: %q, %v; want both with their states", out, err)
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "list", "--state", "buried", "--json")
+		var rec operator.RecordJSON
+		if err != nil || json.Unmarshal([]byte(out), &rec) != nil || rec.ID != lost.ID || rec.State != "buried" {
+			t.Errorf("outbox list --state buried --json: %q, %v; want the buried one as JSON", out, err)
+		}
+		for _, id := range []string{lost.ID.String(), kept.ID.String()} {
+			for _, args := range [][]string{{"outbox", "show", id}, {"outbox", "show", id, "--json"}} {
+				out, err := runApp(t, t.Context(), env, args...)
+				if err != nil || !strings.Contains(out, id) || strings.Contains(out, code) || !strings.Contains(out, "REDACTED") {
+					t.Errorf("%v: %q, %v; want the message with its code redacted", args, out, err)
+				}
+			}
+		}
+		if _, err := runApp(t, t.Context(), env, "outbox", "discard", kept.ID.String()); !errors.Is(err, outbox.ErrNotBuried) {
+			t.Errorf("discard of a message still to deliver: %v, want outbox.ErrNotBuried", err)
+		}
+		for _, bad := range [][]string{{"discard"}, {"discard", "--topic", "x"}, {"discard", "--buried", lost.ID.String()}, {"show"}, {"list", "--state", "asleep"}} {
+			var ue *usageError
+			if _, err := runApp(t, t.Context(), env, append([]string{"outbox"}, bad...)...); !errors.As(err, &ue) {
+				t.Errorf("outbox %v: %v, want a usage error", bad, err)
+			}
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "discard", "--buried", "--topic", "sms.login_code")
+		if err != nil || out != "discarded 1 buried messages\n" {
+			t.Errorf("outbox discard --buried: %q, %v", out, err)
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "list")
+		if err != nil || strings.Contains(out, lost.ID.String()) || !strings.Contains(out, kept.ID.String()) {
+			t.Errorf("outbox list after the discard: %q, %v; want only the message still to deliver", out, err)
+		}
+	})
 }

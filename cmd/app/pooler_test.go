@@ -18,14 +18,23 @@ import (
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 )
 
-// TestSecondInstanceBehindPgBouncer starts an API-only instance while a
+// TestBehindPgBouncer runs the app behind a PgBouncer of its own, in
+// session and transaction mode.
+func TestBehindPgBouncer(t *testing.T) {
+	t.Parallel()
+	t.Run("SecondInstance", testSecondInstanceBehindPgBouncer)
+	t.Run("BenchmarksRefuseAPoolerThatDropsTheirSchema", testBenchmarksRefuseAPoolerThatDropsTheirSchema)
+	t.Run("Pages", testPagesBehindPgBouncer)
+}
+
+// testSecondInstanceBehindPgBouncer starts an API-only instance while a
 // full one runs, both behind one PgBouncer, and has the first relay
 // deliver what the second accepts. With OUTBOX_INTERVAL at an hour only a
 // wake-up across the processes can deliver in time: through the pooler in
 // session mode, through DATABASE_LISTEN_URL in transaction mode. Without
 // it, in transaction mode, the relay says at start and in its gauge that
 // it polls, and delivers at its poll.
-func TestSecondInstanceBehindPgBouncer(t *testing.T) {
+func testSecondInstanceBehindPgBouncer(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name   string
@@ -161,13 +170,13 @@ func (a *e2eApp) gauge(t *testing.T, name string) string {
 	return m[1]
 }
 
-// TestBenchmarksRefuseAPoolerThatDropsTheirSchema: through a PgBouncer told
+// testBenchmarksRefuseAPoolerThatDropsTheirSchema: through a PgBouncer told
 // to drop the startup parameters it cannot pass on, and with
 // DATABASE_POOLER unset, a benchmark's schema would not reach the server
 // and its messages would land in the database's own schema, for the app's
 // relay to send. The benchmark refuses, and writes nothing; told of the
 // pooler, it runs in each mode.
-func TestBenchmarksRefuseAPoolerThatDropsTheirSchema(t *testing.T) {
+func testBenchmarksRefuseAPoolerThatDropsTheirSchema(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []postgres.Pooler{postgres.PoolerSession, postgres.PoolerTransaction} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -202,10 +211,10 @@ func TestBenchmarksRefuseAPoolerThatDropsTheirSchema(t *testing.T) {
 	}
 }
 
-// TestPagesBehindPgBouncer walks the browser pages behind PgBouncer in
+// testPagesBehindPgBouncer walks the browser pages behind PgBouncer in
 // each mode: ask for a link on the home page, sign in with its code, and
 // see the account page, whose activity the projection wrote.
-func TestPagesBehindPgBouncer(t *testing.T) {
+func testPagesBehindPgBouncer(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []postgres.Pooler{postgres.PoolerSession, postgres.PoolerTransaction} {
 		t.Run(string(mode), func(t *testing.T) {

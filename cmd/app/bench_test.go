@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/eventsourced/accounts/internal/integration/natsbroker/natstest"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+)
+
+var publishSummary = regexp.MustCompile(`\npublish: (\d+) messages in \d+\.\d\ds, (\d+) msgs/s\n$`)
+
+// Every benchmark prints its one summary line last.
+func TestBenchmarks(t *testing.T) {
+	t.Parallel()
+	t.Run("RelayAndAPIEndWithTheirSummaryLine", func(t *testing.T) {
+		t.Parallel()
+		env := map[string]string{"DATABASE_URL": pgtest.URL()}
+		for _, tc := range []struct {
+			args []string
+			want *regexp.Regexp
+		}{
+			{[]string{"bench", "drain", "--messages", "300"},
+				regexp.MustCompile(`\ndrain: 300 messages in \d+\.\d\ds, \d+ msgs/s\n$`)},
+			{[]string{"bench", "latency", "--rate", "100", "--duration", "300ms"},
+				regexp.MustCompile(`\nlatency: rate=100/s n=30 p50=\d+\.\dms p90=\d+\.\dms p99=\d+\.\dms max=\d+\.\dms\n$`)},
+			{[]string{"bench", "signin", "--duration", "300ms", "--concurrency", "2"},
+				regexp.MustCompile(`\nsignin: [1-9]\d* requests in \d+\.\d\ds, \d+ req/s, p50=\d+\.\dms p99=\d+\.\dms\n$`)},
+		} {
+			out, err := runApp(t, t.Context(), env, tc.args...)
+			if err != nil {
+				t.Fatalf("%v: %v", tc.args, err)
+			}
+			if !tc.want.MatchString(out) {
+				t.Errorf("%v printed %q, want a last line matching %s", tc.args, out, tc.want)
+			}
+		}
+	})
+	t.Run("ProjectionEndsWithItsSummaryLine", func(t *testing.T) {
+		t.Parallel()
+		env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}
+		for _, tc := range []struct {
+			args []string
+			want *regexp.Regexp
+		}{
+			{[]string{"bench", "projection", "--events", "700"},
+				regexp.MustCompile(`\nprojection: 700 events in \d+\.\d\ds, \d+ events/s\n$`)},
+			{[]string{"bench", "projection", "--lag", "--rate", "100", "--duration", "300ms", "--poll", "10ms"},
+				regexp.MustCompile(`\nprojection lag: rate=100/s n=30 p50=\d+\.\dms p90=\d+\.\dms p99=\d+\.\dms max=\d+\.\dms\n$`)},
+		} {
+			out, err := runApp(t, t.Context(), env, tc.args...)
+			if err != nil {
+				t.Fatalf("%v: %v", tc.args, err)
+			}
+			if !tc.want.MatchString(out) {
+				t.Errorf("%v printed %q, want a last line matching %s", tc.args, out, tc.want)
+			}
+		}
+	})
+	// TestPublishBenchmarkEndsWithItsSummaryLine runs `app bench publish`
+	// against a NATS server of its own.
+	t.Run("PublishEndsWithItsSummaryLine", func(t *testing.T) {
+		t.Parallel()
+		srv := natstest.Start(t)
+		out, err := runApp(t, t.Context(), map[string]string{"DATABASE_URL": pgtest.URL(), "BROKER_URL": srv.URL},
+			"bench", "publish", "--messages", "300", "--users", "30")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := publishSummary.FindStringSubmatch(out); m == nil || m[1] != "300" {
+			t.Errorf("bench publish printed %q, want a last line matching %s", out, publishSummary)
+		}
+	})
+}
+
+// BenchmarkPublish runs `app bench publish`, as an operator would, against
+// each kind of destination on this machine: the NATS server on
+// 127.0.0.1:4222 (as the README's command does), an in-process Kafka
+// cluster (kfake) and a webhook receiver that verifies every signature. It
+// reports the command's own figure; run it with -benchtime=1x.
+//
+//	go test -run '^$' -bench BenchmarkPublish -benchtime=1x ./cmd/app/
+func BenchmarkPublish(b *testing.B) {
+	kafka, err := kfake.NewCluster(kfake.SeedTopics(16, "bench.user"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kafka.Close()
+	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer hooks.Close()
+	for name, dest := range map[string]map[string]string{
+		"nats":    {"BROKER_URL": "nats://127.0.0.1:4222"},
+		"kafka":   {"BROKER_URL": "kafka://" + kafka.ListenAddrs()[0]},
+		"webhook": {"WEBHOOK_URL": hooks.URL, "WEBHOOK_SECRET": webhookSecret},
+	} {
+		b.Run(name, func(b *testing.B) {
+			env := map[string]string{"DATABASE_URL": pgtest.URL(), "BROKER_SUBJECT_PREFIX": "bench.", "OUTBOX_BATCH": "500"}
+			for k, v := range dest {
+				env[k] = v
+			}
+			for b.Loop() {
+				var out, errs bytes.Buffer
+				if err := run(context.Background(), []string{"bench", "publish", "--messages", "50000"}, getenv(env), &out, &errs); err != nil {
+					b.Fatalf("%v\n%s", err, errs.String())
+				}
+				m := publishSummary.FindStringSubmatch(out.String())
+				if m == nil {
+					b.Fatalf("no summary line in %q", out.String())
+				}
+				rate, _ := strconv.ParseFloat(m[2], 64)
+				b.ReportMetric(rate, "msgs/s")
+			}
+		})
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+)
+
+// `app projections rebuild activity` switches reads to a new version and
+// says so; `status` then shows that version alone; progress lines go to
+// stderr, which is no terminal here. An unknown name, or none, is an error
+// that names the projections.
+func TestProjectionsRebuildActivity(t *testing.T) {
+	t.Parallel()
+	for name, url := range map[string]func(t *testing.T) string{
+		"postgres": func(t *testing.T) string { return pgtest.NewURL(t) },
+		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"DATABASE_URL": url(t), "DATA_KEY": testDataKey}
+			if _, err := runApp(t, t.Context(), env, "migrate"); err != nil {
+				t.Fatal(err)
+			}
+			for version := 2; version <= 3; version++ {
+				var stdout, stderr bytes.Buffer
+				if err := run(t.Context(), []string{"projections", "rebuild", "activity"}, getenv(env), &stdout, &stderr); err != nil {
+					t.Fatalf("rebuild: %v\n%s", err, stderr.String())
+				}
+				want := fmt.Sprintf("rebuilt activity: version %d serves reads; version %d is dropped\n", version, version-1)
+				if stdout.String() != want {
+					t.Errorf("rebuild said %q, want %q", stdout.String(), want)
+				}
+				if line := fmt.Sprintf("activity version %d: 0 of 0 events applied\n", version); !strings.Contains(stderr.String(), line) {
+					t.Errorf("stderr lacks the progress line %q:\n%s", line, stderr.String())
+				}
+				out, err := runApp(t, t.Context(), env, "projections", "status")
+				if want := fmt.Sprintf("activity\tversion %d\tbehind 0 events, 0.0s\trunning\n", version); err != nil || out != want {
+					t.Errorf("status: %q, %v; want %q", out, err, want)
+				}
+			}
+			for _, args := range [][]string{{"projections", "rebuild"}, {"projections", "rebuild", "nope"}} {
+				var ue *usageError
+				if _, err := runApp(t, t.Context(), env, args...); !errors.As(err, &ue) || !strings.Contains(err.Error(), "activity, views") {
+					t.Errorf("app %s: %v, want a usage error that names the projections", strings.Join(args, " "), err)
+				}
+			}
+		})
+	}
+}
