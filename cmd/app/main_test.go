@@ -5,9 +5,12 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 )
 
 // asAppEnv makes the test binary act as the app: tests that start
@@ -47,4 +50,11 @@ func runApp(t *testing.T, ctx context.Context, env map[string]string, args ...st
 		t.Logf("app %s: stderr:\n%s", strings.Join(args, " "), stderr.String())
 	}
 	return stdout.String(), err
+}
+
+// testDatabases make a new, empty database for each backend, by name, as a
+// DATABASE_URL.
+var testDatabases = map[string]func(t *testing.T) string{
+	"postgres": func(t *testing.T) string { return pgtest.NewURL(t) },
+	"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
 }

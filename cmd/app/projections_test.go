@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 )
 
 // `app projections rebuild activity` switches reads to a new version and
@@ -17,10 +14,7 @@ import (
 // that names the projections.
 func TestProjectionsRebuildActivity(t *testing.T) {
 	t.Parallel()
-	for name, url := range map[string]func(t *testing.T) string{
-		"postgres": func(t *testing.T) string { return pgtest.NewURL(t) },
-		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
-	} {
+	for name, url := range testDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			env := map[string]string{"DATABASE_URL": url(t), "DATA_KEY": testDataKey}

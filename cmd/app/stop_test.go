@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 )
 
@@ -31,10 +29,7 @@ import (
 // Message-ID.
 func TestStopUnderLoadLosesNothing(t *testing.T) {
 	t.Parallel()
-	for name, url := range map[string]func(t *testing.T) string{
-		"postgres": func(t *testing.T) string { return pgtest.NewURL(t) },
-		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "accounts.db") },
-	} {
+	for name, url := range testDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			stopUnderLoad(t, url(t))
