@@ -100,13 +100,15 @@ func TestReadmeWalkthrough(t *testing.T) {
 // TestDocsLinksStayInTheRepository holds README.md and docs/ to what a
 // clone has: every link names a file of the repository (and a heading of
 // it, when it names one), never another site or a folder beside the
-// clone, and README stays the short front door.
+// clone, every test they name by its name exists, and README stays the
+// short front door.
 func TestDocsLinksStayInTheRepository(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
+	tests := testSources(t, root)
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +132,57 @@ func TestDocsLinksStayInTheRepository(t *testing.T) {
 			for _, m := range mdLink.FindAllStringSubmatch(string(raw), -1) {
 				checkLink(t, root, file, m[1])
 			}
+			for _, m := range testName.FindAllStringSubmatch(string(raw), -1) {
+				checkTestName(t, tests, name, m[1])
+			}
 		})
+	}
+}
+
+// testName matches a test named in code spans: `TestX`, or `TestX/Sub`
+// for a subtest.
+var testName = regexp.MustCompile("`(Test[A-Z][A-Za-z0-9_]*(?:/[A-Za-z0-9_]+)*)`")
+
+// testSources returns the text of every _test.go file under root.
+func testSources(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") {
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			b.Write(raw)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// checkTestName fails t unless the test named, TestX or TestX/Sub/..., is
+// declared in tests: a function TestX, and each subtest's name quoted in a
+// t.Run.
+func checkTestName(t *testing.T, tests, doc, named string) {
+	t.Helper()
+	parts := strings.Split(named, "/")
+	if !strings.Contains(tests, "func "+parts[0]+"(") {
+		t.Errorf("%s names %s, a test the repository lacks", doc, named)
+		return
+	}
+	for _, sub := range parts[1:] {
+		if !strings.Contains(tests, `t.Run("`+sub+`"`) {
+			t.Errorf("%s names %s, whose subtest %q the repository lacks", doc, named, sub)
+		}
 	}
 }
 
