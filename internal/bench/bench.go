@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -85,6 +86,31 @@ func percentile(lat []time.Duration, p float64) string {
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+}
+
+// errStopped is returned by [pacedUntil] when what it waits on stopped
+// before every send arrived.
+var errStopped = errors.New("stopped")
+
+// pacedUntil sends n at rate with [paced], then waits until arrived is
+// closed. It returns cut, ctx's error, when ctx ended first; and err when a
+// send failed, or, wrapping errStopped and its error, when a value came
+// on stopped first (a nil stopped never comes).
+func pacedUntil(ctx context.Context, n, rate int, send func(i int) error, arrived <-chan struct{}, stopped <-chan error) (cut, err error) {
+	if err := paced(ctx, n, rate, send); err != nil {
+		if ctx.Err() == nil {
+			return nil, fmt.Errorf("send: %w", err)
+		}
+		return ctx.Err(), nil
+	}
+	select {
+	case <-arrived:
+		return nil, nil
+	case err := <-stopped:
+		return nil, fmt.Errorf("%w: %v", errStopped, err)
+	case <-ctx.Done():
+		return ctx.Err(), nil
+	}
 }
 
 // paced calls send(i) for i from 0 to n-1, rate times a second on a

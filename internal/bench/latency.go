@@ -79,19 +79,9 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration) error {
 
 	stopProfile := b.timed(seen.Load)
 	defer stopProfile()
-	var cut error
-	if err := paced(ctx, n, rate, send); err != nil {
-		if ctx.Err() == nil {
-			return fmt.Errorf("bench latency: send: %w", err)
-		}
-		cut = ctx.Err()
-	}
-	if cut == nil {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			cut = ctx.Err()
-		}
+	cut, err := pacedUntil(ctx, n, rate, send, done, nil)
+	if err != nil {
+		return fmt.Errorf("bench latency: %w", err)
 	}
 	stop()
 	if err := <-ran; err != nil && cut == nil {

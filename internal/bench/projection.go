@@ -175,21 +175,12 @@ func (b Bench) ProjectionLag(ctx context.Context, activity projections.Projectio
 
 	stopProfile := b.timed(func() int64 { return int64(w.count()) })
 	defer stopProfile()
-	var cut error
-	if err := paced(ctx, n, rate, send); err != nil {
-		if ctx.Err() == nil {
-			return fmt.Errorf("bench projection: send: %w", err)
-		}
-		cut = ctx.Err()
+	cut, err := pacedUntil(ctx, n, rate, send, w.all, ran)
+	if errors.Is(err, errStopped) {
+		return fmt.Errorf("bench projection: runner %w after %d of %d events", err, w.count()-1, n)
 	}
-	if cut == nil {
-		select {
-		case <-w.all:
-		case err := <-ran:
-			return fmt.Errorf("bench projection: runner stopped after %d of %d events: %v", w.count()-1, n, err)
-		case <-ctx.Done():
-			cut = ctx.Err()
-		}
+	if err != nil {
+		return fmt.Errorf("bench projection: %w", err)
 	}
 	stopProfile()
 	stop()
