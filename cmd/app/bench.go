@@ -22,7 +22,7 @@ type benchOptions struct {
 	messages, rate, events, batch, concurrency, users int
 	duration, poll, timeout                           time.Duration
 	lag, holdXmin                                     bool
-	cpuprofile                                        string
+	profiles                                          bench.Profiles
 }
 
 // runBench runs the benchmark name ([bench]) against the backend
@@ -69,7 +69,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		Events: db.Events(),
 		Relay:  e.cfg.Outbox,
 		Out:    stdout,
-		Timed:  bench.Timed(name, o.cpuprofile, stderr, e.log),
+		Timed:  bench.Timed(name, o.profiles, stderr, e.log),
 		Logger: e.log,
 	}
 	cfg := e.cfg.Outbox

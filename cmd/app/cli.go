@@ -229,7 +229,8 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 				return err
 			}}
 		c.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
-		c.Flags().StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the timed part to this file")
+		c.Flags().StringVar(&o.profiles.CPU, "cpuprofile", "", "write a CPU profile of the timed part to this file")
+		c.Flags().StringVar(&o.profiles.Trace, "trace", "", "write an execution trace of the timed part to this file (go tool trace)")
 		flags(c.Flags(), o)
 		return c
 	}

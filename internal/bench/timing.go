@@ -6,24 +6,38 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"time"
 
 	"golang.org/x/term"
 )
 
-// Timed returns the usual [Timing]: it writes a CPU profile of the timed
-// part to cpuprofile, unless empty, and, when progress is a terminal, a
-// line once a second that says how far the benchmark named name has come.
-func Timed(name, cpuprofile string, progress io.Writer, log *slog.Logger) Timing {
+// Profiles names the files a [Timed] benchmark writes of its timed part;
+// an empty name writes nothing.
+type Profiles struct {
+	// CPU is a CPU profile, for go tool pprof.
+	CPU string
+	// Trace is an execution trace, for go tool trace: where goroutines
+	// waited, for a latency rather than a rate.
+	Trace string
+}
+
+// Timed returns the usual [Timing]: it writes the profiles p of the timed
+// part and, when progress is a terminal, a line once a second that says
+// how far the benchmark named name has come.
+func Timed(name string, p Profiles, progress io.Writer, log *slog.Logger) Timing {
 	return func(count func() int64) func() {
-		stopProfile := func() {}
-		if cpuprofile != "" {
-			stopProfile = profileCPU(cpuprofile, log)
+		stopProfile, stopTrace := func() {}, func() {}
+		if p.CPU != "" {
+			stopProfile = record(p.CPU, "cpu profile", pprof.StartCPUProfile, pprof.StopCPUProfile, log)
+		}
+		if p.Trace != "" {
+			stopTrace = record(p.Trace, "trace", trace.Start, trace.Stop, log)
 		}
 		stopProgress := showProgress(progress, name, count)
 		var once sync.Once
-		return func() { once.Do(func() { stopProgress(); stopProfile() }) }
+		return func() { once.Do(func() { stopProgress(); stopProfile(); stopTrace() }) }
 	}
 }
 
@@ -59,23 +73,24 @@ func showProgress(w io.Writer, name string, count func() int64) (stop func()) {
 	}
 }
 
-// profileCPU writes a CPU profile to path until the returned function is
-// called.
-func profileCPU(path string, log *slog.Logger) func() {
+// record writes what start begins into the file at path until the returned
+// function is called, which calls stop. A failure is logged: the benchmark
+// runs on without it.
+func record(path, what string, start func(io.Writer) error, stop func(), log *slog.Logger) func() {
 	f, err := os.Create(path)
 	if err != nil {
-		log.Error("bench: cpu profile", "error", err)
+		log.Error("bench: "+what, "error", err)
 		return func() {}
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		log.Error("bench: cpu profile", "error", err)
+	if err := start(f); err != nil {
+		log.Error("bench: "+what, "error", err)
 		_ = f.Close()
 		return func() {}
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			pprof.StopCPUProfile()
+			stop()
 			_ = f.Close()
 		})
 	}
