@@ -35,7 +35,7 @@ type backend interface {
 	Runner(now func() time.Time) uow.Runner
 	Events() eventstore.Store
 	Outbox() outboxStore
-	Views(keys *keyring.Keyring) views
+	Views() user.Views
 	// Log is the event log that asynchronous projections follow, its
 	// subscribers configured by cfg (zero fields: the backend's defaults).
 	Log(cfg projections.LogConfig) projections.Log
@@ -86,18 +86,12 @@ type outboxStore interface {
 	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
 }
 
-// views are the user domain's inline projections, which can be rebuilt.
-type views interface {
-	user.Views
-	projections.Projection
-}
-
 type postgresBackend struct{ db *postgres.DB }
 
 func (b postgresBackend) Runner(now func() time.Time) uow.Runner        { return b.db.Runner(now) }
 func (b postgresBackend) Events() eventstore.Store                      { return b.db.Events() }
 func (b postgresBackend) Outbox() outboxStore                           { return b.db.Outbox() }
-func (b postgresBackend) Views(k *keyring.Keyring) views                { return postgres.UserViews{Keys: k} }
+func (b postgresBackend) Views() user.Views                             { return postgres.UserViews{} }
 func (b postgresBackend) Log(cfg projections.LogConfig) projections.Log { return b.db.Log(cfg) }
 func (b postgresBackend) Activity(k *keyring.Keyring) activity          { return b.db.Activity(k) }
 func (b postgresBackend) DataKeys() keyring.Store                       { return postgres.DataKeys{} }
@@ -109,7 +103,7 @@ type sqliteBackend struct{ db *sqlite.DB }
 func (b sqliteBackend) Runner(now func() time.Time) uow.Runner        { return b.db.Runner(now) }
 func (b sqliteBackend) Events() eventstore.Store                      { return b.db.Events() }
 func (b sqliteBackend) Outbox() outboxStore                           { return b.db.Outbox() }
-func (b sqliteBackend) Views(k *keyring.Keyring) views                { return sqlite.UserViews{Keys: k} }
+func (b sqliteBackend) Views() user.Views                             { return sqlite.UserViews{} }
 func (b sqliteBackend) Log(cfg projections.LogConfig) projections.Log { return b.db.Log(cfg) }
 func (b sqliteBackend) Activity(k *keyring.Keyring) activity          { return b.db.Activity(k) }
 func (b sqliteBackend) DataKeys() keyring.Store                       { return sqlite.DataKeys{} }

@@ -269,7 +269,7 @@ func (e env) users(db backend, keys *keyring.Keyring) (*user.Service, error) {
 		Runner: db.Runner(nil),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  db.Views(keys),
+		Views:  db.Views(),
 		Keys:   keys,
 	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
 }
@@ -378,7 +378,7 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 	if what == "activity" {
 		return p.RebuildBlueGreen(ctx, db.Activity(keys))
 	}
-	return p.RebuildViews(ctx, db.Runner(nil), db.Events(), db.Views(keys))
+	return p.RebuildViews(ctx, db.Runner(nil), db.Events(), user.ViewsProjection{Views: db.Views(), Keys: keys})
 }
 
 // requeue makes buried messages due again now: those named by ID, or with

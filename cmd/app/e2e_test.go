@@ -195,7 +195,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: added,
-		Views:  postgres.UserViews{Keys: keys},
+		Views:  postgres.UserViews{},
 		Keys:   keys,
 	}, user.Policy{}, "http://accounts.test")
 	if err != nil {

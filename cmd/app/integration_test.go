@@ -175,7 +175,7 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 		Runner: db.Runner(b.clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{Keys: keys},
+		Views:  postgres.UserViews{},
 		Keys:   keys,
 	}, user.Policy{}, cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
 	if err != nil {

@@ -41,7 +41,7 @@ func TestSMTPOutageOfTenMinutesLosesNoMail(t *testing.T) {
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{Keys: keys},
+		Views:  postgres.UserViews{},
 		Keys:   keys,
 	}, user.Policy{}, "http://accounts.test")
 	if err != nil {

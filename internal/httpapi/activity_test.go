@@ -72,7 +72,7 @@ func serveSQLite(t *testing.T) *env {
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  sqlite.UserViews{Keys: keys},
+		Views:  sqlite.UserViews{},
 		Keys:   keys,
 	}, db.Ping, options{}, db.Activity(keys))
 	e.log, e.activity = db.Log(sqlite.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity(keys)

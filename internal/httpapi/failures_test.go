@@ -92,7 +92,7 @@ func testSQLiteBusyIsUnavailable(t *testing.T) {
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  sqlite.UserViews{Keys: keys},
+		Views:  sqlite.UserViews{},
 		Keys:   keys,
 	}, db.Ping, options{}, nil)
 

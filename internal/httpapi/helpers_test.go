@@ -94,7 +94,7 @@ func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 		Runner: db.Runner(clock.Now),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{Keys: keys},
+		Views:  postgres.UserViews{},
 		Keys:   keys,
 	}, db.Ping, o, db.Activity(keys))
 	e.db, e.log, e.activity = db, db.Log(postgres.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity(keys)

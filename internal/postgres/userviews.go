@@ -10,143 +10,114 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
-// UserViews are the user domain's inline projections ([user.Views]) on
-// PostgreSQL. The rows of expired codes and sessions stay until a sweep
+// UserViews are the tables of the user domain's inline read models on
+// PostgreSQL ([user.Views]); [user.ViewsProjection] decides what each event
+// does to them. The rows of expired codes and sessions stay until a sweep
 // ([UserViews.Sweep]) deletes them, so a rebuild from the events produces
 // exactly the same rows as the live views once both are swept as of the
 // same time.
 //
-// Keys opens the addresses of the events ([user.Address]). An event whose
-// address is erased adds no row: its account, or its address's links, are
-// gone.
-type UserViews struct {
-	user.ViewsProjection
-	Keys *keyring.Keyring
-}
+// The writes that cannot give one address to two users go to the server
+// with the transaction's next statement or its commit, not in round trips
+// of their own; an error of theirs is returned there, and the transaction
+// rolls back. PutUser and SetEmail run at once, so that they return
+// [user.ErrEmailTaken] themselves, which commands act on.
+type UserViews struct{}
 
 var _ user.Views = UserViews{}
 
 // uniqueViolation is PostgreSQL's SQLSTATE for a duplicate key.
 const uniqueViolation = "23505"
 
-// Apply updates the projections with events appended in t.
-//
-// The statements of events that cannot give one address to two users go to
-// the server with t's next statement or its commit, not in round trips of
-// their own; an error of theirs is returned there, and t rolls back. Those
-// of Registered and EmailChanged run at once, so that Apply itself returns
-// [user.ErrEmailTaken], which commands act on.
-func (v UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
+// PutUser adds u, as [user.Views] describes.
+func (UserViews) PutUser(ctx context.Context, t uow.Tx, u user.User) error {
+	return writeNow(ctx, t, "put user", `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)`, u.ID, u.Email, u.CreatedAt)
+}
+
+// SetEmail moves the user with id to email, as [user.Views] describes.
+func (UserViews) SetEmail(ctx context.Context, t uow.Tx, id uuid.UUID, email string) error {
+	return writeNow(ctx, t, "set email", `UPDATE users SET email = $2 WHERE id = $1`, id, email)
+}
+
+// DeleteUser deletes the user with id and the rows that are theirs, as
+// [user.Views] describes, in one statement.
+func (UserViews) DeleteUser(ctx context.Context, t uow.Tx, id uuid.UUID) error {
+	return writeLater(ctx, t, "delete user", `
+WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING email),
+     sessions AS (DELETE FROM sessions WHERE user_id = $1),
+     changes AS (DELETE FROM email_change_codes WHERE user_id = $1)
+DELETE FROM signin_codes WHERE email IN (SELECT email FROM gone)`, id)
+}
+
+// PutSession adds a session.
+func (UserViews) PutSession(ctx context.Context, t uow.Tx, s user.SessionRow) error {
+	return writeLater(ctx, t, "put session", `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
+		s.TokenHash, s.UserID, s.ExpiresAt)
+}
+
+// DeleteSession deletes the session with the token hash.
+func (UserViews) DeleteSession(ctx context.Context, t uow.Tx, tokenHash string) error {
+	return writeLater(ctx, t, "delete session", `DELETE FROM sessions WHERE token_hash = $1`, tokenHash)
+}
+
+// PutSignInCode adds a sign-in code.
+func (UserViews) PutSignInCode(ctx context.Context, t uow.Tx, c user.SignInCodeRow) error {
+	return writeLater(ctx, t, "put sign-in code", `INSERT INTO signin_codes (code_hash, email, expires_at) VALUES ($1, $2, $3)`,
+		c.CodeHash, c.Email, c.ExpiresAt)
+}
+
+// DeleteSignInCode deletes the sign-in code with hash.
+func (UserViews) DeleteSignInCode(ctx context.Context, t uow.Tx, codeHash string) error {
+	return writeLater(ctx, t, "delete sign-in code", `DELETE FROM signin_codes WHERE code_hash = $1`, codeHash)
+}
+
+// PutChangeCode adds a confirmation code.
+func (UserViews) PutChangeCode(ctx context.Context, t uow.Tx, c user.ChangeCodeRow) error {
+	return writeLater(ctx, t, "put change code", `INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
+		c.CodeHash, c.UserID, c.ExpiresAt)
+}
+
+// DeleteChangeCode deletes the confirmation code with hash.
+func (UserViews) DeleteChangeCode(ctx context.Context, t uow.Tx, codeHash string) error {
+	return writeLater(ctx, t, "delete change code", `DELETE FROM email_change_codes WHERE code_hash = $1`, codeHash)
+}
+
+// writeNow runs a write of the views at once.
+func writeNow(ctx context.Context, t uow.Tx, op, sql string, args ...any) error {
 	pt, err := asTx(t)
 	if err != nil {
-		return fmt.Errorf("user views: %w", err)
+		return fmt.Errorf("user views: %s: %w", op, err)
 	}
-	for _, e := range events {
-		sql, args, err := v.statement(ctx, t, e)
-		if err != nil {
-			return applyError(e, err)
-		}
-		if sql == "" {
-			continue
-		}
-		wrap := func(err error) error { return applyError(e, err) }
-		if e.Type == user.TypeRegistered || e.Type == user.TypeEmailChanged {
-			if _, err := pt.q.Exec(ctx, sql, args...); err != nil {
-				return wrap(err)
-			}
-			continue
-		}
-		if err := pt.later(ctx, sql, args, wrap); err != nil {
-			return err
-		}
+	if _, err := pt.q.Exec(ctx, sql, args...); err != nil {
+		return viewsError(op, err)
 	}
 	return nil
 }
 
-// applyError describes err, of applying e: an address given to two users
-// wraps [user.ErrEmailTaken].
-func applyError(e eventstore.Event, err error) error {
+// writeLater runs a write of the views with the transaction's next statement.
+func writeLater(ctx context.Context, t uow.Tx, op, sql string, args ...any) error {
+	pt, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("user views: %s: %w", op, err)
+	}
+	return pt.later(ctx, sql, args, func(err error) error { return viewsError(op, err) })
+}
+
+// viewsError describes err, of the write op: an address given to two
+// users wraps [user.ErrEmailTaken].
+func viewsError(op string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation && pgErr.ConstraintName == "users_email_key" {
-		return fmt.Errorf("user views: apply %s: %w", e.Type, user.ErrEmailTaken)
+		return fmt.Errorf("user views: %s: %w", op, user.ErrEmailTaken)
 	}
-	return fmt.Errorf("user views: apply %s %s: %w", e.Type, e.ID, err)
+	return fmt.Errorf("user views: %s: %w", op, err)
 }
 
-// statement returns the statement that applies e to the views, with its
-// arguments, or no statement for an event the views do not follow or whose
-// address is erased.
-func (v UserViews) statement(ctx context.Context, t uow.Tx, e eventstore.Event) (string, []any, error) {
-	switch e.Type {
-	case user.TypeSignInLinkRequested:
-		d, err := eventstore.Decode[user.SignInLinkRequested](e)
-		if err != nil {
-			return "", nil, err
-		}
-		email, ok, err := user.Address(ctx, t, v.Keys, e, d.Email)
-		if err != nil || !ok {
-			return "", nil, err
-		}
-		return `INSERT INTO signin_codes (code_hash, email, expires_at) VALUES ($1, $2, $3)`,
-			[]any{d.CodeHash, email, d.ExpiresAt}, nil
-	case user.TypeSignInLinkUsed:
-		d, err := eventstore.Decode[user.SignInLinkUsed](e)
-		return `DELETE FROM signin_codes WHERE code_hash = $1`, []any{d.CodeHash}, err
-	case user.TypeRegistered:
-		d, err := eventstore.Decode[user.Registered](e)
-		if err != nil {
-			return "", nil, err
-		}
-		email, ok, err := user.Address(ctx, t, v.Keys, e, d.Email)
-		if err != nil || !ok {
-			return "", nil, err
-		}
-		return `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)`,
-			[]any{d.UserID, email, e.RecordedAt}, nil
-	case user.TypeSessionStarted:
-		d, err := eventstore.Decode[user.SessionStarted](e)
-		return `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-			[]any{d.TokenHash, d.UserID, d.ExpiresAt}, err
-	case user.TypeSessionEnded:
-		d, err := eventstore.Decode[user.SessionEnded](e)
-		return `DELETE FROM sessions WHERE token_hash = $1`, []any{d.TokenHash}, err
-	case user.TypeEmailChangeRequested:
-		d, err := eventstore.Decode[user.EmailChangeRequested](e)
-		return `INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-			[]any{d.CodeHash, d.UserID, d.ExpiresAt}, err
-	case user.TypeEmailChanged:
-		d, err := eventstore.Decode[user.EmailChanged](e)
-		if err != nil {
-			return "", nil, err
-		}
-		email, ok, err := user.Address(ctx, t, v.Keys, e, d.NewEmail)
-		if err != nil {
-			return "", nil, err
-		}
-		if !ok {
-			return `DELETE FROM email_change_codes WHERE code_hash = $1`, []any{d.CodeHash}, nil
-		}
-		return `
-WITH used AS (DELETE FROM email_change_codes WHERE code_hash = $3)
-UPDATE users SET email = $2 WHERE id = $1`, []any{d.UserID, email, d.CodeHash}, nil
-	case user.TypeErased:
-		d, err := eventstore.Decode[user.Erased](e)
-		return `
-WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING email),
-     sessions AS (DELETE FROM sessions WHERE user_id = $1),
-     changes AS (DELETE FROM email_change_codes WHERE user_id = $1)
-DELETE FROM signin_codes WHERE email IN (SELECT email FROM gone)`, []any{d.UserID}, err
-	}
-	return "", nil, nil
-}
-
-// Reset empties the projections as part of t, for a rebuild. TRUNCATE locks
+// Reset empties the views as part of t, for a rebuild. TRUNCATE locks
 // the tables until t ends, so commands wait for the rebuild instead of
 // writing into half-built tables, and the address constraint is deferred to
 // the commit, when the rebuilt state must satisfy it.

@@ -31,7 +31,7 @@ func TestUserViews(t *testing.T) {
 			Events: db.Events(),
 			Outbox: db.Outbox(),
 			Keys:   keys,
-			Views:  postgres.UserViews{Keys: keys},
+			Views:  postgres.UserViews{},
 			Tables: func(t *testing.T) map[string][]string { return snapshotUserViews(t, db) },
 		}
 	})
@@ -83,7 +83,7 @@ func TestUserViewsRebuildDefersUniqueAddress(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	ctx := t.Context()
-	runner, store, views := db.Runner(nil), db.Events(), postgres.UserViews{}
+	runner, store, views := db.Runner(nil), db.Events(), user.ViewsProjection{Views: postgres.UserViews{}}
 	ada, bob := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	const x, y = "x@example.com", "y@example.com"
 
@@ -171,7 +171,7 @@ func TestUserViewsRebuildDefersUniqueAddress(t *testing.T) {
 	}
 	err = runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
 		for email, id := range map[string]uuid.UUID{x: bob, y: ada} {
-			u, ok, err := views.UserByEmail(ctx, tx, email)
+			u, ok, err := views.Views.UserByEmail(ctx, tx, email)
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
@@ -38,7 +40,12 @@ func (foreignTx) Now() time.Time { return time.Time{} }
 func TestUserViewsRefuseAForeignTx(t *testing.T) {
 	t.Parallel()
 	views := sqlite.UserViews{}
-	if err := views.Apply(t.Context(), foreignTx{}); !errors.Is(err, uow.ErrForeignTx) {
+	registered, err := eventstore.NewEvent(user.TypeRegistered, user.Registered{UserID: uuid.New(), Email: "a@example.com"}, eventstore.Metadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := user.ViewsProjection{Views: views}.Apply
+	if err := apply(t.Context(), foreignTx{}, registered); !errors.Is(err, uow.ErrForeignTx) {
 		t.Errorf("UserViews.Apply with a foreign tx: %v, want ErrForeignTx", err)
 	}
 	if _, _, err := views.UserByEmail(t.Context(), foreignTx{}, "a@example.com"); !errors.Is(err, uow.ErrForeignTx) {

@@ -11,48 +11,20 @@ import (
 	"github.com/google/uuid"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
-// UserViews are the user domain's inline projections ([user.Views]) on
-// SQLite, in the tables and with the meaning of the PostgreSQL backend's.
-// The rows of expired codes and sessions stay until a sweep
-// ([UserViews.Sweep]) deletes them, so a rebuild from the events produces
-// exactly the same rows as the live views once both are swept as of the
-// same time. They work in the transaction of the unit of work they are
-// given.
-//
-// Keys opens the addresses of the events ([user.Address]). An event whose
-// address is erased adds no row: its account, or its address's links, are
-// gone.
-type UserViews struct {
-	user.ViewsProjection
-	Keys *keyring.Keyring
-}
+// UserViews are the tables of the user domain's inline read models on
+// SQLite ([user.Views]), with the meaning of the PostgreSQL backend's;
+// [user.ViewsProjection] decides what each event does to them. The rows of
+// expired codes and sessions stay until a sweep ([UserViews.Sweep]) deletes
+// them, so a rebuild from the events produces exactly the same rows as the
+// live views once both are swept as of the same time. They work in the
+// transaction of the unit of work they are given.
+type UserViews struct{}
 
 var _ user.Views = UserViews{}
-
-// Apply updates the projections with events appended in t. An event that
-// would give one address to two users is an error wrapping
-// [user.ErrEmailTaken], and changes nothing.
-func (v UserViews) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
-	st, err := asTx(t)
-	if err != nil {
-		return fmt.Errorf("user views: %w", err)
-	}
-	for _, e := range events {
-		if err := v.apply(ctx, st, e); err != nil {
-			if isEmailTaken(err) {
-				return fmt.Errorf("user views: apply %s: %w", e.Type, user.ErrEmailTaken)
-			}
-			return fmt.Errorf("user views: apply %s %s: %w", e.Type, e.ID, err)
-		}
-	}
-	return nil
-}
 
 // isEmailTaken reports whether err is a violation of the unique index
 // users_email_key. SQLite names the columns of a violated unique index,
@@ -62,100 +34,85 @@ func isEmailTaken(err error) bool {
 		strings.Contains(err.Error(), "UNIQUE constraint failed: users.email")
 }
 
-// statement is one SQL statement with its arguments.
-type statement struct {
-	sql  string
-	args []any
+// PutUser adds u, as [user.Views] describes.
+func (UserViews) PutUser(ctx context.Context, t uow.Tx, u user.User) error {
+	return writeViews(ctx, t, "put user", `INSERT INTO users (id, email, created_at) VALUES (?, ?, ?)`,
+		u.ID, u.Email, micros(u.CreatedAt))
 }
 
-func (v UserViews) apply(ctx context.Context, st *tx, e eventstore.Event) error {
-	stmts, err := v.statements(ctx, st, e)
-	if err != nil {
-		return err
-	}
-	// Where an event takes two statements, the one that can fail on the
-	// data (the unique address) comes first, so that a failure changes
-	// nothing.
-	for _, s := range stmts {
-		if _, err := st.ExecContext(ctx, s.sql, s.args...); err != nil {
+// SetEmail moves the user with id to email, as [user.Views] describes.
+func (UserViews) SetEmail(ctx context.Context, t uow.Tx, id uuid.UUID, email string) error {
+	return writeViews(ctx, t, "set email", `UPDATE users SET email = ? WHERE id = ?`, email, id)
+}
+
+// DeleteUser deletes the user with id and the rows that are theirs, as
+// [user.Views] describes: the sign-in codes of their address first, while
+// the user's row still says which address that is.
+func (UserViews) DeleteUser(ctx context.Context, t uow.Tx, id uuid.UUID) error {
+	s := id.String()
+	for _, q := range []string{
+		`DELETE FROM signin_codes WHERE email = (SELECT email FROM users WHERE id = ?)`,
+		`DELETE FROM sessions WHERE user_id = ?`,
+		`DELETE FROM email_change_codes WHERE user_id = ?`,
+		`DELETE FROM users WHERE id = ?`,
+	} {
+		if err := writeViews(ctx, t, "delete user", q, s); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// statements returns the statements that apply e to the views, or none
-// for an event the views do not follow or whose address is erased.
-func (v UserViews) statements(ctx context.Context, st *tx, e eventstore.Event) ([]statement, error) {
-	recorded := micros(e.RecordedAt)
-	switch e.Type {
-	case user.TypeSignInLinkRequested:
-		d, err := eventstore.Decode[user.SignInLinkRequested](e)
-		if err != nil {
-			return nil, err
-		}
-		email, ok, err := user.Address(ctx, st, v.Keys, e, d.Email)
-		if err != nil || !ok {
-			return nil, err
-		}
-		return []statement{
-			{`INSERT INTO signin_codes (code_hash, email, expires_at) VALUES (?, ?, ?)`,
-				[]any{d.CodeHash, email, micros(d.ExpiresAt)}},
-		}, nil
-	case user.TypeSignInLinkUsed:
-		d, err := eventstore.Decode[user.SignInLinkUsed](e)
-		return []statement{{`DELETE FROM signin_codes WHERE code_hash = ?`, []any{d.CodeHash}}}, err
-	case user.TypeRegistered:
-		d, err := eventstore.Decode[user.Registered](e)
-		if err != nil {
-			return nil, err
-		}
-		email, ok, err := user.Address(ctx, st, v.Keys, e, d.Email)
-		if err != nil || !ok {
-			return nil, err
-		}
-		return []statement{{`INSERT INTO users (id, email, created_at) VALUES (?, ?, ?)`,
-			[]any{d.UserID, email, recorded}}}, nil
-	case user.TypeSessionStarted:
-		d, err := eventstore.Decode[user.SessionStarted](e)
-		return []statement{
-			{`INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (?, ?, ?)`,
-				[]any{d.TokenHash, d.UserID, micros(d.ExpiresAt)}},
-		}, err
-	case user.TypeSessionEnded:
-		d, err := eventstore.Decode[user.SessionEnded](e)
-		return []statement{{`DELETE FROM sessions WHERE token_hash = ?`, []any{d.TokenHash}}}, err
-	case user.TypeEmailChangeRequested:
-		d, err := eventstore.Decode[user.EmailChangeRequested](e)
-		return []statement{
-			{`INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES (?, ?, ?)`,
-				[]any{d.CodeHash, d.UserID, micros(d.ExpiresAt)}},
-		}, err
-	case user.TypeEmailChanged:
-		d, err := eventstore.Decode[user.EmailChanged](e)
-		if err != nil {
-			return nil, err
-		}
-		used := statement{`DELETE FROM email_change_codes WHERE code_hash = ?`, []any{d.CodeHash}}
-		email, ok, err := user.Address(ctx, st, v.Keys, e, d.NewEmail)
-		if err != nil || !ok {
-			return []statement{used}, err
-		}
-		return []statement{{`UPDATE users SET email = ? WHERE id = ?`, []any{email, d.UserID}}, used}, nil
-	case user.TypeErased:
-		d, err := eventstore.Decode[user.Erased](e)
-		id := d.UserID.String()
-		return []statement{
-			{`DELETE FROM signin_codes WHERE email = (SELECT email FROM users WHERE id = ?)`, []any{id}},
-			{`DELETE FROM sessions WHERE user_id = ?`, []any{id}},
-			{`DELETE FROM email_change_codes WHERE user_id = ?`, []any{id}},
-			{`DELETE FROM users WHERE id = ?`, []any{id}},
-		}, err
-	}
-	return nil, nil
+// PutSession adds a session.
+func (UserViews) PutSession(ctx context.Context, t uow.Tx, s user.SessionRow) error {
+	return writeViews(ctx, t, "put session", `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (?, ?, ?)`,
+		s.TokenHash, s.UserID, micros(s.ExpiresAt))
 }
 
-// Reset empties the projections as part of t, for a rebuild. The unit of
+// DeleteSession deletes the session with the token hash.
+func (UserViews) DeleteSession(ctx context.Context, t uow.Tx, tokenHash string) error {
+	return writeViews(ctx, t, "delete session", `DELETE FROM sessions WHERE token_hash = ?`, tokenHash)
+}
+
+// PutSignInCode adds a sign-in code.
+func (UserViews) PutSignInCode(ctx context.Context, t uow.Tx, c user.SignInCodeRow) error {
+	return writeViews(ctx, t, "put sign-in code", `INSERT INTO signin_codes (code_hash, email, expires_at) VALUES (?, ?, ?)`,
+		c.CodeHash, c.Email, micros(c.ExpiresAt))
+}
+
+// DeleteSignInCode deletes the sign-in code with hash.
+func (UserViews) DeleteSignInCode(ctx context.Context, t uow.Tx, codeHash string) error {
+	return writeViews(ctx, t, "delete sign-in code", `DELETE FROM signin_codes WHERE code_hash = ?`, codeHash)
+}
+
+// PutChangeCode adds a confirmation code.
+func (UserViews) PutChangeCode(ctx context.Context, t uow.Tx, c user.ChangeCodeRow) error {
+	return writeViews(ctx, t, "put change code", `INSERT INTO email_change_codes (code_hash, user_id, expires_at) VALUES (?, ?, ?)`,
+		c.CodeHash, c.UserID, micros(c.ExpiresAt))
+}
+
+// DeleteChangeCode deletes the confirmation code with hash.
+func (UserViews) DeleteChangeCode(ctx context.Context, t uow.Tx, codeHash string) error {
+	return writeViews(ctx, t, "delete change code", `DELETE FROM email_change_codes WHERE code_hash = ?`, codeHash)
+}
+
+// writeViews runs a write of the views; an address given to two users is an
+// error wrapping [user.ErrEmailTaken].
+func writeViews(ctx context.Context, t uow.Tx, op, q string, args ...any) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("user views: %s: %w", op, err)
+	}
+	if _, err := st.ExecContext(ctx, q, args...); err != nil {
+		if isEmailTaken(err) {
+			return fmt.Errorf("user views: %s: %w", op, user.ErrEmailTaken)
+		}
+		return fmt.Errorf("user views: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Reset empties the views as part of t, for a rebuild. The unit of
 // work holds the database's write lock, so commands wait for the rebuild
 // instead of writing into half-built tables. The log's order is exact commit
 // order on SQLite, so the replay passes only through states the live

@@ -24,7 +24,7 @@ func TestUserViews(t *testing.T) {
 			Events: db.Events(),
 			Outbox: db.Outbox(),
 			Keys:   keys,
-			Views:  sqlite.UserViews{Keys: keys},
+			Views:  sqlite.UserViews{},
 			Tables: func(t *testing.T) map[string][]string { return snapshotUserViews(t, db) },
 		}
 	})

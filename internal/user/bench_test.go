@@ -35,11 +35,11 @@ func BenchmarkHistory(b *testing.B) {
 			case "PostgreSQL":
 				db := pgtest.New(b)
 				keys := keyringtest.New(b, postgres.DataKeys{})
-				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{Keys: keys}, Keys: keys}
+				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{}, Keys: keys}
 			default:
 				db := sqlitetest.New(b)
 				keys := keyringtest.New(b, sqlite.DataKeys{})
-				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{Keys: keys}, Keys: keys}
+				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{}, Keys: keys}
 			}
 			svc, err := user.NewService(d, user.Policy{}, baseURL)
 			if err != nil {

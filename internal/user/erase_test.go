@@ -223,7 +223,7 @@ func TestAnErasureWinsOverACommandUnderWay(t *testing.T) {
 		}
 		svc, err := user.NewService(user.Deps{
 			Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: b.keys,
-			Views: &erasingViews{UserViews: postgres.UserViews{Keys: b.keys}, interrupt: func() {
+			Views: &erasingViews{UserViews: postgres.UserViews{}, interrupt: func() {
 				if err := b.svc.DeleteAccount(ctx, second.Token); err != nil {
 					t.Errorf("the interrupting erasure: %v", err)
 				}
@@ -272,7 +272,7 @@ func TestALinkAskedForDuringAnErasureGoesWithIt(t *testing.T) {
 	ada := b.signIn(t, "ada@example.com")
 	var code string
 	svc, err := user.NewService(user.Deps{
-		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Views: postgres.UserViews{Keys: b.keys}, Keys: b.keys,
+		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Views: postgres.UserViews{}, Keys: b.keys,
 		Outbox: &pausingOutbox{Outbox: b.db.Outbox(), interrupt: func() {
 			if err := b.svc.RequestSignInLink(ctx, "ada@example.com"); err != nil {
 				t.Errorf("the interrupting request: %v", err)
@@ -290,7 +290,7 @@ func TestALinkAskedForDuringAnErasureGoesWithIt(t *testing.T) {
 		if _, err := b.svc.SignInAddress(ctx, code); !errors.Is(err, user.ErrInvalidCode) {
 			t.Errorf("the link asked for during the erasure, %s: %v, want ErrInvalidCode", when, err)
 		}
-		if _, err := projections.Rebuild(ctx, b.db.Runner(b.clock.Now), b.db.Events(), postgres.UserViews{Keys: b.keys}); err != nil {
+		if _, err := projections.Rebuild(ctx, b.db.Runner(b.clock.Now), b.db.Events(), user.ViewsProjection{Views: postgres.UserViews{}, Keys: b.keys}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,23 +24,6 @@ const (
 	TypeEmailChanged         = "user.email_changed"
 )
 
-// ViewsProjection describes the inline views of this domain (users,
-// sessions and unused codes) as a projection: its name, version and the
-// event types it applies. Each backend's views embed it.
-type ViewsProjection struct{}
-
-// Name names the views.
-func (ViewsProjection) Name() string { return "users" }
-
-// Version numbers the views' shape.
-func (ViewsProjection) Version() int { return 1 }
-
-// Types returns every event type of this domain: the views follow all.
-func (ViewsProjection) Types() []string {
-	return []string{TypeSignInLinkRequested, TypeSignInLinkUsed, TypeRegistered,
-		TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged, TypeErased}
-}
-
 // SignInLinkRequested records a sign-in link sent to an address.
 type SignInLinkRequested struct {
 	Email     string    `json:"email"`

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -75,18 +74,16 @@ func TestTheSweepForgetsAnAddressThatSignedInLate(t *testing.T) {
 }
 
 // usedInterruptingViews let interrupt run once SignIn has appended its
-// SignInLinkUsed (uncommitted).
+// SignInLinkUsed (uncommitted), which deletes the code from the views.
 type usedInterruptingViews struct {
 	postgres.UserViews
 	once      sync.Once
 	interrupt func()
 }
 
-func (v *usedInterruptingViews) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
-	err := v.UserViews.Apply(ctx, tx, events...)
-	if len(events) == 1 && events[0].Type == user.TypeSignInLinkUsed {
-		v.once.Do(v.interrupt)
-	}
+func (v *usedInterruptingViews) DeleteSignInCode(ctx context.Context, tx uow.Tx, codeHash string) error {
+	err := v.UserViews.DeleteSignInCode(ctx, tx, codeHash)
+	v.once.Do(v.interrupt)
 	return err
 }
 
@@ -104,7 +101,7 @@ func TestASignInAndAnErasureOfItsAccountTakeTurns(t *testing.T) {
 	done := make(chan struct{})
 	svc, err := user.NewService(user.Deps{
 		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: b.keys,
-		Views: &usedInterruptingViews{UserViews: postgres.UserViews{Keys: b.keys}, interrupt: func() {
+		Views: &usedInterruptingViews{UserViews: postgres.UserViews{}, interrupt: func() {
 			go func() { defer close(done); delErr = b.svc.DeleteAccount(ctx, ada.Token) }()
 			waitForLockWait(t, b)
 		}},
@@ -156,7 +153,7 @@ func TestTheSweepAndAnErasureTakeTurns(t *testing.T) {
 	keys := keyringtest.New(t, store)
 	sweeper, err := user.NewService(user.Deps{
 		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: keys,
-		Views: postgres.UserViews{Keys: keys},
+		Views: postgres.UserViews{},
 	}, user.Policy{}, baseURL)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +196,7 @@ func TestAnEmailTakenMailRacingAnErasureGoesWithIt(t *testing.T) {
 	done := make(chan struct{})
 	svc, err := user.NewService(user.Deps{
 		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: b.keys,
-		Views: &takenInterruptingViews{UserViews: postgres.UserViews{Keys: b.keys}, interrupt: func() {
+		Views: &takenInterruptingViews{UserViews: postgres.UserViews{}, interrupt: func() {
 			go func() {
 				defer close(done)
 				if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
@@ -230,7 +227,7 @@ func TestTheSweepForgetsAnAddressWhenTheWindowGrew(t *testing.T) {
 	b.link(t, "link.only@example.com", "link.only@example.com")
 	wide, err := user.NewService(user.Deps{
 		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(), Keys: b.keys,
-		Views: postgres.UserViews{Keys: b.keys},
+		Views: postgres.UserViews{},
 	}, user.Policy{LinkWindow: time.Hour}, baseURL)
 	if err != nil {
 		t.Fatal(err)

@@ -78,7 +78,7 @@ func spied(t *testing.T, b *bundle) (*user.Service, *tailSpy) {
 	t.Helper()
 	spy := &tailSpy{EventStore: b.db.Events()}
 	svc, err := user.NewService(user.Deps{
-		Runner: b.db.Runner(b.clock.Now), Events: spy, Outbox: b.db.Outbox(), Views: postgres.UserViews{Keys: b.keys}, Keys: b.keys,
+		Runner: b.db.Runner(b.clock.Now), Events: spy, Outbox: b.db.Outbox(), Views: postgres.UserViews{}, Keys: b.keys,
 	}, user.Policy{}, baseURL)
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func interrupted(t *testing.T, b *bundle, interrupt func()) *user.Service {
 	t.Helper()
 	svc, err := user.NewService(user.Deps{
 		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Outbox: b.db.Outbox(),
-		Views: &interruptingViews{UserViews: postgres.UserViews{Keys: b.keys}, interrupt: interrupt}, Keys: b.keys,
+		Views: &interruptingViews{UserViews: postgres.UserViews{}, interrupt: interrupt}, Keys: b.keys,
 	}, user.Policy{}, baseURL)
 	if err != nil {
 		t.Fatal(err)

@@ -114,35 +114,6 @@ type Session struct {
 	User      User
 }
 
-// Views are the inline projections of the domain, written in the same
-// transaction as the events they follow, and the queries the commands make
-// of them. Each backend implements them; they can be rebuilt from the events
-// alone.
-type Views interface {
-	// Apply updates the projections with events appended in tx. It returns
-	// an error wrapping [ErrEmailTaken] when an event would give one address
-	// to two users.
-	Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error
-	// UserByEmail returns the user who holds email.
-	UserByEmail(ctx context.Context, tx uow.Tx, email string) (User, bool, error)
-	// User returns the user with id.
-	User(ctx context.Context, tx uow.Tx, id uuid.UUID) (User, bool, error)
-	// SignInCode returns the address the sign-in code with hash was sent to.
-	SignInCode(ctx context.Context, tx uow.Tx, hash string) (string, bool, error)
-	// EmailChangeCode returns the user who was sent the confirmation code
-	// with hash.
-	EmailChangeCode(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, bool, error)
-	// Session returns the user of the session with the token hash, and when
-	// the session expires.
-	Session(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, time.Time, bool, error)
-	// Sweep deletes up to limit rows of each of sign-in codes,
-	// confirmation codes and sessions that expired at or before now, and
-	// returns how many. The service refuses expired codes and sessions
-	// whether their rows are there or not, so a sweep changes none of its
-	// answers; it keeps the tables as small as what is live.
-	Sweep(ctx context.Context, tx uow.Tx, now time.Time, limit int) (int64, error)
-}
-
 // Deps are what a [Service] works with.
 type Deps struct {
 	Runner uow.Runner
@@ -164,6 +135,8 @@ type Service struct {
 	baseURL     string
 	integration integration.Events
 	names       signInNames
+	// views applies what the commands append to Views.
+	views ViewsProjection
 }
 
 // NewService returns a service whose links point at baseURL, such as
@@ -173,7 +146,7 @@ func NewService(d Deps, p Policy, baseURL string, opts ...Option) (*Service, err
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{Deps: d, policy: p, baseURL: baseURL}
+	s := &Service{Deps: d, policy: p, baseURL: baseURL, views: ViewsProjection{Views: d.Views, Keys: d.Keys}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -229,7 +202,7 @@ func (s *Service) appendAndApply(ctx context.Context, tx uow.Tx, stream string, 
 	if err != nil {
 		return nil, err
 	}
-	return appended, s.Views.Apply(ctx, tx, appended...)
+	return appended, s.views.Apply(ctx, tx, appended...)
 }
 
 // addMail adds the outbox message that mails link to an address.

@@ -58,7 +58,7 @@ func setupPolicy(t *testing.T, p user.Policy, opts ...user.Option) *bundle {
 		Runner: runner,
 		Events: b.db.Events(),
 		Outbox: b.db.Outbox(),
-		Views:  postgres.UserViews{Keys: b.keys},
+		Views:  postgres.UserViews{},
 		Keys:   b.keys,
 	}, p, baseURL, opts...)
 	if err != nil {

@@ -44,11 +44,13 @@ type suite struct {
 	clock  *testclock.Clock
 	runner uow.Runner
 	svc    *user.Service
+	// projection applies events to the views under test.
+	projection user.ViewsProjection
 }
 
 func newSuite(t *testing.T, h Harness) *suite {
 	t.Helper()
-	s := &suite{Harness: h, clock: testclock.New(start)}
+	s := &suite{Harness: h, clock: testclock.New(start), projection: user.ViewsProjection{Views: h.Views, Keys: h.Keys}}
 	s.runner = h.Runner(s.clock.Now)
 	svc, err := user.NewService(user.Deps{
 		Runner: s.runner, Events: h.Events, Outbox: h.Outbox, Views: h.Views, Keys: h.Keys,
@@ -74,7 +76,7 @@ func (s *suite) do(t *testing.T, fn func(ctx context.Context, tx uow.Tx) error) 
 func (s *suite) apply(t *testing.T, events ...eventstore.Event) {
 	t.Helper()
 	err := s.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		return s.Views.Apply(ctx, tx, events...)
+		return s.projection.Apply(ctx, tx, events...)
 	})
 	if err != nil {
 		t.Fatalf("Apply of %s: %v", types(events), err)

@@ -1,7 +1,9 @@
-// Package viewstest is the conformance suite of [user.Views], the inline
-// projections of the user domain, together with the [projections.Projection]
-// that rebuilds them. Every backend runs it unchanged from a test of its
-// own, as it runs the suites of the event store and the outbox:
+// Package viewstest is the conformance suite of [user.Views], the tables of
+// the user domain's inline read models, driven through
+// [user.ViewsProjection], the domain's decision of what each event does to
+// them, and through [projections.Rebuild]. Every backend runs it unchanged
+// from a test of its own, as it runs the suites of the event store and the
+// outbox:
 //
 //	func TestUserViews(t *testing.T) {
 //		t.Parallel()
@@ -11,6 +13,7 @@
 //				Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
 //				Events: db.Events(),
 //				Outbox: db.Outbox(),
+//				Keys:   keyringtest.New(t, postgres.DataKeys{}),
 //				Views:  postgres.UserViews{},
 //			}
 //		})
@@ -18,30 +21,25 @@
 //
 // The suite drives the views in two ways: through [user.NewService] over the
 // harness, so that the events are the domain's own, and by applying events
-// it makes itself with [user.Views.Apply], to choose their hashes and times.
-// It sees the views only through their queries, never their tables, so it
-// knows no SQL dialect; the hashes of the codes and tokens the service
-// makes it reads from the log.
+// it makes itself with [user.ViewsProjection.Apply], to choose their hashes
+// and times. It sees the views only through their queries, never their
+// tables, so it knows no SQL dialect; the hashes of the codes and tokens the
+// service makes it reads from the log.
 //
 // Besides what [user.Views] documents, it holds every backend to what they
 // all do, on which both the service and the rebuild rely:
 //
-//   - A query answers a row until an event removes it, whether or not it has
-//     expired: the caller judges expiry, which is why Session returns it.
+//   - A query answers a row until an operation removes it, whether or not
+//     it has expired: the caller judges expiry, which is why Session
+//     returns it. Expired rows go only with a sweep.
 //   - Registered holds its address for its user, created at the event's
 //     RecordedAt; EmailChanged moves the user to the new address, freeing
 //     the old one, and keeps created_at.
 //   - SignInLinkUsed removes its code, SessionEnded its session, and
 //     EmailChanged the confirmation code it used, and only that one: the
 //     user's other confirmation codes stay.
-//   - Stale rows are dropped by the next event of the same kind for the same
-//     key, and only by it: SignInLinkRequested drops the sign-in codes of its
-//     address, SessionStarted the sessions of its user, EmailChangeRequested
-//     the confirmation codes of its user, each that expired at or before the
-//     event's RecordedAt (not the time of the unit of work that applies it,
-//     so that a rebuild, which runs later, drops exactly what the live views
-//     dropped). Rows of other addresses and users, and rows that expire
-//     later, stay.
+//   - Erased removes the user, their sessions and confirmation codes, and
+//     the sign-in codes of their address.
 //   - Events of other types are ignored, whatever their data.
 //   - A rebuild from the log answers every query as the live views did.
 package viewstest
@@ -80,11 +78,9 @@ type Harness struct {
 	// Keys is the keyring that the service seals addresses with and Views
 	// open them with.
 	Keys *keyring.Keyring
-	// Views are the views under test.
-	Views interface {
-		user.Views
-		projections.Projection
-	}
+	// Views are the views under test, which the suite drives through
+	// [user.ViewsProjection] with Keys.
+	Views user.Views
 	// Tables, when set, returns every row of every projection table, as
 	// text, by table. Rebuild/EqualsLive then also requires the rebuilt
 	// tables to equal the live ones row for row, which proves more than the
@@ -336,10 +332,10 @@ func (s *suite) applyConflict(t *testing.T, before []eventstore.Event, conflict 
 	t.Helper()
 	var beforeErr, conflictErr error
 	err := s.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		if beforeErr = s.Views.Apply(ctx, tx, before...); beforeErr != nil {
+		if beforeErr = s.projection.Apply(ctx, tx, before...); beforeErr != nil {
 			return beforeErr
 		}
-		conflictErr = s.Views.Apply(ctx, tx, conflict...)
+		conflictErr = s.projection.Apply(ctx, tx, conflict...)
 		return conflictErr
 	})
 	if beforeErr != nil {
@@ -463,17 +459,17 @@ func testApplyIgnoresOtherTypes(t *testing.T, s *suite) {
 	}
 	keptEvent := registered(t, kept, "kept@example.com", now)
 	s.do(t, func(ctx context.Context, tx uow.Tx) error {
-		if err := s.Views.Apply(ctx, tx, ignored...); err != nil {
+		if err := s.projection.Apply(ctx, tx, ignored...); err != nil {
 			return fmt.Errorf("Apply of events of other types in one call: %w", err)
 		}
 		for _, e := range ignored {
-			if err := s.Views.Apply(ctx, tx, e); err != nil {
+			if err := s.projection.Apply(ctx, tx, e); err != nil {
 				return fmt.Errorf("Apply of a %s event: %w", e.Type, err)
 			}
 		}
 		// Followed events still apply in the same unit of work, mixed with
 		// ignored ones.
-		return s.Views.Apply(ctx, tx, ignored[0], keptEvent, ignored[len(ignored)-1])
+		return s.projection.Apply(ctx, tx, ignored[0], keptEvent, ignored[len(ignored)-1])
 	})
 	s.wantNoUser(t, ghost)
 	s.wantNoUserByEmail(t, "ghost@example.com")
@@ -494,9 +490,9 @@ func testReadOnlyRefusesWrites(t *testing.T, s *suite) {
 		write func(ctx context.Context, tx uow.Tx) error
 	}{
 		{"Apply", func(ctx context.Context, tx uow.Tx) error {
-			return s.Views.Apply(ctx, tx, registered(t, refused, "refused@example.com", start))
+			return s.projection.Apply(ctx, tx, registered(t, refused, "refused@example.com", start))
 		}},
-		{"Reset", s.Views.Reset},
+		{"Reset", s.projection.Reset},
 	} {
 		var writeErr error
 		err := s.runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
@@ -520,7 +516,7 @@ func testReadOnlyRefusesWrites(t *testing.T, s *suite) {
 func (s *suite) rebuild(t *testing.T) int {
 	t.Helper()
 	want := len(s.log(t))
-	n, err := projections.Rebuild(t.Context(), s.runner, s.Events, s.Views)
+	n, err := projections.Rebuild(t.Context(), s.runner, s.Events, s.projection)
 	if err != nil {
 		t.Fatalf("Rebuild: %v", err)
 	}

@@ -1,0 +1,213 @@
+package user
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// Views are the tables of the domain's inline read models (users,
+// sessions, unused sign-in codes and unused confirmation codes), written in
+// the same transaction as the events they follow, and the queries the
+// commands make of them. Each backend implements them; what an event does
+// to them is decided by [ViewsProjection], so a backend only runs the
+// operations it is given. Rows stay until an operation or a sweep removes
+// them, expired or not: the service judges expiry.
+//
+// Every method works in the unit of work it is given, and returns an
+// error wrapping [uow.ErrForeignTx] for one of another backend's.
+type Views interface {
+	// PutUser adds u. It returns an error wrapping [ErrEmailTaken] when
+	// another user holds u.Email.
+	PutUser(ctx context.Context, tx uow.Tx, u User) error
+	// SetEmail moves the user with id to email. It returns an error
+	// wrapping [ErrEmailTaken] when another user holds email.
+	SetEmail(ctx context.Context, tx uow.Tx, id uuid.UUID, email string) error
+	// DeleteUser deletes the user with id and every row that belongs to
+	// them: their sessions, their confirmation codes and the sign-in codes
+	// sent to their address.
+	DeleteUser(ctx context.Context, tx uow.Tx, id uuid.UUID) error
+	// PutSession adds a session.
+	PutSession(ctx context.Context, tx uow.Tx, s SessionRow) error
+	// DeleteSession deletes the session with the token hash, if any.
+	DeleteSession(ctx context.Context, tx uow.Tx, tokenHash string) error
+	// PutSignInCode adds a sign-in code.
+	PutSignInCode(ctx context.Context, tx uow.Tx, c SignInCodeRow) error
+	// DeleteSignInCode deletes the sign-in code with hash, if any.
+	DeleteSignInCode(ctx context.Context, tx uow.Tx, codeHash string) error
+	// PutChangeCode adds a confirmation code of a change of address.
+	PutChangeCode(ctx context.Context, tx uow.Tx, c ChangeCodeRow) error
+	// DeleteChangeCode deletes the confirmation code with hash, if any.
+	DeleteChangeCode(ctx context.Context, tx uow.Tx, codeHash string) error
+	// Reset empties every table as part of tx, for a rebuild from the
+	// events. Commands wait for the rebuild instead of writing into
+	// half-built tables, and the rebuilt state need hold one address for
+	// one user only at tx's commit.
+	Reset(ctx context.Context, tx uow.Tx) error
+	// Sweep deletes up to limit rows of each of sign-in codes,
+	// confirmation codes and sessions that expired at or before now, and
+	// returns how many. The service refuses expired codes and sessions
+	// whether their rows are there or not, so a sweep changes none of its
+	// answers; it keeps the tables as small as what is live.
+	Sweep(ctx context.Context, tx uow.Tx, now time.Time, limit int) (int64, error)
+
+	// UserByEmail returns the user who holds email.
+	UserByEmail(ctx context.Context, tx uow.Tx, email string) (User, bool, error)
+	// User returns the user with id.
+	User(ctx context.Context, tx uow.Tx, id uuid.UUID) (User, bool, error)
+	// SignInCode returns the address the sign-in code with hash was sent to.
+	SignInCode(ctx context.Context, tx uow.Tx, hash string) (string, bool, error)
+	// EmailChangeCode returns the user who was sent the confirmation code
+	// with hash.
+	EmailChangeCode(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, bool, error)
+	// Session returns the user of the session with the token hash, and when
+	// the session expires.
+	Session(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, time.Time, bool, error)
+}
+
+// SessionRow is a row of the sessions table.
+type SessionRow struct {
+	TokenHash string
+	UserID    uuid.UUID
+	ExpiresAt time.Time
+}
+
+// SignInCodeRow is a row of the unused sign-in codes.
+type SignInCodeRow struct {
+	CodeHash  string
+	Email     string
+	ExpiresAt time.Time
+}
+
+// ChangeCodeRow is a row of the unused confirmation codes.
+type ChangeCodeRow struct {
+	CodeHash  string
+	UserID    uuid.UUID
+	ExpiresAt time.Time
+}
+
+// ViewsProjection is the domain's inline projection: it decides what each
+// event does to the [Views] and runs it there, in the transaction that
+// appended the event. The service applies it to what each command appends,
+// and a rebuild ([projections.Rebuild]) to the whole log.
+//
+// Keys opens the addresses of the events ([Address]). An event whose
+// address is erased adds no row: its account, or its address's links, are
+// gone.
+type ViewsProjection struct {
+	Views Views
+	Keys  *keyring.Keyring
+}
+
+// Name names the views.
+func (ViewsProjection) Name() string { return "users" }
+
+// Version numbers the views' shape.
+func (ViewsProjection) Version() int { return 1 }
+
+// Types returns every event type of this domain: the views follow all.
+func (ViewsProjection) Types() []string {
+	return []string{TypeSignInLinkRequested, TypeSignInLinkUsed, TypeRegistered,
+		TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged, TypeErased}
+}
+
+// Reset empties the views as part of tx ([Views.Reset]).
+func (p ViewsProjection) Reset(ctx context.Context, tx uow.Tx) error {
+	if err := p.Views.Reset(ctx, tx); err != nil {
+		return fmt.Errorf("user: views: %w", err)
+	}
+	return nil
+}
+
+// Apply updates the views with events appended in tx; events of other
+// types are ignored. It returns an error wrapping [ErrEmailTaken] when an
+// event would give one address to two users.
+func (p ViewsProjection) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
+	for _, e := range events {
+		if err := p.apply(ctx, tx, e); err != nil {
+			return fmt.Errorf("user: views: apply %s %s: %w", e.Type, e.ID, err)
+		}
+	}
+	return nil
+}
+
+// apply runs on the views what e does to them.
+func (p ViewsProjection) apply(ctx context.Context, tx uow.Tx, e eventstore.Event) error {
+	v := p.Views
+	switch e.Type {
+	case TypeSignInLinkRequested:
+		d, err := eventstore.Decode[SignInLinkRequested](e)
+		if err != nil {
+			return err
+		}
+		email, ok, err := Address(ctx, tx, p.Keys, e, d.Email)
+		if err != nil || !ok {
+			return err
+		}
+		return v.PutSignInCode(ctx, tx, SignInCodeRow{CodeHash: d.CodeHash, Email: email, ExpiresAt: d.ExpiresAt})
+	case TypeSignInLinkUsed:
+		d, err := eventstore.Decode[SignInLinkUsed](e)
+		if err != nil {
+			return err
+		}
+		return v.DeleteSignInCode(ctx, tx, d.CodeHash)
+	case TypeRegistered:
+		d, err := eventstore.Decode[Registered](e)
+		if err != nil {
+			return err
+		}
+		email, ok, err := Address(ctx, tx, p.Keys, e, d.Email)
+		if err != nil || !ok {
+			return err
+		}
+		return v.PutUser(ctx, tx, User{ID: d.UserID, Email: email, CreatedAt: e.RecordedAt})
+	case TypeSessionStarted:
+		d, err := eventstore.Decode[SessionStarted](e)
+		if err != nil {
+			return err
+		}
+		return v.PutSession(ctx, tx, SessionRow{TokenHash: d.TokenHash, UserID: d.UserID, ExpiresAt: d.ExpiresAt})
+	case TypeSessionEnded:
+		d, err := eventstore.Decode[SessionEnded](e)
+		if err != nil {
+			return err
+		}
+		return v.DeleteSession(ctx, tx, d.TokenHash)
+	case TypeEmailChangeRequested:
+		d, err := eventstore.Decode[EmailChangeRequested](e)
+		if err != nil {
+			return err
+		}
+		return v.PutChangeCode(ctx, tx, ChangeCodeRow{CodeHash: d.CodeHash, UserID: d.UserID, ExpiresAt: d.ExpiresAt})
+	case TypeEmailChanged:
+		d, err := eventstore.Decode[EmailChanged](e)
+		if err != nil {
+			return err
+		}
+		// The move first: it is what can fail on the data (the address
+		// held by another user), and then nothing else has run.
+		email, ok, err := Address(ctx, tx, p.Keys, e, d.NewEmail)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := v.SetEmail(ctx, tx, d.UserID, email); err != nil {
+				return err
+			}
+		}
+		return v.DeleteChangeCode(ctx, tx, d.CodeHash)
+	case TypeErased:
+		d, err := eventstore.Decode[Erased](e)
+		if err != nil {
+			return err
+		}
+		return v.DeleteUser(ctx, tx, d.UserID)
+	}
+	return nil
+}
