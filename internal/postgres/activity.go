@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,40 +11,34 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
-	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
-// Activity is the asynchronous projection "activity" of this backend, and
-// the reads of it: what happened to each account, newest first. Version v
-// keeps its rows in the table activity_vv; reads query the view activity,
-// of the version that serves ([projections.Rebuildable]). Its writes run
-// in the transactions of an [EventLog] subscriber ([SQLTx]).
-type Activity struct {
-	user.ActivityProjection
+// ActivityStore is the activity read model on PostgreSQL
+// ([user.ActivityStore]): what happened to each account, newest first.
+// Version v keeps its rows in the table activity_vv; reads query the view
+// activity, of the version that serves. Its writes run in the transactions
+// of an [EventLog] subscriber ([SQLTx]).
+type ActivityStore struct {
 	pool Querier
-	log  *EventLog
-	keys *keyring.Keyring
 }
 
-var _ projections.Rebuildable = Activity{}
+var _ user.ActivityStore = ActivityStore{}
 
 // Activity returns the activity projection over db, at its first version,
 // which opens the addresses of events with keys.
-func (db *DB) Activity(keys *keyring.Keyring) Activity {
-	return Activity{keys: keys, pool: db.main(), log: db.Log(LogConfig{})}
+func (db *DB) Activity(keys *keyring.Keyring) user.ActivityProjection {
+	return user.ActivityProjection{Store: ActivityStore{pool: db.main()}, Log: db.Log(LogConfig{}), Keys: keys}
 }
 
-// At returns the projection writing version v.
-func (a Activity) At(v int) projections.Rebuildable {
-	a.ActivityProjection = a.ActivityProjection.AtVersion(v)
-	return a
-}
+// activityTable names the table of version v: activity_v1 for version 1,
+// which migration 00005 makes.
+func activityTable(v int) string { return "activity_v" + strconv.Itoa(v) }
 
 // Create makes the version's table, as migration 00005 made version 1's.
-func (a Activity) Create(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "create", `CREATE TABLE IF NOT EXISTS `+a.Table()+` (
+func (ActivityStore) Create(ctx context.Context, t uow.Tx, v int) error {
+	return activityExec(ctx, t, v, "create", `CREATE TABLE IF NOT EXISTS `+activityTable(v)+` (
 	user_id         uuid        NOT NULL,
 	position_commit bigint      NOT NULL,
 	position_seq    bigint      NOT NULL,
@@ -57,71 +52,49 @@ func (a Activity) Create(ctx context.Context, t uow.Tx) error {
 // Serve points the view activity at the version's table. Replacing the
 // view waits for the reads of it in flight; reads that come meanwhile
 // wait for the commit and then read the new version.
-func (a Activity) Serve(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "serve", `CREATE OR REPLACE VIEW activity AS SELECT * FROM `+a.Table())
+func (ActivityStore) Serve(ctx context.Context, t uow.Tx, v int) error {
+	return activityExec(ctx, t, v, "serve", `CREATE OR REPLACE VIEW activity AS SELECT * FROM `+activityTable(v))
 }
 
 // Drop removes the version's table.
-func (a Activity) Drop(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "drop", `DROP TABLE IF EXISTS `+a.Table())
+func (ActivityStore) Drop(ctx context.Context, t uow.Tx, v int) error {
+	return activityExec(ctx, t, v, "drop", `DROP TABLE IF EXISTS `+activityTable(v))
 }
 
 // Reset empties the version's table in t.
-func (a Activity) Reset(ctx context.Context, t uow.Tx) error {
-	return a.exec(ctx, t, "reset", `DELETE FROM `+a.Table())
+func (ActivityStore) Reset(ctx context.Context, t uow.Tx, v int) error {
+	return activityExec(ctx, t, v, "reset", `DELETE FROM `+activityTable(v))
 }
 
-func (a Activity) exec(ctx context.Context, t uow.Tx, op, q string) error {
+// DeleteUser deletes the account's rows from the version's table.
+func (ActivityStore) DeleteUser(ctx context.Context, t uow.Tx, v int, id uuid.UUID) error {
+	return activityExec(ctx, t, v, "delete user", `DELETE FROM `+activityTable(v)+` WHERE user_id = $1`, id)
+}
+
+// Append adds rows to the version's table in one statement; a row recorded
+// already is left as it is.
+func (ActivityStore) Append(ctx context.Context, t uow.Tx, v int, rows ...user.ActivityRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	ids, types, details := make([]string, len(rows)), make([]string, len(rows)), make([]string, len(rows))
+	commits, seqs, ats := make([]int64, len(rows)), make([]int64, len(rows)), make([]time.Time, len(rows))
+	for i, r := range rows {
+		ids[i], types[i], details[i] = r.UserID.String(), r.Type, r.Detail
+		commits[i], seqs[i], ats[i] = int64(r.Position.Commit), r.Position.Seq, r.At
+	}
+	return activityExec(ctx, t, v, "append", `INSERT INTO `+activityTable(v)+` (user_id, position_commit, position_seq, type, at, detail)
+SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
+ON CONFLICT DO NOTHING`, ids, commits, seqs, types, ats, details)
+}
+
+func activityExec(ctx context.Context, t uow.Tx, v int, op, q string, args ...any) error {
 	stx, err := SQLTx(t)
 	if err != nil {
 		return fmt.Errorf("activity: %s: %w", op, err)
 	}
-	if _, err := stx.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("activity: %s %s: %w", op, a.Table(), unavailable(ctx, err))
-	}
-	return nil
-}
-
-// Apply records the activity of events in t, a subscriber's transaction.
-// An event recorded already is left as it is ([projections.Projection]).
-func (a Activity) Apply(ctx context.Context, t uow.Tx, events ...eventstore.Event) error {
-	stx, err := SQLTx(t)
-	if err != nil {
-		return fmt.Errorf("activity: apply: %w", err)
-	}
-	// One statement for all of them, an asynchronous projection being
-	// handed a batch at a time, or for those before an erasure, which
-	// deletes the account's rows after them.
-	var ids, types, details []string
-	var commits, seqs []int64
-	var ats []time.Time
-	flush := func() error {
-		if len(ids) == 0 {
-			return nil
-		}
-		_, err := stx.ExecContext(ctx, `INSERT INTO `+a.Table()+` (user_id, position_commit, position_seq, type, at, detail)
-SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[])
-ON CONFLICT DO NOTHING`,
-			ids, commits, seqs, types, ats, details)
-		ids, types, details, commits, seqs, ats = nil, nil, nil, nil, nil, nil
-		return err
-	}
-	err = user.EachActivity(ctx, t, a.keys, events, func(id uuid.UUID, a user.Activity) error {
-		ids, types, details = append(ids, id.String()), append(types, a.Type), append(details, a.Detail)
-		commits, seqs, ats = append(commits, int64(a.Position.Commit)), append(seqs, a.Position.Seq), append(ats, a.At)
-		return nil
-	}, func(id uuid.UUID) error {
-		if err := flush(); err != nil {
-			return err
-		}
-		_, err := stx.ExecContext(ctx, `DELETE FROM `+a.Table()+` WHERE user_id = $1`, id)
-		return err
-	})
-	if err == nil {
-		err = flush()
-	}
-	if err != nil {
-		return fmt.Errorf("activity: apply: %w", unavailable(ctx, err))
+	if _, err := stx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("activity: %s %s: %w", op, activityTable(v), unavailable(ctx, err))
 	}
 	return nil
 }
@@ -129,7 +102,7 @@ ON CONFLICT DO NOTHING`,
 // Page returns up to limit items of the account's activity older than
 // before (the newest when before is nil), newest first, and whether more
 // are older still.
-func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]user.Activity, bool, error) {
+func (a ActivityStore) Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]user.Activity, bool, error) {
 	q, args := `SELECT type, at, detail, position_commit, position_seq FROM activity WHERE user_id = $1`, []any{id}
 	if before != nil {
 		q += ` AND (position_commit, position_seq) < ($3, $4)`
@@ -157,10 +130,4 @@ func (a Activity) Page(ctx context.Context, id uuid.UUID, before *eventstore.Pos
 		items = items[:limit]
 	}
 	return items, more, nil
-}
-
-// Behind counts the events of the projection's types in the log that the
-// version serving reads has not applied yet.
-func (a Activity) Behind(ctx context.Context) (int64, error) {
-	return projections.ServingBehind(ctx, a.log, a)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -39,33 +40,154 @@ type Activity struct {
 	Position eventstore.Position
 }
 
-// ActivityProjection describes the asynchronous projection of accounts'
-// activity: its name, version and the event types it applies. Each
-// backend's activity embeds it. Its zero value is version 1; a rebuild
-// builds the next version beside it ([ActivityProjection.AtVersion]).
+// ActivityRow is one row of the activity: an account and one thing that
+// happened to it.
+type ActivityRow struct {
+	UserID uuid.UUID
+	Activity
+}
+
+// ActivityStore is the tables of the activity read model, one per version,
+// and the reads of the version that serves. Each backend implements it;
+// what an event adds to it is decided by [ActivityProjection]. Writes work
+// in the transaction of a subscriber of the backend's log.
+type ActivityStore interface {
+	// Create makes version's table, unless it exists.
+	Create(ctx context.Context, tx uow.Tx, version int) error
+	// Serve points the reads at version's table from tx's commit on; a read
+	// in flight finishes on the table it began on.
+	Serve(ctx context.Context, tx uow.Tx, version int) error
+	// Drop removes version's table, waiting for reads of it in flight.
+	Drop(ctx context.Context, tx uow.Tx, version int) error
+	// Reset empties version's table.
+	Reset(ctx context.Context, tx uow.Tx, version int) error
+	// Append adds rows to version's table; a row whose account and position
+	// it holds already is left as it is.
+	Append(ctx context.Context, tx uow.Tx, version int, rows ...ActivityRow) error
+	// DeleteUser deletes every row of the account id from version's table.
+	DeleteUser(ctx context.Context, tx uow.Tx, version int, id uuid.UUID) error
+	// Page returns up to limit items of the account's activity older than
+	// before (the newest when before is nil), newest first, from the
+	// version that serves, and whether more are older still.
+	Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]Activity, bool, error)
+}
+
+// ActivityProjection is the asynchronous projection of accounts' activity
+// ([projections.Rebuildable]): it decides which events become which rows
+// of the [ActivityStore] ([ActivityOf]) and which erase an account's rows,
+// and writes them there. Keys opens the addresses a row shows; Log is the
+// event log the projection follows, which says how far behind it is. Its
+// zero version is version 1; a rebuild builds the next version beside it
+// ([ActivityProjection.At]).
 type ActivityProjection struct {
+	Store   ActivityStore
+	Log     projections.Log
+	Keys    *keyring.Keyring
 	version int
 }
+
+var _ projections.Rebuildable = ActivityProjection{}
 
 // Name names the projection.
 func (ActivityProjection) Name() string { return "activity" }
 
-// Version is the version the projection writes; version v keeps its rows
-// in the table [ActivityProjection.Table] names.
+// Version is the version the projection writes.
 func (p ActivityProjection) Version() int { return max(p.version, 1) }
 
-// AtVersion returns the projection at version v.
-func (p ActivityProjection) AtVersion(v int) ActivityProjection {
+// At returns the projection writing version v.
+func (p ActivityProjection) At(v int) projections.Rebuildable {
 	p.version = v
 	return p
 }
 
-// Table names the table of the projection's version: activity_v1 for
-// version 1, which migration 00005 makes.
-func (p ActivityProjection) Table() string { return "activity_v" + strconv.Itoa(p.Version()) }
-
 // Types are the event types an account's activity is made of.
 func (ActivityProjection) Types() []string { return ActivityTypes() }
+
+// Create makes the version's table.
+func (p ActivityProjection) Create(ctx context.Context, tx uow.Tx) error {
+	return p.wrap("create", p.Store.Create(ctx, tx, p.Version()))
+}
+
+// Serve points the reads at the version's table.
+func (p ActivityProjection) Serve(ctx context.Context, tx uow.Tx) error {
+	return p.wrap("serve", p.Store.Serve(ctx, tx, p.Version()))
+}
+
+// Drop removes the version's table.
+func (p ActivityProjection) Drop(ctx context.Context, tx uow.Tx) error {
+	return p.wrap("drop", p.Store.Drop(ctx, tx, p.Version()))
+}
+
+// Reset empties the version's table.
+func (p ActivityProjection) Reset(ctx context.Context, tx uow.Tx) error {
+	return p.wrap("reset", p.Store.Reset(ctx, tx, p.Version()))
+}
+
+func (p ActivityProjection) wrap(op string, err error) error {
+	if err != nil {
+		return fmt.Errorf("user: activity: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Apply records the activity of events in tx, a subscriber's transaction:
+// a row for each event that records one ([ActivityOf]), and, for each
+// [Erased], the deletion of the account's rows. The rows go to the store
+// in one call for the whole batch, or for those before an erasure, which
+// deletes the account's rows after them. An event recorded already is left
+// as it is ([projections.Projection]). The events are a batch of tx's,
+// which reads each account's key once.
+func (p ActivityProjection) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
+	ctx = keyring.Within(ctx, tx)
+	var rows []ActivityRow
+	flush := func() error {
+		if len(rows) == 0 {
+			return nil
+		}
+		err := p.Store.Append(ctx, tx, p.Version(), rows...)
+		rows = rows[:0]
+		return err
+	}
+	for _, e := range events {
+		var err error
+		if e.Type == TypeErased {
+			var d Erased
+			if d, err = eventstore.Decode[Erased](e); err == nil {
+				if err = flush(); err == nil {
+					err = p.Store.DeleteUser(ctx, tx, p.Version(), d.UserID)
+				}
+			}
+		} else {
+			var id uuid.UUID
+			var a Activity
+			var ok bool
+			if id, a, ok, err = ActivityOf(ctx, tx, p.Keys, e); err == nil && ok {
+				rows = append(rows, ActivityRow{UserID: id, Activity: a})
+			}
+		}
+		if err != nil {
+			return p.wrap("apply", fmt.Errorf("event %s: %w", e.ID, err))
+		}
+	}
+	return p.wrap("apply", flush())
+}
+
+// Page returns up to limit items of the account's activity older than
+// before (the newest when before is nil), newest first, and whether more
+// are older still.
+func (p ActivityProjection) Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]Activity, bool, error) {
+	items, more, err := p.Store.Page(ctx, id, before, limit)
+	if err != nil {
+		return nil, false, fmt.Errorf("user: activity: %w", err)
+	}
+	return items, more, nil
+}
+
+// Behind counts the events of the projection's types in the log that the
+// version serving reads has not applied yet.
+func (p ActivityProjection) Behind(ctx context.Context) (int64, error) {
+	return projections.ServingBehind(ctx, p.Log, p)
+}
 
 // ActivityTypes are the event types an account's activity is made of, and
 // [TypeErased], which ends it.
@@ -115,36 +237,6 @@ func ActivityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventst
 		}
 	}
 	return d.UserID, a, true, nil
-}
-
-// EachActivity calls record with the account and the activity of each of
-// events that records one ([ActivityOf]), and erase with the account of
-// each [Erased], whose activity goes, in their order, and stops at the
-// first error, which it returns naming the event. The events are a batch
-// of tx's, which reads each account's key once.
-func EachActivity(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, events []eventstore.Event,
-	record func(id uuid.UUID, a Activity) error, erase func(id uuid.UUID) error) error {
-	ctx = keyring.Within(ctx, tx)
-	for _, e := range events {
-		var err error
-		if e.Type == TypeErased {
-			var d Erased
-			if d, err = eventstore.Decode[Erased](e); err == nil {
-				err = erase(d.UserID)
-			}
-		} else {
-			var id uuid.UUID
-			var a Activity
-			var ok bool
-			if id, a, ok, err = ActivityOf(ctx, tx, keys, e); err == nil && ok {
-				err = record(id, a)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("activity of event %s: %w", e.ID, err)
-		}
-	}
-	return nil
 }
 
 // ErrBadCursor is returned for a cursor that no page of activity gave.
