@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/testclock"
@@ -33,7 +34,7 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 	past := testclock.New(time.Now().Add(-2 * time.Hour))
 	for _, clock := range []func() time.Time{past.Now, past.Now, time.Now} {
 		users, err := user.NewService(user.Deps{
-			Runner: db.Runner(clock), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{},
+			Runner: db.Runner(clock), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{}, Keys: fileKeys(t, path),
 		}, user.Policy{}, "http://accounts.test")
 		if err != nil {
 			t.Fatal(err)
@@ -145,6 +146,7 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		}
 		later, err := user.NewService(user.Deps{
 			Runner: db.Runner(testclock.New(time.Now().Add(-time.Hour)).Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{},
+			Keys: fileKeys(t, path),
 		}, user.Policy{}, "http://accounts.test")
 		if err != nil {
 			t.Fatal(err)
@@ -160,4 +162,19 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		})
 	}
 	app.stop(t)
+}
+
+// fileKeys returns the keyring that the app keeps on the SQLite file at
+// path without DATA_KEY: its master key in the file beside the database.
+func fileKeys(t *testing.T, path string) *keyring.Keyring {
+	t.Helper()
+	m, _, err := keyring.LoadOrCreateKeyFile(path + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := keyring.New(m, sqlite.DataKeys{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/testclock"
@@ -187,6 +188,7 @@ func TestMeDoesNotWaitForAWriter(t *testing.T) {
 	runner := db.Runner(clock.Now)
 	svc, err := user.NewService(user.Deps{
 		Runner: runner, Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{},
+		Keys: keyringtest.New(t, sqlite.DataKeys{}),
 	}, user.Policy{}, "https://accounts.test")
 	if err != nil {
 		t.Fatal(err)

@@ -129,11 +129,9 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if err := s.forget(ctx, tx, stream); err != nil {
 			return err
 		}
-		if s.Keys != nil {
-			for _, subject := range changes {
-				if _, err := s.Keys.Forget(ctx, tx, subject); err != nil {
-					return err
-				}
+		for _, subject := range changes {
+			if _, err := s.Keys.Forget(ctx, tx, subject); err != nil {
+				return err
 			}
 		}
 		if err := s.forgetSignIn(ctx, tx, signIn, links); err != nil {
@@ -146,10 +144,8 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 // forget forgets the keys of stream, which erases the addresses it holds,
 // and drops all but its last event.
 func (s *Service) forget(ctx context.Context, tx uow.Tx, stream string) error {
-	if s.Keys != nil {
-		if _, err := s.Keys.Forget(ctx, tx, stream); err != nil {
-			return err
-		}
+	if _, err := s.Keys.Forget(ctx, tx, stream); err != nil {
+		return err
 	}
 	_, err := s.Events.Truncate(ctx, tx, stream, math.MaxInt64)
 	return err

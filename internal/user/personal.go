@@ -71,15 +71,14 @@ type signInNames struct {
 	secret []byte
 }
 
-// signInSecret returns the secret that names sign-in streams (none
-// without a keyring), reading it,
+// signInSecret returns the secret that names sign-in streams, reading it,
 // or making it the first time ever, in a unit of work of its own, before
 // the command that needs it begins its own: it never changes, so the
 // service keeps it once that unit of work has committed.
 func (s *Service) signInSecret(ctx context.Context) ([]byte, error) {
 	s.names.mu.Lock()
 	defer s.names.mu.Unlock()
-	if s.names.secret != nil || s.Keys == nil {
+	if s.names.secret != nil {
 		return s.names.secret, nil
 	}
 	var secret []byte
@@ -96,18 +95,14 @@ func (s *Service) signInSecret(ctx context.Context) ([]byte, error) {
 }
 
 // seal returns address sealed for stream, whose key is kept until the
-// account is erased, or address as it is without a keyring.
+// account is erased.
 func (s *Service) seal(ctx context.Context, tx uow.Tx, stream, address string) (string, error) {
 	return s.sealUntil(ctx, tx, stream, address, time.Time{})
 }
 
 // sealUntil returns address sealed for stream, whose key is kept until
-// expires ([keyring.Keyring.SealUntil]), or address as it is without a
-// keyring.
+// expires ([keyring.Keyring.SealUntil]).
 func (s *Service) sealUntil(ctx context.Context, tx uow.Tx, stream, address string, expires time.Time) (string, error) {
-	if s.Keys == nil {
-		return address, nil
-	}
 	return s.Keys.SealUntil(ctx, tx, stream, address, expires)
 }
 

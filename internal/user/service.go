@@ -120,11 +120,8 @@ type Deps struct {
 	Events eventstore.Store
 	Outbox Outbox
 	Views  Views
-	// Keys seals the addresses in events (personal.go); the views that
-	// open them must have the same keyring. Without it addresses are
-	// written as they are and nothing can erase them: that is there to
-	// measure what sealing costs (app bench signin --compare-plain), not
-	// to run the service with.
+	// Keys seals the addresses in events (personal.go) and opens them for
+	// the views; it is required.
 	Keys *keyring.Keyring
 }
 
@@ -145,6 +142,9 @@ func NewService(d Deps, p Policy, baseURL string, opts ...Option) (*Service, err
 	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return nil, err
+	}
+	if d.Keys == nil {
+		return nil, errors.New("user: new service: no keyring")
 	}
 	s := &Service{Deps: d, policy: p, baseURL: baseURL, views: ViewsProjection{Views: d.Views, Keys: d.Keys}}
 	for _, o := range opts {
@@ -618,8 +618,7 @@ func (s *Service) inBatches(ctx context.Context, batch func(ctx context.Context,
 // and drops the events before it ([eventstore.Store.Truncate]), which no
 // decision needs any more. It returns how many addresses it forgot. The
 // app runs it every SWEEP_INTERVAL, so that the log keeps an address that
-// only ever asked for a link no longer than that link mattered. Without a
-// keyring it forgets nothing.
+// only ever asked for a link no longer than that link mattered.
 //
 // Each address is forgotten in a unit of work of its own, which holds its
 // stream ([eventstore.Store.Lock]) as a sign-in and an erasure do, and
@@ -627,9 +626,6 @@ func (s *Service) inBatches(ctx context.Context, batch func(ctx context.Context,
 // since keeps its stream and its keys, and one asked for while the unit of
 // work runs fails the marker's append, which is then tried again.
 func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
-	if s.Keys == nil {
-		return 0, nil
-	}
 	var total int64
 	after := ""
 	for {
@@ -663,11 +659,7 @@ func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
 // the addresses they asked for: those may be other people's, and no
 // decision needs them any more. It goes a batch per unit of work and
 // returns how many it forgot; the app runs it every SWEEP_INTERVAL.
-// Without a keyring it forgets nothing.
 func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
-	if s.Keys == nil {
-		return 0, nil
-	}
 	n, err := s.inBatches(ctx, func(ctx context.Context, tx uow.Tx) (int64, error) {
 		subjects, err := s.Keys.ExpiredSubjects(ctx, tx, changePrefix, "", tx.Now().Add(-sweepMargin), sweepBatch)
 		for _, subject := range subjects {

@@ -227,6 +227,19 @@ func sameUser(t *testing.T, what string, got, want user.User) {
 	}
 }
 
+// NewService refuses deps without a keyring: every address in the events
+// is sealed with it.
+func TestNewServiceRefusesNoKeyring(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	_, err := user.NewService(user.Deps{
+		Runner: db.Runner(nil), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{},
+	}, user.Policy{}, baseURL)
+	if err == nil {
+		t.Fatal("NewService without a keyring: no error")
+	}
+}
+
 func TestSignIn(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
