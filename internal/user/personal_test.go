@@ -49,7 +49,8 @@ func TestTheLogHoldsNoAddressInPlainText(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.mails(t)
-	for _, secret := range []string{"ada", "lovelace", "link.only", "example.com"} {
+	// "ada@" and "ada.", not "ada", which a hash in hex may hold.
+	for _, secret := range []string{"ada@", "ada.", "lovelace", "link.only", "example.com"} {
 		if text := b.logText(t); strings.Contains(text, secret) {
 			t.Errorf("the log holds %q:\n%s", secret, text)
 		}
