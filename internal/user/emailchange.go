@@ -1,0 +1,212 @@
+package user
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+// The events of a change of address, in the account's stream.
+const (
+	TypeEmailChangeRequested = "user.email_change_requested"
+	TypeEmailChanged         = "user.email_changed"
+)
+
+// EmailChangeRequested records a request to move to a new address: a
+// confirmation link mailed to it, or, when the address had an account of
+// its own at the time (Taken), a mail to it that says so and carries no
+// link. Either way the request counts against the user's limit and shows
+// in their activity alike, so the answer tells nobody whether an address
+// has an account; a taken request's CodeHash is that of a code no mail
+// carries, and it keeps no NewEmail, which is the owner's. NewEmail is
+// sealed for the change alone ("change-CODEHASH"), whose key the sweep
+// forgets once the request no longer matters (the longer of LinkWindow
+// and LinkTTL, and a margin), and the erasure of the address's account
+// forgets at once while the confirmation mail is still in the outbox
+// with its code.
+type EmailChangeRequested struct {
+	UserID    uuid.UUID `json:"user_id"`
+	NewEmail  string    `json:"new_email,omitempty"`
+	CodeHash  string    `json:"code_hash"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Taken     bool      `json:"taken,omitempty"`
+}
+
+// EmailChanged records a confirmed change of address.
+type EmailChanged struct {
+	UserID   uuid.UUID `json:"user_id"`
+	OldEmail string    `json:"old_email"`
+	NewEmail string    `json:"new_email"`
+	CodeHash string    `json:"code_hash"`
+}
+
+// liveChange returns the account and the change of address of a
+// confirmation code that can still be used, or [ErrInvalidCode].
+func (s *Service) liveChange(ctx context.Context, tx uow.Tx, hash string) (account, *emailChange, error) {
+	id, ok, err := s.Views.EmailChangeCode(ctx, tx, hash)
+	if err != nil {
+		return account{}, nil, err
+	}
+	if !ok {
+		return account{}, nil, fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
+	}
+	acct, err := s.loadAccount(ctx, tx, id)
+	if err != nil {
+		return account{}, nil, err
+	}
+	c := acct.change(hash)
+	switch {
+	case c == nil, c.taken:
+		return account{}, nil, fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
+	case c.used:
+		return account{}, nil, fmt.Errorf("%w: confirmation code already used", ErrInvalidCode)
+	case !tx.Now().Before(c.expiresAt):
+		return account{}, nil, fmt.Errorf("%w: confirmation code expired", ErrInvalidCode)
+	}
+	to, ok, err := openAddress(ctx, tx, s.Keys, changeSubject(c.hash), c.newEmail)
+	if err != nil {
+		return account{}, nil, err
+	}
+	if !ok {
+		return account{}, nil, fmt.Errorf("%w: the address of the confirmation code is erased", ErrInvalidCode)
+	}
+	change := *c
+	change.newEmail = to
+	return acct, &change, nil
+}
+
+// EmailChangeOf returns the address a confirmation code would move its
+// account from and the one it would move it to, and uses nothing up, for
+// the page a confirmation link opens. It returns [ErrInvalidCode] for a
+// code that is unknown, used or expired.
+func (s *Service) EmailChangeOf(ctx context.Context, code string) (from, to string, err error) {
+	if !validSecret(code) {
+		return "", "", fmt.Errorf("%w: malformed", ErrInvalidCode)
+	}
+	hash := hashSecret(code)
+	err = s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
+		acct, c, err := s.liveChange(ctx, tx, hash)
+		if err != nil {
+			return err
+		}
+		from, to = acct.email, c.newEmail
+		return nil
+	})
+	return from, to, err
+}
+
+// RequestEmailChange mails a confirmation link to the new address of the
+// session's user. Each user may ask as often as an address may ask for
+// sign-in links ([Policy]). When the address has an account already, the
+// mail to it says so instead of carrying a link, and the request is
+// recorded and answered as any other ([EmailChangeRequested]): whether an
+// address is taken is told only to its owner, and to the user when they
+// confirm a link ([Service.ConfirmEmailChange]). It returns
+// [ErrUnauthenticated], [ErrBadEmail], a [*TooManyRequestsError], or
+// [ErrEmailTaken] for the user's own address, which tells them nothing new.
+func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress string) error {
+	email, err := NormalizeEmail(newAddress)
+	if err != nil {
+		return err
+	}
+	secret, err := s.signInSecret(ctx)
+	if err != nil {
+		return err
+	}
+	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		acct, _, err := s.authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		if email == acct.email {
+			return fmt.Errorf("%w: %s is the user's own address", ErrEmailTaken, email)
+		}
+		if wait := retryAfter(acct.changeRequests, tx.Now(), s.policy); wait > 0 {
+			return &TooManyRequestsError{RetryAfter: wait}
+		}
+		// Hold the new address's stream, as its account's erasure does,
+		// so that the mail to its owner is either added before the
+		// erasure, which then takes it, or finds the address free.
+		if err := s.Events.Lock(ctx, tx, signInStream(secret, email)); err != nil {
+			return err
+		}
+		_, taken, err := s.Views.UserByEmail(ctx, tx, email)
+		if err != nil {
+			return err
+		}
+		code, hash := newSecret()
+		expires := tx.Now().Add(s.policy.LinkTTL)
+		// Sealed for the change alone: the address may be another
+		// person's, whose erasure, or the sweep once the change can no
+		// longer be confirmed, forgets it. A taken address is not kept
+		// at all: it is its owner's, and nothing asks for it again.
+		sealed := ""
+		if !taken {
+			if sealed, err = s.sealUntil(ctx, tx, changeSubject(hash), email, tx.Now().Add(s.span())); err != nil {
+				return err
+			}
+		}
+		e, err := event(TypeEmailChangeRequested, EmailChangeRequested{
+			UserID: acct.id, NewEmail: sealed, CodeHash: hash, ExpiresAt: expires, Taken: taken,
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := s.appendAndApply(ctx, tx, userStream(acct.id), eventstore.Exactly(acct.version), e); err != nil {
+			return err
+		}
+		if taken {
+			return s.addMail(ctx, tx, mail.TopicEmailTaken, mail.Link{To: email, ExpiresAt: expires})
+		}
+		return s.addMail(ctx, tx, mail.TopicEmailChange, mail.Link{
+			To: email, URL: s.baseURL + "/confirm-email?code=" + code, Code: code, ExpiresAt: expires,
+			Account: acct.id.String(),
+		})
+	})
+}
+
+// ConfirmEmailChange uses a confirmation code and moves its user to the new
+// address. It returns [ErrInvalidCode], or [ErrEmailTaken] when another
+// account took the address meanwhile.
+func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, error) {
+	if !validSecret(code) {
+		return User{}, fmt.Errorf("%w: malformed", ErrInvalidCode)
+	}
+	hash := hashSecret(code)
+	var u User
+	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		acct, c, err := s.liveChange(ctx, tx, hash)
+		if err != nil {
+			return err
+		}
+		stream := userStream(acct.id)
+		oldSealed, err := s.seal(ctx, tx, stream, acct.email)
+		if err != nil {
+			return err
+		}
+		newSealed, err := s.seal(ctx, tx, stream, c.newEmail)
+		if err != nil {
+			return err
+		}
+		e, err := event(TypeEmailChanged, EmailChanged{UserID: acct.id, OldEmail: oldSealed, NewEmail: newSealed, CodeHash: hash})
+		if err != nil {
+			return err
+		}
+		appended, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(acct.version), e)
+		if err != nil {
+			return err
+		}
+		if err := s.publish(ctx, tx, EventEmailChanged, acct.id, EmailChangedData{UserID: acct.id, Email: c.newEmail, Version: appended[0].Version}); err != nil {
+			return err
+		}
+		u = User{ID: acct.id, Email: c.newEmail, CreatedAt: acct.createdAt}
+		return nil
+	})
+	return u, err
+}
