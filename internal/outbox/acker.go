@@ -67,7 +67,7 @@ func (a *acker) stop() {
 }
 
 // flush writes every queued acknowledgement in one call and gives their
-// places back.
+// slots back.
 func (a *acker) flush() {
 	a.mu.Lock()
 	batch := a.pending
@@ -83,7 +83,7 @@ func (a *acker) flush() {
 		leases[i] = h.lease
 	}
 	if a.write(leases) {
-		a.r.freed.settled(keyedCreated(batch)...)
+		a.r.settledKeys.add(keyedCreated(batch)...)
 	}
 	for i, h := range batch {
 		a.r.settled(h)

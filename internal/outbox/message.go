@@ -1,14 +1,6 @@
-// Package outbox keeps side effects beside the changes that cause them.
-//
-// A command adds a [Message] to a [Store] in the same [uow.Tx] as its change,
-// so the message exists exactly when the change does. A [Relay] then claims
-// due messages, hands each to the [Handler] for its topic, and acknowledges,
-// retries with [Backoff], or buries it. Delivery is at least once: a handler
-// must make a repeat harmless, and the message ID is the tool for that.
 package outbox
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-
-	"github.com/eventsourced/accounts/internal/uow"
 )
 
 // NewMessage returns a message for topic with payload encoded as JSON.
@@ -62,34 +52,6 @@ type Message struct {
 	// after the first committed (as two changes of one event stream do).
 	Key string
 }
-
-// Store keeps messages until they are delivered.
-//
-// A context can narrow Claim to some [Topics], and fence Ack, Retry and
-// Bury by the [Lease] of the claim that settles them; every store honours
-// both, as those types describe.
-type Store interface {
-	// Add stores messages as part of tx. Each becomes due at its CreatedAt.
-	Add(ctx context.Context, tx uow.Tx, msgs ...Message) error
-	// Claim leases up to limit due messages, earliest due first, until now+lease,
-	// and increments their attempts. A due message is one that isn't buried,
-	// whose retry time has passed and whose lease, if any, has ended, so a
-	// message claimed by a relay that crashed is claimed again. Concurrent
-	// claims never return the same message.
-	Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Message, error)
-	// Ack removes a delivered message.
-	Ack(ctx context.Context, id uuid.UUID) error
-	// Retry ends a message's lease and makes it due again at at, keeping
-	// reason as its last error.
-	Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error
-	// Bury stops delivering a message and keeps it, with reason, for an
-	// operator to inspect.
-	Bury(ctx context.Context, id uuid.UUID, reason string) error
-}
-
-// Handler delivers one message. Returning an error makes the relay retry
-// the message later.
-type Handler func(ctx context.Context, m Message) error
 
 // ErrInvalidMessage is returned by [Store.Add] for a message that cannot be
 // stored: no ID, topic or creation time, or a payload that is not JSON.

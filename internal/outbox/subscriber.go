@@ -12,12 +12,12 @@ import (
 // batches of due messages from the store and hands them to the router,
 // which runs each in a goroutine of its own.
 //
-// It claims whenever a whole batch fits in the relay's room: at once after a
-// full batch, when the store wakes it (a commit added messages), when keyed
-// messages were settled (the next of their keys are due), when a breaker's
-// probe is due, or after [RelayConfig.Interval]. Since the room
-// holds four batches, it claims the next batch while the previous ones are
-// delivered and acknowledged. It never holds a database transaction while a
+// It claims whenever the relay's semaphore has a batch's worth of free
+// slots: at once after a full batch, when the store wakes it (a commit
+// added messages), when keyed messages were settled (the next of their
+// keys are due), when a breaker's probe is due, or after
+// [RelayConfig.Interval]. Since the semaphore holds four batches, it claims
+// the next batch while the previous ones are delivered and acknowledged. It never holds a database transaction while a
 // handler runs.
 type subscriber struct {
 	r       *Relay
@@ -84,9 +84,9 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 	want := true // Claim once at start.
 	for {
 		r.inflight.sweep(r.now(), r.reportOverran)
-		var room <-chan struct{}
+		var released <-chan struct{}
 		if want {
-			if r.room.available() >= r.cfg.Batch {
+			if r.sem.available() >= r.cfg.Batch {
 				full := s.claim(ctx, claims)
 				if s.stopping(ctx) {
 					return
@@ -97,7 +97,7 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 				want = false
 				resetTimer(poll, s.untilNextClaim())
 			} else {
-				room = r.room.kick
+				released = r.sem.released
 			}
 		}
 		select {
@@ -116,11 +116,11 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 			resetTimer(poll, s.untilNextClaim())
 		case <-r.breakers.closed:
 			want = true // A probe was delivered: its topic flows again.
-		case <-r.freed.signal:
+		case <-r.settledKeys.signal:
 			// Keyed messages were settled: the next of their keys are due.
 			want = true
-			s.cur.rewind(r.freed.take())
-		case <-room:
+			s.cur.rewind(r.settledKeys.take())
+		case <-released:
 		}
 	}
 }
@@ -152,7 +152,7 @@ func (s *subscriber) stopping(ctx context.Context) bool {
 // more may be due.
 func (s *subscriber) claim(ctx context.Context, claims chan<- *claim) bool {
 	r := s.r
-	n := r.room.take(r.cfg.Batch)
+	n := r.sem.tryAcquire(r.cfg.Batch)
 	// The handlers of one claim share one deadline, counted from before the
 	// claim, so that a slow claim shortens their time rather than the
 	// lease's room for settling.
@@ -168,7 +168,7 @@ func (s *subscriber) claim(ctx context.Context, claims chan<- *claim) bool {
 		c.cancel = func() { stop(); cancel() }
 		c.cut = s.cut
 	}
-	// The room bounds the claims in flight, so this never waits long.
+	// The semaphore bounds the claims in flight, so this never waits long.
 	claims <- c
 	return full
 }

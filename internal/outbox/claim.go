@@ -1,0 +1,132 @@
+package outbox
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// held is a message that the relay has claimed and not yet settled.
+type held struct {
+	msg   Message
+	lease Lease
+	claim *claim
+	// returned is set once the handler has returned, or when none ran.
+	returned atomic.Bool
+	// overran is set once the handler was found running past the lease.
+	overran atomic.Bool
+	// took is how long a successful handler took.
+	took time.Duration
+}
+
+// claim is the messages one claim brought. They share its lease's end and,
+// under [Relay.Run], the deadline of their handlers.
+type claim struct {
+	msgs  []*held
+	until time.Time
+	// left counts the messages not yet settled; the last one to be settled
+	// calls cancel, which ends the handlers' shared deadline.
+	left   atomic.Int64
+	cancel context.CancelFunc
+	// ctx is the handlers' context under [Relay.Run].
+	ctx context.Context
+	// cut, when not nil, ends once a stop's grace has run out
+	// ([WithStopGrace]), and ctx with it.
+	cut context.Context
+}
+
+// claim claims up to limit messages at the relay's now: first one message
+// of each topic whose breaker lets a probe through, then due messages of
+// the topics whose breakers are closed, from where cur says. full reports
+// whether more may be due: that second claim took all it was asked for, or
+// started from a cursor, or a probe was claimed. The caller has acquired
+// limit slots of the semaphore; each message takes one, and the slots of
+// what was not claimed are released.
+func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, full bool, err error) {
+	now := r.now()
+	c = &claim{until: now.Add(r.cfg.Lease)}
+	var msgs []Message
+	// A claim runs to its end even when ctx ends meanwhile: cut short, its
+	// statement may have leased messages that nobody would hold until the
+	// lease ends, their attempts spent. The caller releases what it took.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
+	defer cancel()
+	probe, except := r.breakers.plan(now)
+	for _, topic := range probe {
+		if len(msgs) == limit {
+			break
+		}
+		got, err := r.store.Claim(WithScope(sctx, Scope{Only: []string{topic}}), now, r.cfg.Lease, 1)
+		if err != nil {
+			r.claimFailed(ctx, err)
+			return r.hold(c, msgs, limit), false, err
+		}
+		id := uuid.Nil
+		if len(got) > 0 {
+			id = got[0].ID
+		}
+		r.breakers.probing(topic, id, now)
+		msgs = append(msgs, got...)
+	}
+	// Once a probe is delivered its topic flows again: claim again then.
+	probed := len(msgs) > 0
+	if want := limit - len(msgs); want > 0 {
+		scope := cur.scope(now, except, r.cfg.Interval)
+		got, err := r.store.Claim(WithScope(sctx, scope), now, r.cfg.Lease, want)
+		if err != nil {
+			cur.advance(nil, false)
+			r.claimFailed(ctx, err)
+			return r.hold(c, msgs, limit), false, err
+		}
+		r.claimSucceeded(ctx)
+		full = len(got) == want
+		cur.advance(got, full)
+		// A short claim from a cursor may have missed messages due before
+		// it: the cursor is dropped, and the caller claims again.
+		full = full || !scope.From.IsZero() || probed
+		msgs = append(msgs, got...)
+	}
+	return r.hold(c, msgs, limit), full, nil
+}
+
+// claimFailed counts a failed claim, and logs the first of a run of them at
+// error and the others at debug, so that a database that is away for an hour
+// does not fill the log; [Relay.claimSucceeded] ends the run.
+func (r *Relay) claimFailed(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.metrics.storeError(ctx, opClaim)
+	r.claimErr.Store(&err)
+	if r.claimsFailing.CompareAndSwap(false, true) {
+		r.log.ErrorContext(ctx, "outbox: claim failed; the relay tries again at each poll (outbox.store.errors counts the failures)", "error", err)
+		return
+	}
+	r.log.DebugContext(ctx, "outbox: claim failed again", "error", err)
+}
+
+// claimSucceeded ends a run of failed claims.
+func (r *Relay) claimSucceeded(ctx context.Context) {
+	r.claimErr.Store(nil)
+	if r.claimsFailing.CompareAndSwap(true, false) {
+		r.log.InfoContext(ctx, "outbox: claims succeed again")
+	}
+}
+
+// hold makes c of the claimed msgs, releases the slots of limit that
+// they do not take, and lists c as in flight.
+func (r *Relay) hold(c *claim, msgs []Message, limit int) *claim {
+	r.sem.release(limit - len(msgs))
+	if len(msgs) == 0 {
+		return c
+	}
+	c.msgs = make([]*held, len(msgs))
+	for i, m := range msgs {
+		c.msgs[i] = &held{msg: m, lease: Lease{ID: m.ID, Attempts: m.Attempts, Until: c.until}, claim: c}
+	}
+	c.left.Store(int64(len(msgs)))
+	r.inflight.add(c)
+	return c
+}

@@ -1,0 +1,33 @@
+// Package outbox keeps side effects beside the changes that cause them,
+// and delivers them at least once.
+//
+// A command adds a [Message] to a [Store] in the same [uow.Tx] as its
+// change, so the message exists exactly when the change does. A [Relay]
+// claims due messages, hands each to the [Handler] of its topic, and
+// acknowledges it, retries it after [Backoff], or buries it: keeps it,
+// undelivered, for an operator (a dead letter).
+//
+// The relay promises:
+//
+//   - At least once. A message is removed only after its handler returned
+//     nil; a relay that dies mid-delivery leaves it to be claimed again.
+//     A handler must make a repeat harmless; the message ID is the tool.
+//   - Leases and fencing. A claim leases a message for
+//     [RelayConfig.Lease] and counts an attempt; the [Lease] fences every
+//     settlement, so a relay that lost its claim changes nothing,
+//     whatever its clock says. No message runs twice at once while its
+//     lease holds.
+//   - Order per key. Messages of one [Message.Key] are delivered one at a
+//     time, in the order they were added.
+//   - Bounded retries. A message is buried once its topic's [RetryPolicy]
+//     is spent, when its topic has no handler, or when it keeps being
+//     claimed without finishing; while every delivery of a topic fails, a
+//     circuit breaker stops claiming it.
+//   - A clean stop. [Relay.Run] returns after its context ends, once the
+//     deliveries in flight are settled or the grace of [WithStopGrace] has
+//     run out; what was claimed and not delivered is released, its attempt
+//     given back.
+//
+// The types' doc comments say each of these in full. The package knows no
+// SQL: each backend implements [Store] and runs the suite in outboxtest.
+package outbox

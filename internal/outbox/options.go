@@ -1,0 +1,40 @@
+package outbox
+
+import (
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+// RelayOption configures a [Relay].
+type RelayOption func(*Relay)
+
+// WithClock makes the relay read the time from now instead of time.Now.
+func WithClock(now func() time.Time) RelayOption {
+	return func(r *Relay) { r.now = now }
+}
+
+// WithLogger makes the relay log to l instead of discarding its logs.
+func WithLogger(l *slog.Logger) RelayOption {
+	return func(r *Relay) { r.log = l }
+}
+
+// WithMeterProvider makes the relay record its metrics with mp.
+func WithMeterProvider(mp metric.MeterProvider) RelayOption {
+	return func(r *Relay) { r.meter = mp }
+}
+
+// WithStopGrace bounds how long the deliveries in flight may go on once the
+// context of [Relay.Run] has ended: past d, their handlers' contexts end
+// too. A delivery that then fails, as a handler whose context ended does,
+// is released, like a message claimed and never handed over: it is due
+// again at once and the attempt its claim counted is given back, so a stop
+// spends no attempt. One that succeeds is acknowledged. A handler that
+// ignores its context past d and [SettleTimeout] more is left behind, its
+// message leased until its lease ends, and Run returns without it. Without
+// this option, or with d zero, deliveries in flight have their whole
+// [RelayConfig.Timeout].
+func WithStopGrace(d time.Duration) RelayOption {
+	return func(r *Relay) { r.stopGrace = max(d, 0) }
+}

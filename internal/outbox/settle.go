@@ -1,0 +1,164 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+)
+
+// Outcomes of one delivery.
+const (
+	outcomeDelivered = "delivered"
+	outcomeRetried   = "retried"
+	outcomeBuried    = "buried"
+	// outcomeLost is a delivery whose outcome was not recorded: its lease
+	// was lost, or the store could not be reached. The message is due again
+	// when its lease ends.
+	outcomeLost = "lost"
+	// outcomeRunning is a delivery of [Relay.Drain] whose handler had not
+	// returned at its timeout; it is settled once it returns.
+	outcomeRunning = "running"
+	// outcomeReleased is a delivery cut short by the end of a stop's grace
+	// ([WithStopGrace]): its message is due again at once, its attempt
+	// given back.
+	outcomeReleased = "released"
+)
+
+// settled releases h's slot once its outcome is recorded, or given up.
+func (r *Relay) settled(h *held) {
+	h.returned.Store(true)
+	if h.claim.left.Add(-1) == 0 && h.claim.cancel != nil {
+		h.claim.cancel()
+	}
+	r.sem.release(1)
+}
+
+// release makes claimed messages that were not handed to a handler due
+// again at once, instead of when their lease ends, and gives back the
+// attempts their claim counted.
+func (r *Relay) release(ctx context.Context, hs []*held) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
+	defer cancel()
+	now := r.now()
+	for _, h := range hs {
+		l := h.lease
+		l.Released = true
+		err := r.store.Retry(WithLease(ctx, l), h.msg.ID, now, "released undelivered")
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			r.metrics.storeError(ctx, opRelease)
+			r.log.WarnContext(ctx, "outbox: release", "id", h.msg.ID, "error", err)
+		}
+		r.settled(h)
+	}
+}
+
+// fail retries h's message after its backoff or buries it, under its
+// lease, and returns which, or outcomeLost when neither was recorded.
+func (r *Relay) fail(ctx context.Context, h *held, failure error) string {
+	m := h.msg
+	reason := failure.Error()
+	var p middleware.RecoveredPanicError
+	if errors.As(failure, &p) {
+		reason = fmt.Sprintf("panic: %v", p.V)
+		r.log.ErrorContext(ctx, "outbox: handler panicked", "id", m.ID, "topic", m.Topic, "panic", p.V, "stack", p.Stacktrace)
+	}
+	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || r.policy(m.Topic).spent(m, r.now)
+	if bury {
+		if err := r.store.Bury(ctx, m.ID, reason); err != nil {
+			return r.notRecorded(ctx, h, opBury, reason, err)
+		}
+		r.metrics.buried.Add(ctx, 1, r.metrics.topic(m.Topic))
+		r.settledKeys.add(keyedCreated([]*held{h})...)
+		r.log.ErrorContext(ctx, "outbox: message buried", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
+		return outcomeBuried
+	}
+	at := r.now().Add(Backoff(m.Attempts))
+	if err := r.store.Retry(ctx, m.ID, at, reason); err != nil {
+		return r.notRecorded(ctx, h, opRetry, reason, err)
+	}
+	r.metrics.retried.Add(ctx, 1, r.metrics.topic(m.Topic))
+	r.log.WarnContext(ctx, "outbox: delivery failed, will retry", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "retry_at", at, "reason", reason)
+	return outcomeRetried
+}
+
+// notRecorded logs a failure whose outcome the store did not take. The
+// message is due again when its lease ends.
+func (r *Relay) notRecorded(ctx context.Context, h *held, op, reason string, err error) string {
+	m := h.msg
+	if errors.Is(err, ErrLeaseLost) {
+		r.metrics.leaseLost.Add(ctx, 1, r.metrics.topic(m.Topic))
+		r.log.WarnContext(ctx, "outbox: the message was claimed again meanwhile; this delivery's failure is not recorded",
+			"id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
+		return outcomeLost
+	}
+	r.metrics.storeError(ctx, op)
+	r.log.ErrorContext(ctx, "outbox: record failed delivery; the message is due again when its lease ends",
+		"id", m.ID, "topic", m.Topic, "operation", op, "reason", reason, "error", err)
+	return outcomeLost
+}
+
+// ackNow acknowledges h at once, in a store call of its own, and gives its
+// slot back.
+func (r *Relay) ackNow(h *held) {
+	ctx, cancel := context.WithTimeout(context.Background(), SettleTimeout)
+	defer cancel()
+	r.delivered(ctx, []*held{h})
+	if err := r.ackAll(ctx, []Lease{h.lease}); err != nil {
+		r.ackFailed(ctx, 1, err)
+	} else {
+		r.settledKeys.add(keyedCreated([]*held{h})...)
+	}
+	r.settled(h)
+}
+
+// delivered counts the deliveries of hs, by topic, and tells the breakers.
+// The acknowledger calls it once for what it writes together, rather than
+// each delivery's goroutine for its own.
+func (r *Relay) delivered(ctx context.Context, hs []*held) {
+	now := r.now()
+	var topic string
+	n := int64(0)
+	flush := func() {
+		if n > 0 {
+			r.metrics.delivered.Add(ctx, n, r.metrics.topic(topic))
+		}
+	}
+	for _, h := range hs {
+		if h.msg.Topic != topic {
+			flush()
+			topic, n = h.msg.Topic, 0
+			r.breakers.record(topic, h.msg.ID, true, now)
+		}
+		n++
+		r.metrics.observeDuration(ctx, topic, outcomeDelivered, h.took)
+	}
+	flush()
+}
+
+// ackAll acknowledges delivered messages under their leases, in one call
+// when the store can. A failure is counted.
+func (r *Relay) ackAll(ctx context.Context, leases []Lease) error {
+	var err error
+	if b, ok := r.store.(BatchAcker); ok {
+		err = b.AckAll(ctx, leases)
+	} else {
+		for _, l := range leases {
+			if err = r.store.Ack(WithLease(ctx, l), l.ID); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		r.metrics.storeError(ctx, opAck)
+	}
+	return err
+}
+
+// ackFailed logs acknowledgements given up on: their messages are delivered
+// again once their leases end.
+func (r *Relay) ackFailed(ctx context.Context, n int, err error) {
+	r.log.ErrorContext(ctx, "outbox: ack; the messages will be delivered again when their leases end",
+		"messages", n, "error", err)
+}
