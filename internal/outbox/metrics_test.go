@@ -49,83 +49,11 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string
 	return got
 }
 
-func TestRelayCountsOutcomesByTopic(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	f := newFixture(t, outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	failing := f.add(t, "mail")
-	f.add(t, "mail")
-	f.add(t, "sms")
-	f.handle = func(_ context.Context, m outbox.Message) error {
-		if m.ID == failing.ID {
-			return errors.New("421 busy")
-		}
-		return nil
-	}
-	f.drain(t)
-
-	got := collect(t, reader)
-	for name, want := range map[string]map[string]float64{
-		"outbox.delivered": {"mail": 1},
-		"outbox.retried":   {"mail": 1},
-		"outbox.buried":    {"sms": 1},
-	} {
-		for topic, v := range want {
-			if got[name][topic] != v {
-				t.Errorf("%s{topic=%q} = %v, want %v (all: %v)", name, topic, got[name][topic], v, got)
-			}
-		}
-	}
-}
-
-// The age of the oldest due message grows while nothing delivers it, which
-// is how an operator sees a stuck relay before anything is buried.
-func TestRelayReportsTheAgeOfTheOldestDueMessage(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	f := newFixture(t, outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	if got := collect(t, reader)["outbox.oldest_due_age"][""]; got != 0 {
-		t.Errorf("age with an empty outbox = %v, want 0", got)
-	}
-	f.add(t, "mail")
-	f.now = f.now.Add(90 * time.Second)
-	if got := collect(t, reader)["outbox.oldest_due_age"][""]; got != 90 {
-		t.Errorf("age of a message due 90s ago = %v, want 90", got)
-	}
-	f.drain(t)
-	if got := collect(t, reader)["outbox.oldest_due_age"][""]; got != 0 {
-		t.Errorf("age after delivery = %v, want 0", got)
-	}
-}
-
 // meter returns a relay option that records metrics to a reader the test
 // collects.
 func meter() (outbox.RelayOption, *sdkmetric.ManualReader) {
 	reader := sdkmetric.NewManualReader()
 	return outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))), reader
-}
-
-// An alert on the increase of a counter sees the first burial after a
-// restart only if the counter exists, at 0, before it: every topic that has
-// a handler has its counters from the first scrape, and so has every store
-// operation its error counter.
-func TestRelayMetricsExistAtZeroFromTheStart(t *testing.T) {
-	opt, reader := meter()
-	newFixture(t, opt)
-	got := collect(t, reader)
-	for _, name := range []string{"outbox.delivered", "outbox.retried", "outbox.buried"} {
-		v, ok := got[name]["mail"]
-		if !ok || v != 0 {
-			t.Errorf("%s{topic=mail} = %v (present %t), want 0 from the start; all: %v", name, v, ok, got[name])
-		}
-	}
-	ops := collectBy(t, reader, "outbox.store.errors", "operation")
-	for _, op := range []string{"claim", "ack", "retry", "bury", "backlog"} {
-		if v, ok := ops[op]; !ok || v != 0 {
-			t.Errorf("outbox.store.errors{operation=%s} = %v (present %t), want 0", op, v, ok)
-		}
-	}
-	if got["outbox.backlog.due"][""] != 0 || got["outbox.backlog.buried"][""] != 0 {
-		t.Errorf("backlog of an empty outbox: %v, %v", got["outbox.backlog.due"], got["outbox.backlog.buried"])
-	}
 }
 
 // collectBy returns the data points of one metric by the value of one
@@ -164,11 +92,107 @@ func collectBy(t *testing.T, reader *sdkmetric.ManualReader, name, key string) m
 	return got
 }
 
+// TestRelayMetrics checks the relay's counters and gauges.
+func TestRelayMetrics(t *testing.T) {
+	t.Run("count outcomes by topic", testRelayCountsOutcomesByTopic)
+	t.Run("report the age of the oldest due message", testRelayReportsTheAgeOfTheOldestDueMessage)
+	t.Run("exist at zero from the start", testRelayMetricsExistAtZeroFromTheStart)
+	t.Run("of every topic exist at zero from the start", testEveryTopicCounterExistsAtZeroFromTheStart)
+	t.Run("gauges keep reporting while the database is away", testRelayGaugesKeepReportingWhileTheDatabaseIsAway)
+}
+
+func testRelayCountsOutcomesByTopic(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	f := newFixture(t, outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	failing := f.add(t, "mail")
+	f.add(t, "mail")
+	f.add(t, "sms")
+	f.handle = func(_ context.Context, m outbox.Message) error {
+		if m.ID == failing.ID {
+			return errors.New("421 busy")
+		}
+		return nil
+	}
+	f.drain(t)
+
+	got := collect(t, reader)
+	for name, want := range map[string]map[string]float64{
+		"outbox.delivered": {"mail": 1},
+		"outbox.retried":   {"mail": 1},
+		"outbox.buried":    {"sms": 1},
+	} {
+		for topic, v := range want {
+			if got[name][topic] != v {
+				t.Errorf("%s{topic=%q} = %v, want %v (all: %v)", name, topic, got[name][topic], v, got)
+			}
+		}
+	}
+}
+
+// The age of the oldest due message grows while nothing delivers it, which
+// is how an operator sees a stuck relay before anything is buried.
+func testRelayReportsTheAgeOfTheOldestDueMessage(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	f := newFixture(t, outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if got := collect(t, reader)["outbox.oldest_due_age"][""]; got != 0 {
+		t.Errorf("age with an empty outbox = %v, want 0", got)
+	}
+	f.add(t, "mail")
+	f.now = f.now.Add(90 * time.Second)
+	if got := collect(t, reader)["outbox.oldest_due_age"][""]; got != 90 {
+		t.Errorf("age of a message due 90s ago = %v, want 90", got)
+	}
+	f.drain(t)
+	if got := collect(t, reader)["outbox.oldest_due_age"][""]; got != 0 {
+		t.Errorf("age after delivery = %v, want 0", got)
+	}
+}
+
+// An alert on the increase of a counter sees the first burial after a
+// restart only if the counter exists, at 0, before it: every topic that has
+// a handler has its counters from the first scrape, and so has every store
+// operation its error counter.
+func testRelayMetricsExistAtZeroFromTheStart(t *testing.T) {
+	opt, reader := meter()
+	newFixture(t, opt)
+	got := collect(t, reader)
+	for _, name := range []string{"outbox.delivered", "outbox.retried", "outbox.buried"} {
+		v, ok := got[name]["mail"]
+		if !ok || v != 0 {
+			t.Errorf("%s{topic=mail} = %v (present %t), want 0 from the start; all: %v", name, v, ok, got[name])
+		}
+	}
+	ops := collectBy(t, reader, "outbox.store.errors", "operation")
+	for _, op := range []string{"claim", "ack", "retry", "bury", "backlog"} {
+		if v, ok := ops[op]; !ok || v != 0 {
+			t.Errorf("outbox.store.errors{operation=%s} = %v (present %t), want 0", op, v, ok)
+		}
+	}
+	if got["outbox.backlog.due"][""] != 0 || got["outbox.backlog.buried"][""] != 0 {
+		t.Errorf("backlog of an empty outbox: %v, %v", got["outbox.backlog.due"], got["outbox.backlog.buried"])
+	}
+}
+
+// outbox.overran and outbox.lease_lost, the counters an operator alerts on
+// for the first two promises of a Relay, exist at 0 from the first scrape,
+// as delivered, retried and buried do, so that an alert on their increase
+// sees the first one after a restart.
+func testEveryTopicCounterExistsAtZeroFromTheStart(t *testing.T) {
+	opt, reader := meter()
+	newFixture(t, opt)
+	got := collect(t, reader)
+	for _, name := range []string{"outbox.overran", "outbox.lease_lost"} {
+		if v, ok := got[name]["mail"]; !ok || v != 0 {
+			t.Errorf("%s{topic=mail} = %v (present %t), want 0 from the first scrape", name, v, ok)
+		}
+	}
+}
+
 // The gauges count what is due and buried now, and keep reporting while
 // the database is away, with the age of the oldest due message still
 // growing, and each failed store call counted by operation; once the
 // database is back the relay delivers and the gauges follow.
-func TestRelayGaugesKeepReportingWhileTheDatabaseIsAway(t *testing.T) {
+func testRelayGaugesKeepReportingWhileTheDatabaseIsAway(t *testing.T) {
 	t.Parallel()
 	db, proxy := pgtest.NewBehindProxy(t)
 	now := epoch

@@ -10,10 +10,19 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 )
 
+// TestRetryPolicy checks the topics' own retry policies.
+func TestRetryPolicy(t *testing.T) {
+	t.Run("of age keeps trying until the age is reached", testRelayRetryPolicyOfAgeKeepsTryingUntilTheAgeIsReached)
+	t.Run("is the topic's own", testRelayRetryPolicyIsTheTopicsOwn)
+	t.Run("of age buries what keeps crashing", testRelayRetryPolicyOfAgeBuriesWhatKeepsCrashing)
+	t.Run("that cannot work is refused", testRelayRefusesARetryPolicyThatCannotWork)
+	t.Run("gives a late message its minimum tries", testRelayRetryPolicyGivesALateMessageItsMinimumTries)
+}
+
 // A topic whose retry policy is an age keeps trying a failing message at
 // the backoff ceiling, long past the relay's MaxAttempts, and buries it
 // once it fails after that age.
-func TestRelayRetryPolicyOfAgeKeepsTryingUntilTheAgeIsReached(t *testing.T) {
+func testRelayRetryPolicyOfAgeKeepsTryingUntilTheAgeIsReached(t *testing.T) {
 	const maxAge = 72 * time.Hour
 	f := newFixture(t, outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: maxAge}, "mail")) // MaxAttempts 3
 	calls := 0
@@ -42,7 +51,7 @@ func TestRelayRetryPolicyOfAgeKeepsTryingUntilTheAgeIsReached(t *testing.T) {
 // A message delivered on its 21st try, within its age, is delivered
 // and not buried: the relay's MaxAttempts does not apply to a topic with a
 // policy of its own, and the other topics keep it.
-func TestRelayRetryPolicyIsTheTopicsOwn(t *testing.T) {
+func testRelayRetryPolicyIsTheTopicsOwn(t *testing.T) {
 	f := newFixture(t, outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: 2 * time.Hour}, "mail")) // MaxAttempts 3
 	fails := 20
 	f.handle = func(context.Context, outbox.Message) error {
@@ -69,7 +78,7 @@ func TestRelayRetryPolicyIsTheTopicsOwn(t *testing.T) {
 // A message of a topic with a policy of age that keeps crashing the relay
 // is claimed again at each lease's end until twice its age has passed,
 // then buried without another try.
-func TestRelayRetryPolicyOfAgeBuriesWhatKeepsCrashing(t *testing.T) {
+func testRelayRetryPolicyOfAgeBuriesWhatKeepsCrashing(t *testing.T) {
 	f := newFixture(t, outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: time.Hour}, "mail"))
 	called := false
 	f.handle = func(context.Context, outbox.Message) error { called = true; return nil }
@@ -91,7 +100,7 @@ func TestRelayRetryPolicyOfAgeBuriesWhatKeepsCrashing(t *testing.T) {
 	}
 }
 
-func TestRelayRefusesARetryPolicyThatCannotWork(t *testing.T) {
+func testRelayRefusesARetryPolicyThatCannotWork(t *testing.T) {
 	t.Parallel()
 	for _, p := range []outbox.RetryPolicy{{}, {MaxAttempts: -1}, {MaxAge: -time.Second}} {
 		_, err := outbox.NewRelay(nil, map[string]outbox.Handler{}, outbox.RelayConfig{},
@@ -105,7 +114,7 @@ func TestRelayRefusesARetryPolicyThatCannotWork(t *testing.T) {
 // A message that waited longer than its age before its first try, behind
 // an earlier one of its key, still gets MinAttempts tries before its age
 // buries it.
-func TestRelayRetryPolicyGivesALateMessageItsMinimumTries(t *testing.T) {
+func testRelayRetryPolicyGivesALateMessageItsMinimumTries(t *testing.T) {
 	f := newFixture(t, outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: time.Hour, MinAttempts: 3}, "mail"))
 	f.handle = func(context.Context, outbox.Message) error { return errors.New("503") }
 	m := f.add(t, "mail")

@@ -122,122 +122,18 @@ func runFlap(t *testing.T, stopFirst bool) {
 	}
 }
 
-func TestAttackRunAcknowledgesThroughADatabaseFlap(t *testing.T) { runFlap(t, false) }
-
-// Shutdown while the acker is retrying against a database that is away:
-// Run waits for the acker, which writes the acknowledgements once the
-// database is back.
-func TestAttackShutdownWhileTheAckerFlushes(t *testing.T) { runFlap(t, true) }
-
-// Three relays run on one database; on one of them Drain runs beside Run,
-// again and again, sharing its room and breakers. No message is handled
-// twice or by two goroutines at once, none is left, no relay ever has more
-// than the 4×Batch handlers running that its room allows (Drain shares it),
-// and each relay ends with nothing held.
-func TestAttackRunAndDrainOnOneRelayBesideOtherRelays(t *testing.T) {
-	t.Parallel()
-	db := pgtest.New(t)
-	store, runner := db.Outbox(), db.Runner(nil)
-	const n, batch = 400, 4
-	var mu sync.Mutex
-	calls := map[uuid.UUID]int{}
-	running := map[uuid.UUID]int{}
-	var dup atomic.Int32
-	all := make(chan struct{})
-	type relayState struct {
-		relay      *outbox.Relay
-		busy, most atomic.Int32
-	}
-	var relays []*relayState
-	for range 3 {
-		rs := &relayState{}
-		relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
-			"mail": func(_ context.Context, m outbox.Message) error {
-				b := rs.busy.Add(1)
-				defer rs.busy.Add(-1)
-				for {
-					most := rs.most.Load()
-					if b <= most || rs.most.CompareAndSwap(most, b) {
-						break
-					}
-				}
-				mu.Lock()
-				calls[m.ID]++
-				running[m.ID]++
-				if running[m.ID] > 1 {
-					dup.Add(1)
-				}
-				if len(calls) == n && calls[m.ID] == 1 {
-					close(all)
-				}
-				mu.Unlock()
-				mu.Lock()
-				running[m.ID]--
-				mu.Unlock()
-				return nil
-			},
-		}, outbox.RelayConfig{Batch: batch, Interval: 5 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs.relay = relay
-		relays = append(relays, rs)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, rs := range relays {
-		wg.Go(func() {
-			if err := rs.relay.Run(ctx); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	drainer := relays[0].relay
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			if _, err := drainer.Drain(ctx); err != nil && ctx.Err() == nil {
-				t.Error(err)
-			}
-		}
-	})
-	for range n / 20 {
-		commit(t, runner, store, "mail", 20)
-	}
-	within(t, all, "every message to be delivered")
-	cancel()
-	wg.Wait()
-	for i, rs := range relays {
-		wctx, wcancel := context.WithTimeout(t.Context(), 30*time.Second)
-		if err := rs.relay.Wait(wctx); err != nil {
-			t.Errorf("relay %d still holds messages after Run returned: %v", i, err)
-		}
-		wcancel()
-		if most := rs.most.Load(); most > 4*batch {
-			t.Errorf("relay %d ran %d handlers at once, more than its room of 4×Batch = %d", i, most, 4*batch)
-		}
-	}
-	if dup.Load() != 0 {
-		t.Errorf("%d deliveries ran beside another of the same message", dup.Load())
-	}
-	for id, c := range calls {
-		if c != 1 {
-			t.Errorf("message %s handled %d times", id, c)
-		}
-	}
-	left, err := store.Claim(t.Context(), time.Now().Add(time.Hour), time.Minute, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(left) != 0 {
-		t.Errorf("%d delivered messages were not acknowledged", len(left))
-	}
+// TestRelayAck checks the batched acknowledgements of Run: through a database that goes away and back, and under a clock in another zone.
+func TestRelayAck(t *testing.T) {
+	t.Run("through a database flap", testAckThroughADatabaseFlap)
+	t.Run("with a clock in another zone", testAckAllWithAClockInAnotherZone)
 }
+
+func testAckThroughADatabaseFlap(t *testing.T) { runFlap(t, false) }
 
 // A relay whose clock is in a zone far from UTC and reads nanoseconds
 // acknowledges through AckAll's text arrays: each lease's end, formatted
 // in UTC to the microsecond, is what Claim wrote. Nothing is left.
-func TestAttackAckAllWithAClockInAnotherZone(t *testing.T) {
+func testAckAllWithAClockInAnotherZone(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	store := &ackWatch{Outbox: db.Outbox(), failed: make(chan struct{}, 1), all: make(chan struct{}), want: 20}

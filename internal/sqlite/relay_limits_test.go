@@ -27,9 +27,17 @@ func addTopicAt(t *testing.T, runner uow.Runner, store outbox.Store, topic strin
 	}
 }
 
+// TestRelayLimits runs the relay on SQLite at the edges of its config and clock: the tightest valid lease, a batch of one with two breakers to probe, and clocks in zones far from UTC.
+func TestRelayLimits(t *testing.T) {
+	t.Parallel()
+	t.Run("drain with the tightest valid lease delivers", testDrainWithTheTightestValidLeaseDelivers)
+	t.Run("breakers probed one at a time when the batch is full", testBreakersProbedOneAtATimeWhenTheBatchIsFull)
+	t.Run("relays with zoned clocks acknowledge everything", testRelaysWithZonedClocksAcknowledgeEverything)
+}
+
 // On SQLite too, Drain on the real clock with the tightest lease Validate
-// accepts releases every message untried, spending an attempt each pass.
-func TestAttackDrainWithTheTightestValidLeaseDelivers(t *testing.T) {
+// accepts delivers the first message of its claim rather than releasing it.
+func testDrainWithTheTightestValidLeaseDelivers(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	store, runner := db.Outbox(), db.Runner(nil)
@@ -52,9 +60,9 @@ func TestAttackDrainWithTheTightestValidLeaseDelivers(t *testing.T) {
 	}
 }
 
-// On SQLite too, two breakers due to probe together with Batch 1 leave the
-// second half-open without a probe, and its topic is never claimed again.
-func TestAttackBreakerLeftHalfOpenWithoutAProbeWhenTheBatchIsFull(t *testing.T) {
+// On SQLite too, two breakers due to probe together with Batch 1 are
+// probed one claim after the other, and both topics flow again.
+func testBreakersProbedOneAtATimeWhenTheBatchIsFull(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -110,7 +118,7 @@ func TestAttackBreakerLeftHalfOpenWithoutAProbeWhenTheBatchIsFull(t *testing.T) 
 // with clocks in zones far from UTC that read sub-microsecond times:
 // AckAll's JSON leases match what Claim stored, so every message is
 // delivered once and acknowledged.
-func TestAttackRelaysWithZonedClocksAcknowledgeEverything(t *testing.T) {
+func testRelaysWithZonedClocksAcknowledgeEverything(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	const n = 60

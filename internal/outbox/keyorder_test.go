@@ -35,11 +35,17 @@ func commitKeyed(t *testing.T, runner uow.Runner, store outbox.Store, keys ...st
 	return msgs
 }
 
+// TestRelayKeyOrder checks that the messages of one key are delivered one at a time, in order, by Run and by Drain.
+func TestRelayKeyOrder(t *testing.T) {
+	t.Run("run delivers a key in order and others in parallel", testRelayDeliversAKeyInOrderAndOthersInParallel)
+	t.Run("drain delivers every message of a key", testDrainDeliversEveryMessageOfAKey)
+}
+
 // A running relay delivers the messages of one key one at a time, in the
 // order they were added, while other keys go on in parallel; the next of a
 // key goes out as soon as the one before is acknowledged, not at the next
 // poll (an hour away here).
-func TestRelayDeliversAKeyInOrderAndOthersInParallel(t *testing.T) {
+func testRelayDeliversAKeyInOrderAndOthersInParallel(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	store := db.Outbox()
@@ -117,7 +123,7 @@ func TestRelayDeliversAKeyInOrderAndOthersInParallel(t *testing.T) {
 
 // Drain goes on past a short claim when it settled a keyed message, since
 // the next of its key is due then: one pass delivers a key's messages.
-func TestDrainDeliversEveryMessageOfAKey(t *testing.T) {
+func testDrainDeliversEveryMessageOfAKey(t *testing.T) {
 	f := newFixture(t)
 	var got []string
 	f.handle = func(_ context.Context, m outbox.Message) error {

@@ -1,0 +1,216 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+)
+
+// breakerFixture is a relay over two topics, mail and sms, whose handlers
+// fail while down is set, on a clock that stands still.
+type breakerFixture struct {
+	db    *postgres.DB
+	store *postgres.Outbox
+	relay *outbox.Relay
+	now   time.Time
+	down  atomic.Bool
+	seen  map[string]map[uuid.UUID]bool
+	mu    sync.Mutex
+}
+
+func newBreakerFixture(t *testing.T, db *postgres.DB, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *breakerFixture {
+	t.Helper()
+	f := &breakerFixture{db: db, store: db.Outbox(), now: epoch, seen: map[string]map[uuid.UUID]bool{}}
+	f.down.Store(true)
+	handler := func(topic string) outbox.Handler {
+		return func(_ context.Context, m outbox.Message) error {
+			if f.down.Load() {
+				return errors.New("dial tcp: connection refused")
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.seen[topic] == nil {
+				f.seen[topic] = map[uuid.UUID]bool{}
+			}
+			f.seen[topic][m.ID] = true
+			return nil
+		}
+	}
+	opts = append([]outbox.RelayOption{outbox.WithClock(func() time.Time { return f.now })}, opts...)
+	relay, err := outbox.NewRelay(f.store, map[string]outbox.Handler{"mail": handler("mail"), "sms": handler("sms")}, cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	f.relay = relay
+	return f
+}
+
+func (f *breakerFixture) delivered(topic string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.seen[topic])
+}
+
+// drainUntil drains at f.now and then every few seconds of the relay's
+// clock for an hour, stopping once want messages of each topic are
+// delivered.
+func (f *breakerFixture) drainUntil(t *testing.T, want int) {
+	t.Helper()
+	start := f.now
+	for f.now.Sub(start) <= time.Hour {
+		if _, err := f.relay.Drain(t.Context()); err != nil {
+			t.Fatalf("drain at +%s: %v", f.now.Sub(epoch), err)
+		}
+		if f.delivered("mail") == want && f.delivered("sms") == want {
+			return
+		}
+		f.now = f.now.Add(3 * time.Second)
+	}
+}
+
+// TestRelayBreaker checks the circuit breakers that stop claiming a topic whose deliveries all fail.
+func TestRelayBreaker(t *testing.T) {
+	t.Run("stops a topic whose deliveries all fail", testRelayBreakerStopsATopicWhoseDeliveriesAllFail)
+	t.Run("left half-open without a probe when the batch is full", testBreakerLeftHalfOpenWithoutAProbeWhenTheBatchIsFull)
+	t.Run("left half-open when the probe's claim fails", testBreakerLeftHalfOpenWhenTheProbeClaimFails)
+}
+
+// While every delivery of a topic fails, its breaker opens: the relay stops
+// claiming its messages, so they spend no attempts, while other topics flow;
+// it probes with one message at a time, and the first probe that is
+// delivered closes it.
+func testRelayBreakerStopsATopicWhoseDeliveriesAllFail(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store := db.Outbox()
+	now := epoch
+	clock := func() time.Time { return now }
+	down := true
+	var mailCalls int
+	opt, reader := meter()
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		"mail": func(context.Context, outbox.Message) error {
+			mailCalls++
+			if down {
+				return errors.New("dial tcp: connection refused")
+			}
+			return nil
+		},
+		"sms": func(context.Context, outbox.Message) error { return nil },
+	}, outbox.RelayConfig{}, outbox.WithClock(clock), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	add := func(topic string) {
+		t.Helper()
+		commit(t, db.Runner(clock), store, topic, 1)
+	}
+	drain := func(want outbox.DrainStats) {
+		t.Helper()
+		got, err := relay.Drain(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("drain at +%s: %+v, want %+v", now.Sub(epoch), got, want)
+		}
+	}
+	state := func() float64 {
+		return collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]
+	}
+	for range 3 {
+		add("mail")
+	}
+	drain(outbox.DrainStats{Claimed: 3, Retried: 3})
+	if state() != 2 {
+		t.Fatalf("breaker state after three failures of three messages = %v, want 2 (open)", state())
+	}
+	// Open: mail waits, whatever is due; sms flows.
+	add("sms")
+	now = now.Add(2 * time.Second)
+	drain(outbox.DrainStats{Claimed: 1, Delivered: 1})
+	// Half-open after five seconds: one probe, which fails and opens the
+	// breaker for longer.
+	now = epoch.Add(5 * time.Second)
+	drain(outbox.DrainStats{Claimed: 1, Retried: 1})
+	now = epoch.Add(14 * time.Second)
+	drain(outbox.DrainStats{})
+	// The destination is back: the next probe is delivered and closes the
+	// breaker, and the rest follows in the same pass.
+	down = false
+	now = epoch.Add(15 * time.Second)
+	drain(outbox.DrainStats{Claimed: 3, Delivered: 3})
+	if state() != 0 {
+		t.Errorf("breaker state after a delivered probe = %v, want 0 (closed)", state())
+	}
+	if mailCalls != 7 {
+		t.Errorf("the mail handler ran %d times, want 7: 3 failures, 2 probes and the 2 others", mailCalls)
+	}
+}
+
+// Two topics whose breakers open together reach their probe time together,
+// and with Batch 1 one claim can probe only one of them. The other stays
+// half-open until a later claim probes it: both topics flow again once
+// their destinations are back.
+func testBreakerLeftHalfOpenWithoutAProbeWhenTheBatchIsFull(t *testing.T) {
+	t.Parallel()
+	f := newBreakerFixture(t, pgtest.New(t), outbox.RelayConfig{Batch: 1, MaxAttempts: 20})
+	for _, topic := range []string{"mail", "sms"} {
+		for range 3 {
+			addAt(t, f.db, f.store, topic, f.now)
+		}
+	}
+	if stats, err := f.relay.Drain(t.Context()); err != nil || stats.Retried != 6 {
+		t.Fatalf("first pass: %+v, %v; want all six failed, both breakers open", stats, err)
+	}
+	f.down.Store(false) // Both destinations are back.
+	f.now = epoch.Add(5 * time.Second)
+	f.drainUntil(t, 3)
+	if f.delivered("mail") != 3 || f.delivered("sms") != 3 {
+		t.Errorf("an hour after both destinations came back: delivered %d mail and %d sms of 3 each; "+
+			"the breaker left half-open without a probe never lets its topic through",
+			f.delivered("mail"), f.delivered("sms"))
+	}
+}
+
+// A store error on the probe's claim (the database goes away just then)
+// leaves the breaker half-open, waiting for its probe: once the database is
+// back, a later claim probes the topic and it flows again.
+func testBreakerLeftHalfOpenWhenTheProbeClaimFails(t *testing.T) {
+	t.Parallel()
+	db, proxy := pgtest.NewBehindProxy(t)
+	f := newBreakerFixture(t, db, outbox.RelayConfig{MaxAttempts: 20})
+	for range 3 {
+		addAt(t, f.db, f.store, "mail", f.now)
+	}
+	for range 3 {
+		addAt(t, f.db, f.store, "sms", f.now)
+	}
+	if stats, err := f.relay.Drain(t.Context()); err != nil || stats.Retried != 6 {
+		t.Fatalf("first pass: %+v, %v; want all six failed, both breakers open", stats, err)
+	}
+	f.down.Store(false)
+	f.now = epoch.Add(5 * time.Second) // Both breakers are due to probe.
+	proxy.Down()
+	if _, err := f.relay.Drain(t.Context()); err == nil {
+		t.Fatal("a drain with the database away succeeded")
+	}
+	proxy.Up()
+	f.now = f.now.Add(time.Second)
+	f.drainUntil(t, 3)
+	if f.delivered("mail") != 3 || f.delivered("sms") != 3 {
+		t.Errorf("an hour after the database and both destinations came back: delivered %d mail and %d sms of 3 each",
+			f.delivered("mail"), f.delivered("sms"))
+	}
+}

@@ -1,0 +1,98 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// claimSpy is a store that reports how many messages each claim returned.
+type claimSpy struct {
+	*postgres.Outbox
+	claims chan int
+}
+
+func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	msgs, err := s.Outbox.Claim(ctx, now, lease, limit)
+	s.claims <- len(msgs)
+	return msgs, err
+}
+
+// TestRelayClaim checks when Run claims: at a commit, and behind its cursor.
+func TestRelayClaim(t *testing.T) {
+	t.Run("wakes on commit", testRelayWakesOnCommit)
+	t.Run("delivers a message committed behind its cursor", testRelayDeliversAMessageCommittedBehindItsCursor)
+}
+
+// A relay that polls once an hour still delivers at once: the commit of an
+// Add wakes it.
+func testRelayWakesOnCommit(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	spy := &claimSpy{Outbox: db.Outbox(), claims: make(chan int, 1000)}
+	rec := newRecorder(1)
+	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{"mail": rec.handle},
+		outbox.RelayConfig{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	// The relay claims once at start and once more when its listener
+	// connects. After that only a wake-up can make it claim within the
+	// test's deadline.
+	for range 2 {
+		select {
+		case <-spy.claims:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the relay did not claim at start")
+		}
+	}
+	addNow(t, db, spy)
+	rec.wait(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// While a backlog is drained, each claim starts where the previous one
+// found its earliest message. A message that becomes due before that point,
+// committed late by a transaction that began long ago, is still delivered
+// in the same pass.
+func testRelayDeliversAMessageCommittedBehindItsCursor(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			f := newFixtureOn(t, b, outbox.RelayConfig{Batch: 5})
+			late, err := outbox.NewMessage("mail", "late", epoch.Add(-time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			f.handle = func(ctx context.Context, _ outbox.Message) error {
+				var err error
+				once.Do(func() {
+					err = f.runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error { return f.store.Add(ctx, tx, late) })
+				})
+				return err
+			}
+			for range 20 {
+				f.add(t, "mail")
+			}
+			if got := f.drain(t); got.Delivered != 21 {
+				t.Fatalf("drain: %+v, want all 21 delivered", got)
+			}
+			if _, err := f.store.Lookup(t.Context(), late.ID); !errors.Is(err, outbox.ErrNotFound) {
+				t.Errorf("the late message: %v, want delivered", err)
+			}
+		})
+	}
+}
