@@ -1,5 +1,3 @@
-// Package routerlog adapts slog to the logger of Watermill's routers and
-// subscribers.
 package routerlog
 
 import (

@@ -1,6 +1,3 @@
-// Package wakeup fans wake-ups out to channels that coalesce them. The
-// backends use it for the Wakeups of outbox.Waker: it tells the relays of
-// their process that a unit of work committed outbox messages.
 package wakeup
 
 import (
