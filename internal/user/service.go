@@ -108,7 +108,9 @@ type Deps struct {
 	Runner uow.Runner
 	Events eventstore.Store
 	Outbox Outbox
-	Views  Views
+	// Views are the tables the service's [ViewsProjection] writes, in
+	// each command's unit of work, and the queries it makes of them.
+	Views Views
 	// Keys seals the addresses in events (personal.go) and opens them for
 	// the views; it is required.
 	Keys *keyring.Keyring

@@ -75,8 +75,8 @@ type Harness struct {
 	// Outbox is where the service adds the mails from which the suite takes
 	// the codes.
 	Outbox user.Outbox
-	// Keys is the keyring that the service seals addresses with and Views
-	// open them with.
+	// Keys is the keyring that the service seals addresses with and the
+	// projection opens them with.
 	Keys *keyring.Keyring
 	// Views are the views under test, which the suite drives through
 	// [user.ViewsProjection] with Keys.
