@@ -62,7 +62,7 @@ type activity interface {
 // person's messages. Both backends have these; only the
 // operators' commands need them, so they are asked for here.
 type outboxStore interface {
-	outbox.Store
+	outbox.RelayStore
 	outbox.Purger
 	// Buried returns up to limit buried messages, oldest burial first.
 	Buried(ctx context.Context, limit int) ([]outbox.Record, error)

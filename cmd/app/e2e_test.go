@@ -597,7 +597,7 @@ func (o *e2eRecordingOutbox) only(t *testing.T) uuid.UUID {
 
 // e2eMailRelay returns a relay of store, on clock, that sends the mail
 // topics through mx, closed when t ends.
-func e2eMailRelay(t *testing.T, store outbox.Store, mx *smtptest.Server, clock *testclock.Clock, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *outbox.Relay {
+func e2eMailRelay(t *testing.T, store outbox.RelayStore, mx *smtptest.Server, clock *testclock.Clock, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *outbox.Relay {
 	t.Helper()
 	sender, err := smtp.New(mx.URL(), 5*time.Second)
 	if err != nil {

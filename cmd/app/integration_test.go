@@ -140,7 +140,7 @@ func testSignInIsPublishedToJetStream(t *testing.T) {
 // lossyAcks is an outbox whose acknowledgements fail while drop is above
 // zero, as when the relay dies between a publish and its acknowledgement.
 type lossyAcks struct {
-	outbox.Store
+	outbox.RelayStore
 	drop atomic.Int32
 }
 
@@ -148,7 +148,14 @@ func (s *lossyAcks) Ack(ctx context.Context, id uuid.UUID) error {
 	if s.drop.Add(-1) >= 0 {
 		return errors.New("connection reset by peer")
 	}
-	return s.Store.Ack(ctx, id)
+	return s.RelayStore.Ack(ctx, id)
+}
+
+func (s *lossyAcks) AckAll(ctx context.Context, leases []outbox.Lease) error {
+	if s.drop.Add(-1) >= 0 {
+		return errors.New("connection reset by peer")
+	}
+	return s.RelayStore.AckAll(ctx, leases)
 }
 
 // integrationBench is a user service and a relay driven by hand on a clock
@@ -169,7 +176,7 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 	}
 	e := env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	db := pgtest.New(t)
-	b := &integrationBench{store: &lossyAcks{Store: db.Outbox()}, clock: testclock.New(time.Now().UTC().Truncate(time.Second))}
+	b := &integrationBench{store: &lossyAcks{RelayStore: db.Outbox()}, clock: testclock.New(time.Now().UTC().Truncate(time.Second))}
 	keys := keyringtest.New(t, postgres.DataKeys{})
 	b.users, err = user.NewService(user.Deps{
 		Runner: db.Runner(b.clock.Now),
@@ -204,7 +211,7 @@ func (b *integrationBench) signIn(t *testing.T, email string) user.Session {
 		t.Fatal(err)
 	}
 	ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: []string{"mail.login_link"}})
-	msgs, err := b.store.Store.Claim(ctx, b.clock.Now(), time.Minute, 1)
+	msgs, err := b.store.RelayStore.Claim(ctx, b.clock.Now(), time.Minute, 1)
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("claim the link: %v, %v", msgs, err)
 	}
@@ -212,7 +219,7 @@ func (b *integrationBench) signIn(t *testing.T, email string) user.Session {
 	if err := json.Unmarshal(msgs[0].Payload, &link); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.store.Store.Ack(t.Context(), msgs[0].ID); err != nil {
+	if err := b.store.RelayStore.Ack(t.Context(), msgs[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	s, err := b.users.SignIn(t.Context(), link.Code)
@@ -321,7 +328,7 @@ func testJetStreamOutageLosesNothingAndRepeatsNothing(t *testing.T) {
 	if last[ada.User.ID.String()] != 3 || last[grace.User.ID.String()] != 2 {
 		t.Errorf("last versions %v, want Ada's 3 and Grace's 2", last)
 	}
-	if n, err := b.store.Store.(interface {
+	if n, err := b.store.RelayStore.(interface {
 		Buried(context.Context, int) ([]outbox.Record, error)
 	}).Buried(t.Context(), 10); err != nil || len(n) != 0 {
 		t.Errorf("buried %v, %v; want nothing buried", n, err)

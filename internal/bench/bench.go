@@ -25,7 +25,7 @@ type Bench struct {
 	// Runner runs the units of work that fill the database.
 	Runner uow.Runner
 	// Outbox is the store the relay benchmarks fill and drain.
-	Outbox outbox.Store
+	Outbox outbox.RelayStore
 	// Events is the event store the projection benchmarks append to.
 	Events eventstore.Store
 	// EventLog is the log the projection benchmarks' runner follows.

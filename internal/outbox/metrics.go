@@ -130,12 +130,12 @@ func (m *relayMetrics) storeError(ctx context.Context, op string) {
 }
 
 // observe reports, whenever the metrics are collected, the state of each
-// topic's breaker and, if the store can count it, the backlog, until the
-// returned function is called. When the store cannot be read, the backlog
+// topic's breaker and the store's backlog, until the returned function is
+// called. When the store cannot be read, the backlog
 // gauges keep their last values (the age of the oldest due message goes on
 // growing from it) and the error is counted, so that alerts on them never
 // stop evaluating.
-func (m *relayMetrics) observe(store Store, now func() time.Time, b *breakers) (func(), error) {
+func (m *relayMetrics) observe(store RelayStore, now func() time.Time, b *breakers) (func(), error) {
 	state, err := m.meter.Int64ObservableGauge("outbox.breaker.state",
 		metric.WithDescription("State of each topic's circuit breaker: 0 closed, 1 half-open (probing), 2 open."))
 	if err != nil {
@@ -151,25 +151,23 @@ func (m *relayMetrics) observe(store Store, now func() time.Time, b *breakers) (
 		}
 		observables = append(observables, listening)
 	}
-	br, counts := store.(BacklogReader)
-	var due, buried metric.Int64ObservableGauge
-	var age metric.Float64ObservableGauge
-	if counts {
-		if due, err = m.meter.Int64ObservableGauge("outbox.backlog.due",
-			metric.WithDescription("Messages due now, not buried."), metric.WithUnit("{message}")); err != nil {
-			return nil, fmt.Errorf("outbox: metrics: %w", err)
-		}
-		if buried, err = m.meter.Int64ObservableGauge("outbox.backlog.buried",
-			metric.WithDescription("Messages buried now, kept for an operator."), metric.WithUnit("{message}")); err != nil {
-			return nil, fmt.Errorf("outbox: metrics: %w", err)
-		}
-		if age, err = m.meter.Float64ObservableGauge("outbox.oldest_due_age",
-			metric.WithDescription("How long the longest-due message has waited; 0 when none is due."),
-			metric.WithUnit("s")); err != nil {
-			return nil, fmt.Errorf("outbox: metrics: %w", err)
-		}
-		observables = append(observables, due, buried, age)
+	due, err := m.meter.Int64ObservableGauge("outbox.backlog.due",
+		metric.WithDescription("Messages due now, not buried."), metric.WithUnit("{message}"))
+	if err != nil {
+		return nil, fmt.Errorf("outbox: metrics: %w", err)
 	}
+	buried, err := m.meter.Int64ObservableGauge("outbox.backlog.buried",
+		metric.WithDescription("Messages buried now, kept for an operator."), metric.WithUnit("{message}"))
+	if err != nil {
+		return nil, fmt.Errorf("outbox: metrics: %w", err)
+	}
+	age, err := m.meter.Float64ObservableGauge("outbox.oldest_due_age",
+		metric.WithDescription("How long the longest-due message has waited; 0 when none is due."),
+		metric.WithUnit("s"))
+	if err != nil {
+		return nil, fmt.Errorf("outbox: metrics: %w", err)
+	}
+	observables = append(observables, due, buried, age)
 	var mu sync.Mutex
 	var last Backlog
 	reg, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
@@ -183,12 +181,9 @@ func (m *relayMetrics) observe(store Store, now func() time.Time, b *breakers) (
 			}
 			o.ObserveInt64(listening, v)
 		}
-		if !counts {
-			return nil
-		}
 		t := now()
 		rctx, cancel := context.WithTimeout(ctx, backlogTimeout)
-		got, err := br.Backlog(rctx, t)
+		got, err := store.Backlog(rctx, t)
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()

@@ -72,7 +72,7 @@ var (
 //     claiming that topic's messages, so that an outage does not spend their
 //     attempts; see [breakers].
 type Relay struct {
-	store    Store
+	store    RelayStore
 	handlers map[string]Handler
 	cfg      RelayConfig
 	now      func() time.Time
@@ -101,7 +101,7 @@ type Relay struct {
 // NewRelay returns a relay that delivers the messages of store to handlers,
 // keyed by topic. Zero fields of cfg take their defaults; a config that still
 // cannot work is an error.
-func NewRelay(store Store, handlers map[string]Handler, cfg RelayConfig, opts ...RelayOption) (*Relay, error) {
+func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, opts ...RelayOption) (*Relay, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

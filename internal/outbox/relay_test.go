@@ -32,7 +32,7 @@ type fixture struct {
 // fixtureStore is an outbox store with the operators' views, which both
 // backends have.
 type fixtureStore interface {
-	outbox.Store
+	outbox.RelayStore
 	Buried(ctx context.Context, limit int) ([]outbox.Record, error)
 	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
 }
@@ -233,28 +233,16 @@ func TestRelayRetriesUntilDelivered(t *testing.T) {
 	}
 }
 
-// bare hides every optional capability of the store inside it, so that the
-// relay runs its fallbacks: polling instead of wake-ups, one Ack per message
-// instead of AckAll, and no backlog gauges.
-type bare struct{ outbox.Store }
+// unlistened hides the Listener of the store inside it, the one optional
+// interface a relay store may lack: SQLite's has none.
+type unlistened struct{ outbox.RelayStore }
 
-func TestRelayRunsOnAStoreWithoutOptionalCapabilities(t *testing.T) {
+func TestRelayRunsOnAStoreWithoutListener(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	store := bare{db.Outbox()}
-	for _, capability := range []string{"Waker", "BatchAcker", "BacklogReader"} {
-		var ok bool
-		switch capability {
-		case "Waker":
-			_, ok = any(store).(outbox.Waker)
-		case "BatchAcker":
-			_, ok = any(store).(outbox.BatchAcker)
-		case "BacklogReader":
-			_, ok = any(store).(outbox.BacklogReader)
-		}
-		if ok {
-			t.Fatalf("the wrapped store still has %s", capability)
-		}
+	store := unlistened{db.Outbox()}
+	if _, ok := any(store).(outbox.Listener); ok {
+		t.Fatal("the wrapped store still has Listener")
 	}
 	const n = 30
 	rec := newRecorder(n)
@@ -286,14 +274,14 @@ func TestRelayRunsOnAStoreWithoutOptionalCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(left) != 0 {
-		t.Errorf("%d delivered messages were not acknowledged one by one", len(left))
+		t.Errorf("%d delivered messages were not acknowledged", len(left))
 	}
 	got := collect(t, reader)
 	if got["outbox.delivered"]["mail"] != n {
 		t.Errorf("outbox.delivered = %v, want %d", got["outbox.delivered"], n)
 	}
-	if _, ok := got["outbox.backlog.due"]; ok {
-		t.Error("a store that cannot count its backlog has a backlog gauge")
+	if _, ok := got["outbox.wakeups.listening"]; ok {
+		t.Error("a store without Listener has a listening gauge")
 	}
 	if _, ok := got["outbox.breaker.state"]; !ok {
 		t.Error("the breaker gauge is missing")

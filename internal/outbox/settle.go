@@ -137,19 +137,10 @@ func (r *Relay) delivered(ctx context.Context, hs []*held) {
 	flush()
 }
 
-// ackAll acknowledges delivered messages under their leases, in one call
-// when the store can. A failure is counted.
+// ackAll acknowledges delivered messages under their leases, in one call.
+// A failure is counted.
 func (r *Relay) ackAll(ctx context.Context, leases []Lease) error {
-	var err error
-	if b, ok := r.store.(BatchAcker); ok {
-		err = b.AckAll(ctx, leases)
-	} else {
-		for _, l := range leases {
-			if err = r.store.Ack(WithLease(ctx, l), l.ID); err != nil {
-				break
-			}
-		}
-	}
+	err := r.store.AckAll(ctx, leases)
 	if err != nil {
 		r.metrics.storeError(ctx, opAck)
 	}

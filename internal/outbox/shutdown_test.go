@@ -17,13 +17,13 @@ import (
 // ended then, as a driver whose context ends while it reads the answer
 // does: the messages are leased in the database all the same.
 type cancelOnClaim struct {
-	outbox.Store
+	outbox.RelayStore
 	cancel context.CancelFunc
 	once   sync.Once
 }
 
 func (s *cancelOnClaim) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
-	msgs, err := s.Store.Claim(ctx, now, lease, limit)
+	msgs, err := s.RelayStore.Claim(ctx, now, lease, limit)
 	if len(msgs) > 0 {
 		s.once.Do(s.cancel)
 	}
@@ -139,7 +139,7 @@ func testRelayStopDuringAClaimReleasesWhatItTook(t *testing.T) {
 				msgs = append(msgs, f.add(t, "mail"))
 			}
 			ctx, cancel := context.WithCancel(t.Context())
-			store := &cancelOnClaim{Store: f.store, cancel: cancel}
+			store := &cancelOnClaim{RelayStore: f.store, cancel: cancel}
 			delivered := make(chan uuid.UUID, len(msgs))
 			relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
 				"mail": func(_ context.Context, m outbox.Message) error { delivered <- m.ID; return nil },

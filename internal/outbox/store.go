@@ -39,48 +39,39 @@ type Store interface {
 // [Store.Ack] of such a message succeeds: the message is gone either way.
 var ErrNotFound = errors.New("outbox: message not found")
 
-// The interfaces below are optional capabilities. A [Relay] uses one when its
-// store implements it and does without it otherwise, as Watermill does with
-// optional interfaces of its publishers and subscribers. A test of the relay
-// hides each of them to run its fallback.
-
-// BatchAcker is implemented by stores that can remove many delivered
-// messages in one call. The relay acknowledges what its deliveries finished
-// meanwhile through it, in one database round trip; without it, it calls
-// [Store.Ack] once per message.
-type BatchAcker interface {
+// RelayStore is the store a [Relay] delivers from: a [Store] that also
+// acknowledges in batches, wakes the relay when messages are committed, and
+// counts what it holds. Both backends implement it.
+type RelayStore interface {
+	Store
 	// AckAll removes the delivered messages, each only while its lease is
 	// its latest claim, as [Store.Ack] does under [WithLease]. Messages the
-	// store does not hold, or holds under another claim, are skipped.
+	// store does not hold, or holds under another claim, are skipped. The
+	// relay acknowledges what its deliveries finished meanwhile through
+	// it, in one round trip.
 	AckAll(ctx context.Context, leases []Lease) error
-}
-
-// Waker is implemented by stores that can tell a relay when messages may have
-// become due, so that delivery need not wait for the next poll. Without it,
-// the relay finds new messages at its next poll.
-type Waker interface {
 	// Wakeups returns a channel that receives a value soon after a
-	// transaction that added messages commits. Wake-ups may coalesce and may
-	// be spurious; the channel is closed when ctx is done.
+	// transaction that added messages commits, so that delivery need not
+	// wait for the next poll. Wake-ups may coalesce and may be spurious;
+	// the channel is closed when ctx is done.
 	Wakeups(ctx context.Context) <-chan struct{}
+	// Backlog counts the messages due at now and the buried ones, and finds
+	// the due time of the one that has been due the longest, for the
+	// relay's gauges.
+	Backlog(ctx context.Context, now time.Time) (Backlog, error)
 }
 
-// Listener is implemented by [Waker] stores whose wake-ups can miss the
-// commits of other processes, for the relay's outbox.wakeups.listening
-// gauge, so that a relay that only polls for them is seen.
+// Listener is implemented by a [RelayStore] whose wake-ups can miss the
+// commits of other processes (PostgreSQL's, which hears them through
+// LISTEN only where its connection allows it; SQLite's wake-ups come from
+// its own process and miss nothing). The relay reports it in its
+// outbox.wakeups.listening gauge, so that a relay that only polls for
+// them is seen.
 type Listener interface {
 	// Listening reports whether the commits of other processes wake the
 	// relay soon after they happen; false when it finds them only at its
 	// next poll.
 	Listening() bool
-}
-
-// BacklogReader is implemented by stores that can count what they hold, for
-// the relay's gauges. Without it, the relay reports no backlog.
-type BacklogReader interface {
-	// Backlog counts the messages due at now and the buried ones, and finds
-	// the due time of the one that has been due the longest.
-	Backlog(ctx context.Context, now time.Time) (Backlog, error)
 }
 
 // Backlog is what a store holds at one time.

@@ -42,10 +42,7 @@ func newSubscriber(r *Relay) *subscriber {
 func (s *subscriber) Subscribe(ctx context.Context, _ string) (<-chan *message.Message, error) {
 	out := make(chan *message.Message)
 	ctx, cancel := context.WithCancel(ctx)
-	var wake <-chan struct{}
-	if w, ok := s.r.store.(Waker); ok {
-		wake = w.Wakeups(ctx)
-	}
+	wake := s.r.store.Wakeups(ctx)
 	// One goroutine claims, another hands the claimed messages over, so
 	// that the next claim runs while the router takes the last one's.
 	claims := make(chan *claim, 4)
@@ -55,10 +52,8 @@ func (s *subscriber) Subscribe(ctx context.Context, _ string) (<-chan *message.M
 		defer close(claims)
 		s.loop(ctx, claims, wake)
 		cancel()
-		if wake != nil {
-			// The listener has stopped once its channel is closed.
-			for range wake {
-			}
+		// The listener has stopped once its channel is closed.
+		for range wake {
 		}
 	}()
 	go func() {

@@ -18,10 +18,9 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// Outbox is the [outbox.Store] of this backend, with every optional
-// capability: [outbox.BatchAcker], [outbox.Waker] and
-// [outbox.BacklogReader], and what operators use: [Outbox.Buried],
-// [Outbox.Lookup] and [Outbox.Requeue].
+// Outbox is the [outbox.RelayStore] of this backend, an [outbox.Listener],
+// and has what operators use: [Outbox.Buried], [Outbox.Lookup] and
+// [Outbox.Requeue].
 type Outbox struct {
 	pool pooled
 	// channel is the LISTEN/NOTIFY channel on which relays hear that
@@ -45,11 +44,8 @@ func notifyChannel(schema string) string {
 }
 
 var (
-	_ outbox.Store         = (*Outbox)(nil)
-	_ outbox.BatchAcker    = (*Outbox)(nil)
-	_ outbox.Waker         = (*Outbox)(nil)
-	_ outbox.BacklogReader = (*Outbox)(nil)
-	_ outbox.Listener      = (*Outbox)(nil)
+	_ outbox.RelayStore = (*Outbox)(nil)
+	_ outbox.Listener   = (*Outbox)(nil)
 )
 
 // Listening reports whether commits of other processes wake this store's
@@ -336,7 +332,7 @@ func (o *Outbox) Requeue(ctx context.Context, id uuid.UUID, at time.Time) error 
 }
 
 // Backlog counts the due and the buried messages and finds the longest-due
-// one, as [outbox.BacklogReader] describes, from the partial indexes.
+// one, as [outbox.RelayStore] describes, from the partial indexes.
 func (o *Outbox) Backlog(ctx context.Context, now time.Time) (outbox.Backlog, error) {
 	var b outbox.Backlog
 	var oldest *time.Time

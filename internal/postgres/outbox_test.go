@@ -22,8 +22,8 @@ func TestOutboxStore(t *testing.T) {
 	})
 }
 
-// TestWakeups checks the [outbox.Waker] of the PostgreSQL store, for
-// commits made through the same DB: they wake its relays in process, before
+// TestWakeups checks the wake-ups of the PostgreSQL store
+// ([outbox.RelayStore.Wakeups]), for commits made through the same DB: they wake its relays in process, before
 // Do returns, and a rollback wakes nobody and asks for no notification.
 // Commits of other processes are [TestWakeupsListenAgain]'s to check.
 //
@@ -35,7 +35,7 @@ func TestWakeups(t *testing.T) {
 	db := pgtest.New(t)
 	store := db.Outbox()
 	runner := db.Runner(nil)
-	var _ outbox.Waker = store
+	var _ outbox.RelayStore = store
 
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()

@@ -17,10 +17,8 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// Outbox is the [outbox.Store] of this backend, with every optional
-// capability: [outbox.BatchAcker], [outbox.Waker] and
-// [outbox.BacklogReader], and what operators use: [Outbox.Buried],
-// [Outbox.Lookup] and [Outbox.Requeue].
+// Outbox is the [outbox.RelayStore] of this backend, and has what
+// operators use: [Outbox.Buried], [Outbox.Lookup] and [Outbox.Requeue].
 //
 // Add runs in the unit of work's transaction. The relay's bookkeeping
 // (Claim, Ack, AckAll, Retry, Bury) queues for the write connection like a
@@ -33,10 +31,7 @@ type Outbox struct {
 }
 
 var (
-	_ outbox.Store         = (*Outbox)(nil)
-	_ outbox.BatchAcker    = (*Outbox)(nil)
-	_ outbox.Waker         = (*Outbox)(nil)
-	_ outbox.BacklogReader = (*Outbox)(nil)
+	_ outbox.RelayStore = (*Outbox)(nil)
 )
 
 // addChunk is how many messages one INSERT statement of [Outbox.Add] takes,
@@ -364,7 +359,7 @@ WHERE id = ? AND buried_at IS NOT NULL`, micros(at), seq, id)
 }
 
 // Backlog counts the due and the buried messages and finds the longest-due
-// one, as [outbox.BacklogReader] describes, from the partial indexes.
+// one, as [outbox.RelayStore] describes, from the partial indexes.
 func (o *Outbox) Backlog(ctx context.Context, now time.Time) (outbox.Backlog, error) {
 	var b outbox.Backlog
 	var oldest sql.NullInt64

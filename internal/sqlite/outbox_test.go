@@ -20,7 +20,8 @@ func TestOutboxStore(t *testing.T) {
 	})
 }
 
-// TestWakeups checks the in-process [outbox.Waker] of the SQLite store.
+// TestWakeups checks the in-process wake-ups of the SQLite store
+// ([outbox.RelayStore.Wakeups]).
 //
 // Wake-ups are sent by the committing Runner.Do before it returns, so each
 // check needs no waiting: right after Do returns, a committed Add has put a
@@ -31,7 +32,7 @@ func TestWakeups(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	runner := db.Runner(nil)
-	var _ outbox.Waker = db.Outbox()
+	var _ outbox.RelayStore = db.Outbox()
 
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()

@@ -207,13 +207,9 @@ func testTopicsExcept(t *testing.T, s suite) {
 	s.nothingDue(t, now)
 }
 
-// BatchAcker: AckAll removes a message only under the lease of its latest
-// claim.
+// AckAll removes a message only under the lease of its latest claim.
 func testAckAllFenced(t *testing.T, s suite) {
-	ba, ok := s.Store.(outbox.BatchAcker)
-	if !ok {
-		t.Skip("store does not implement outbox.BatchAcker")
-	}
+	ba := s.Store
 	a := s.msg(t, "test.a", nil, base)
 	b := s.msg(t, "test.b", nil, base.Add(time.Millisecond))
 	s.add(t, a, b)
@@ -232,13 +228,10 @@ func testAckAllFenced(t *testing.T, s suite) {
 	s.nothingDue(t, farFuture)
 }
 
-// BacklogReader: Backlog counts the due and the buried messages, and finds
-// the due time of the longest-due one, ignoring leased and buried ones.
+// Backlog counts the due and the buried messages, and finds the due time
+// of the longest-due one, ignoring leased and buried ones.
 func testBacklog(t *testing.T, s suite) {
-	br, ok := s.Store.(outbox.BacklogReader)
-	if !ok {
-		t.Skip("store does not implement outbox.BacklogReader")
-	}
+	br := s.Store
 	check := func(now time.Time, want outbox.Backlog) {
 		t.Helper()
 		got, err := br.Backlog(t.Context(), now)

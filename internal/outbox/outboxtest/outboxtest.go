@@ -62,7 +62,7 @@ type Harness struct {
 	Runner uow.Runner
 	// Store is the store under test. It starts empty and accepts the
 	// transactions of Runner.
-	Store outbox.Store
+	Store outbox.RelayStore
 }
 
 // Features states what a backend guarantees; a backend that cannot give one
@@ -852,12 +852,9 @@ func testBuryUnknown(t *testing.T, s suite) {
 	}
 }
 
-// BatchAcker: AckAll removes the listed messages and skips unknown IDs.
+// AckAll removes the listed messages and skips unknown IDs.
 func testAckAll(t *testing.T, s suite) {
-	ba, ok := s.Store.(outbox.BatchAcker)
-	if !ok {
-		t.Skip("store does not implement outbox.BatchAcker")
-	}
+	ba := s.Store
 	a := s.msg(t, "test.a", nil, base)
 	b := s.msg(t, "test.b", nil, base.Add(time.Millisecond))
 	c := s.msg(t, "test.c", nil, base.Add(2*time.Millisecond))
