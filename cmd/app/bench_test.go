@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/eventsourced/accounts/internal/integration/natsbroker/natstest"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/publish/natsbroker/natstest"
 )
 
 var publishSummary = regexp.MustCompile(`\npublish: (\d+) messages in \d+\.\d\ds, (\d+) msgs/s\n$`)

@@ -7,11 +7,11 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/eventsourced/accounts/internal/integration"
-	"github.com/eventsourced/accounts/internal/integration/kafkabroker"
-	"github.com/eventsourced/accounts/internal/integration/natsbroker"
-	"github.com/eventsourced/accounts/internal/integration/webhook"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/publish/kafkabroker"
+	"github.com/eventsourced/accounts/internal/publish/natsbroker"
+	"github.com/eventsourced/accounts/internal/publish/webhook"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -19,13 +19,13 @@ import (
 // destinations of integration events. It connects to nothing: an
 // instance that serves only the API adds the events that the relays
 // publish.
-func (e env) integrationEvents() integration.Events {
-	ev := integration.Events{Source: e.cfg.BaseURL}
+func (e env) integrationEvents() publish.Events {
+	ev := publish.Events{Source: e.cfg.BaseURL}
 	if e.cfg.Broker().Kind != "" {
-		ev.Destinations = append(ev.Destinations, integration.Broker)
+		ev.Destinations = append(ev.Destinations, publish.Broker)
 	}
 	if e.cfg.WebhookURL != "" {
-		ev.Destinations = append(ev.Destinations, integration.Webhook)
+		ev.Destinations = append(ev.Destinations, publish.Webhook)
 	}
 	return ev
 }
@@ -50,11 +50,11 @@ func (p *publishers) Close() error {
 
 // add gives each integration event type, bound for d, a handler that
 // publishes through pub to the topic that topic names.
-func (p *publishers) add(d integration.Destination, pub message.Publisher, topic func(string) string) {
+func (p *publishers) add(d publish.Destination, pub message.Publisher, topic func(string) string) {
 	p.pubs = append(p.pubs, pub)
-	h := integration.Handler(pub, topic)
+	h := publish.Handler(pub, topic)
 	for _, typ := range user.IntegrationEvents() {
-		t := integration.Topic(d, typ)
+		t := publish.Topic(d, typ)
 		p.handlers[t] = h
 		p.topics = append(p.topics, t)
 	}
@@ -76,13 +76,13 @@ func (e env) publishers() (*publishers, error) {
 		if err != nil {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
-		p.add(integration.Broker, pub, integration.Subject(prefix))
+		p.add(publish.Broker, pub, publish.Subject(prefix))
 	case "kafka":
 		pub, err := kafkabroker.New(kafkabroker.Config{Brokers: b.Addrs})
 		if err != nil {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
-		p.add(integration.Broker, pub, integration.Category(prefix))
+		p.add(publish.Broker, pub, publish.Category(prefix))
 	}
 	if e.cfg.WebhookURL != "" {
 		pub, err := webhook.New(webhook.Config{URL: e.cfg.WebhookURL, Secret: e.cfg.WebhookSecret})
@@ -91,7 +91,7 @@ func (e env) publishers() (*publishers, error) {
 			return nil, err
 		}
 		// One URL takes every type: the topic is not used.
-		p.add(integration.Webhook, pub, func(typ string) string { return typ })
+		p.add(publish.Webhook, pub, func(typ string) string { return typ })
 	}
 	return p, nil
 }

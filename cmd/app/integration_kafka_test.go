@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/loopback"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/schemas"
 )
 
@@ -98,7 +98,7 @@ func testKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
 	last := map[string]float64{}
 	seen := map[string]bool{}
 	for _, r := range recs {
-		var e integration.CloudEvent
+		var e publish.CloudEvent
 		if err := json.Unmarshal(r.Value, &e); err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func testKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
 		for _, h := range r.Headers {
 			headers[h.Key] = string(h.Value)
 		}
-		if headers["id"] != e.ID || headers["content-type"] != integration.ContentType {
+		if headers["id"] != e.ID || headers["content-type"] != publish.ContentType {
 			t.Errorf("record of event %s has headers %v", e.ID, headers)
 		}
 		if seen[e.ID] {

@@ -15,13 +15,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/eventsourced/accounts/internal/config"
-	"github.com/eventsourced/accounts/internal/integration"
-	"github.com/eventsourced/accounts/internal/integration/natsbroker"
-	"github.com/eventsourced/accounts/internal/integration/natsbroker/natstest"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/publish/natsbroker"
+	"github.com/eventsourced/accounts/internal/publish/natsbroker/natstest"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
@@ -42,7 +42,7 @@ func TestIntegrationEvents(t *testing.T) {
 // streamEvents reads the whole stream ACCOUNTS, waiting until it holds at
 // least n messages, and checks each against its event's schema and
 // Nats-Msg-Id.
-func streamEvents(t *testing.T, js jetstream.JetStream, n int) []integration.CloudEvent {
+func streamEvents(t *testing.T, js jetstream.JetStream, n int) []publish.CloudEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), e2eWait)
 	defer cancel()
@@ -50,14 +50,14 @@ func streamEvents(t *testing.T, js jetstream.JetStream, n int) []integration.Clo
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []integration.CloudEvent
+	var out []publish.CloudEvent
 	for len(out) < n {
 		batch, err := cons.Fetch(n-len(out), jetstream.FetchMaxWait(e2eWait))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for m := range batch.Messages() {
-			var e integration.CloudEvent
+			var e publish.CloudEvent
 			if err := json.Unmarshal(m.Data(), &e); err != nil {
 				t.Fatalf("%s: %v", m.Subject(), err)
 			}
@@ -67,7 +67,7 @@ func streamEvents(t *testing.T, js jetstream.JetStream, n int) []integration.Clo
 			if got := m.Headers().Get("Nats-Msg-Id"); got != e.ID {
 				t.Errorf("%s: Nats-Msg-Id %q, want the event's id %s", m.Subject(), got, e.ID)
 			}
-			if got := m.Headers().Get("content-type"); got != integration.ContentType {
+			if got := m.Headers().Get("content-type"); got != publish.ContentType {
 				t.Errorf("%s: content-type %q", m.Subject(), got)
 			}
 			if m.Subject() != "accounts."+e.Type {

@@ -11,7 +11,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/schemas"
 )
@@ -92,7 +92,7 @@ func testWebhookIsRetriedUntilItAnswers2xx(t *testing.T) {
 	}
 	for i, typ := range []string{user.EventRegistered, user.EventSignedIn} {
 		p := rc.accepted[i]
-		var e integration.CloudEvent
+		var e publish.CloudEvent
 		if err := json.Unmarshal(p.body, &e); err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -18,7 +18,7 @@ import (
 // through: the messages each event becomes, and the relay's handlers and
 // options for their topics.
 type Publishing struct {
-	Events   integration.Events
+	Events   publish.Events
 	Handlers map[string]outbox.Handler
 	Options  []outbox.RelayOption
 }

@@ -14,10 +14,10 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"github.com/eventsourced/accounts/internal/integration/webhook"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/publish/webhook"
 	"github.com/eventsourced/accounts/internal/user"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -75,8 +75,8 @@ func (b *bundle) noMessageHolds(t *testing.T, what, fragment string) {
 // same address stays; the address can sign up again as a new account.
 func TestDeleteAccountErasesThePerson(t *testing.T) {
 	t.Parallel()
-	b := setupPolicy(t, user.Policy{}, user.WithIntegrationEvents(integration.Events{
-		Source: baseURL, Destinations: []integration.Destination{integration.Broker},
+	b := setupPolicy(t, user.Policy{}, user.WithIntegrationEvents(publish.Events{
+		Source: baseURL, Destinations: []publish.Destination{publish.Broker},
 	}))
 	ctx := t.Context()
 	ada := b.signIn(t, "ada@example.com")
@@ -156,9 +156,9 @@ func TestDeleteAccountErasesThePerson(t *testing.T) {
 	}
 	slices.Sort(topics)
 	want := []string{
-		integration.Topic(integration.Broker, user.EventDeleted),
-		integration.Topic(integration.Broker, user.EventRegistered),
-		integration.Topic(integration.Broker, user.EventSignedIn),
+		publish.Topic(publish.Broker, user.EventDeleted),
+		publish.Topic(publish.Broker, user.EventRegistered),
+		publish.Topic(publish.Broker, user.EventSignedIn),
 		mail.TopicEmailChange,
 	}
 	if !slices.Equal(topics, want) {
@@ -266,7 +266,7 @@ func TestALinkAskedForDuringAnErasureGoesWithIt(t *testing.T) {
 	t.Parallel()
 	// With integration events the erasure has messages to delete, and
 	// sends the views' deletions before the interruption.
-	events := user.WithIntegrationEvents(integration.Events{Source: baseURL, Destinations: []integration.Destination{integration.Broker}})
+	events := user.WithIntegrationEvents(publish.Events{Source: baseURL, Destinations: []publish.Destination{publish.Broker}})
 	b := setupPolicy(t, user.Policy{}, events)
 	ctx := t.Context()
 	ada := b.signIn(t, "ada@example.com")
@@ -298,7 +298,7 @@ func TestALinkAskedForDuringAnErasureGoesWithIt(t *testing.T) {
 		t.Errorf("%d keys of sign-in streams are left", n)
 	}
 	for _, line := range b.outboxText(t) {
-		if !strings.HasPrefix(line, integration.Topic(integration.Broker, user.EventDeleted)) {
+		if !strings.HasPrefix(line, publish.Topic(publish.Broker, user.EventDeleted)) {
 			t.Errorf("the outbox holds %s", line)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/eventsourced/accounts/internal/integration"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -60,9 +60,9 @@ type Option func(*Service)
 // WithIntegrationEvents makes the service add the integration events of
 // each command to the outbox, in the command's unit of work, for every
 // destination of e. Give it only when the relay has a handler for each
-// destination's topics ([integration.Topic] of each of
+// destination's topics ([publish.Topic] of each of
 // [IntegrationEvents]); without it no integration event is added.
-func WithIntegrationEvents(e integration.Events) Option {
+func WithIntegrationEvents(e publish.Events) Option {
 	return func(s *Service) { s.integration = e }
 }
 

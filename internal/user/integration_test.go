@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/schemas"
 )
@@ -20,7 +20,7 @@ import (
 type published struct {
 	topic   string
 	payload string
-	event   integration.CloudEvent
+	event   publish.CloudEvent
 	data    map[string]any
 }
 
@@ -28,9 +28,9 @@ type published struct {
 // both destinations.
 func integrationTopics() []string {
 	var topics []string
-	for _, d := range []integration.Destination{integration.Broker, integration.Webhook} {
+	for _, d := range []publish.Destination{publish.Broker, publish.Webhook} {
 		for _, typ := range user.IntegrationEvents() {
-			topics = append(topics, integration.Topic(d, typ))
+			topics = append(topics, publish.Topic(d, typ))
 		}
 	}
 	return topics
@@ -83,9 +83,9 @@ func (b *bundle) decode(t *testing.T, msgs []outbox.Message) []published {
 }
 
 func TestIntegrationEventsAreAddedWithTheirChange(t *testing.T) {
-	b := setupPolicy(t, user.Policy{}, user.WithIntegrationEvents(integration.Events{
+	b := setupPolicy(t, user.Policy{}, user.WithIntegrationEvents(publish.Events{
 		Source:       baseURL,
-		Destinations: []integration.Destination{integration.Broker, integration.Webhook},
+		Destinations: []publish.Destination{publish.Broker, publish.Webhook},
 	}))
 	// want checks that the events are one of each type for each
 	// destination, about id, at the clock's time, with these versions.
@@ -165,8 +165,8 @@ func TestIntegrationEventsAreAddedWithTheirChange(t *testing.T) {
 // A command that fails adds no event: the event exists exactly when its
 // change does.
 func TestIntegrationEventOfAFailedCommandIsNotAdded(t *testing.T) {
-	b := setupPolicy(t, user.Policy{}, user.WithIntegrationEvents(integration.Events{
-		Source: baseURL, Destinations: []integration.Destination{integration.Broker},
+	b := setupPolicy(t, user.Policy{}, user.WithIntegrationEvents(publish.Events{
+		Source: baseURL, Destinations: []publish.Destination{publish.Broker},
 	}))
 	ada := b.signIn(t, "ada@example.com")
 	code := b.changeCode(t, ada.Token, "grace@example.com")

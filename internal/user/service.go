@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/integration"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -121,7 +121,7 @@ type Service struct {
 	Deps
 	policy      Policy
 	baseURL     string
-	integration integration.Events
+	integration publish.Events
 	names       signInNames
 	// views applies what the commands append to Views.
 	views ViewsProjection

@@ -9,8 +9,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/eventsourced/accounts/internal/integration/natsbroker"
-	"github.com/eventsourced/accounts/internal/integration/natsbroker/natstest"
+	"github.com/eventsourced/accounts/internal/publish/natsbroker"
+	"github.com/eventsourced/accounts/internal/publish/natsbroker/natstest"
 )
 
 func newPublisher(t *testing.T, url string) *natsbroker.Publisher {

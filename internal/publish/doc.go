@@ -1,7 +1,6 @@
-// Package integration publishes integration events: the public facts of
-// this service that other systems hear about, as CloudEvents 1.0 in
-// structured JSON mode. The name is that of the events, which other
-// systems integrate with; the package holds no integration tests.
+// Package publish publishes integration events: the public facts of this
+// service that other systems hear about, as CloudEvents 1.0 in structured
+// JSON mode.
 //
 // A command adds the events it causes to the outbox in its own unit of work,
 // one message per configured destination ([Events.Messages]), so an event
@@ -11,4 +10,4 @@
 // relay hands the message to [Handler], which publishes it through a
 // Watermill message.Publisher and so knows no broker: JetStream, Kafka and a
 // signed webhook are each a publisher of their own package.
-package integration
+package publish

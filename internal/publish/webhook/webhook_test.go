@@ -19,7 +19,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/eventsourced/accounts/internal/integration/webhook"
+	"github.com/eventsourced/accounts/internal/publish/webhook"
 	"github.com/eventsourced/accounts/internal/testclock"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/eventsourced/accounts/internal/integration/natsbroker/natstest"
+	"github.com/eventsourced/accounts/internal/publish/natsbroker/natstest"
 )
 
 // BenchmarkPublish publishes CloudEvent-sized messages from many goroutines

@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/eventsourced/accounts/internal/integration/kafkabroker"
 	"github.com/eventsourced/accounts/internal/loopback"
+	"github.com/eventsourced/accounts/internal/publish/kafkabroker"
 )
 
 const topic = "accounts.events"
