@@ -2,83 +2,105 @@ package outbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/google/uuid"
 )
 
-// dispatch runs the handler of the message's topic. It is the innermost
-// Watermill handler of the relay's middleware chain.
-func (r *Relay) dispatch(wm *message.Message) ([]*message.Message, error) {
-	h := heldFrom(wm.Context())
-	if h == nil {
-		return nil, fmt.Errorf("outbox: message %s was not claimed by this relay", wm.UUID)
-	}
-	handler, ok := r.handlers[h.msg.Topic]
-	if !ok {
-		return nil, fmt.Errorf("%w %q", errNoHandler, h.msg.Topic)
-	}
-	return nil, handler(wm.Context(), h.msg)
-}
+// Metadata keys of the Watermill messages a relay hands to its router. A
+// handler's [Message] is read back from them; the lease's end is there for
+// a middleware or a log line that wants it.
+const (
+	MetadataTopic      = "outbox_topic"
+	MetadataAttempts   = "outbox_attempts"
+	MetadataKey        = "outbox_key"
+	MetadataCreatedAt  = "outbox_created_at"
+	MetadataLeaseUntil = "outbox_lease_until"
+	// MetadataReason is the failure reason of a delivery, set by a
+	// middleware when the handler returns an error, and kept as the
+	// message's last error, as Watermill's poison middleware keeps its
+	// reason.
+	MetadataReason = "outbox_reason"
+	// MetadataDuration is how long the handler took, in nanoseconds, set
+	// by a middleware for the relay's outbox.delivery.duration.
+	MetadataDuration = "outbox_duration_ns"
+)
 
-// deliver runs h's handler under the middleware, on wm's context, and
-// records the outcome. A success is handed to ack, which acknowledges it
-// and calls [Relay.settled]; any other outcome is recorded here.
-func (r *Relay) deliver(wm *message.Message, h *held, ack func(*held)) string {
+// toWatermill returns h as a Watermill message on ctx, the message's
+// fields and its lease in the metadata.
+func toWatermill(h *held, ctx context.Context) *message.Message {
 	m := h.msg
-	start := time.Now()
-	failure := r.policy(m.Topic).overclaimed(m, r.now)
-	if failure == nil {
-		_, failure = r.chain(wm)
+	wm := message.NewMessage(m.ID.String(), m.Payload)
+	wm.Metadata.Set(MetadataTopic, m.Topic)
+	wm.Metadata.Set(MetadataAttempts, strconv.Itoa(m.Attempts))
+	wm.Metadata.Set(MetadataCreatedAt, m.CreatedAt.Format(time.RFC3339Nano))
+	wm.Metadata.Set(MetadataLeaseUntil, h.lease.Until.Format(time.RFC3339Nano))
+	if m.Key != "" {
+		wm.Metadata.Set(MetadataKey, m.Key)
 	}
-	h.returned.Store(true)
-	ctx := context.WithoutCancel(wm.Context())
-	took := time.Since(start)
-	if failure == nil {
-		// The acknowledgement counts the delivery, with others at once.
-		h.took = took
-		ack(h)
-		return outcomeDelivered
-	}
-	if cut := h.claim.cut; cut != nil && cut.Err() != nil {
-		// The stop's grace ran out: the failure is the stop's, not the
-		// destination's, so the breaker hears nothing of it.
-		r.log.InfoContext(ctx, "outbox: delivery cut short by the stop; its message is released, due again at once",
-			"id", m.ID, "topic", m.Topic, "attempts", m.Attempts-1)
-		r.release(ctx, []*held{h})
-		return outcomeReleased
-	}
-	if !errors.Is(failure, errNoHandler) && !errors.Is(failure, errOverclaimed) {
-		r.breakers.record(m.Topic, m.ID, false, r.now())
-	}
-	sctx, cancel := context.WithTimeout(WithLease(ctx, h.lease), SettleTimeout)
-	defer cancel()
-	outcome := r.fail(sctx, h, failure)
-	if outcome != outcomeLost {
-		r.metrics.observeDuration(ctx, m.Topic, outcome, took)
-	}
-	r.settled(h)
-	return outcome
-}
-
-// toWatermill returns h as a Watermill message on ctx, with its topic and
-// attempts in the metadata, and h itself in the context.
-func (r *Relay) toWatermill(h *held, ctx context.Context) *message.Message {
-	wm := message.NewMessage(h.msg.ID.String(), h.msg.Payload)
-	wm.Metadata.Set(MetadataTopic, h.msg.Topic)
-	wm.Metadata.Set(MetadataAttempts, strconv.Itoa(h.msg.Attempts))
-	wm.SetContext(context.WithValue(ctx, heldKey{}, h))
+	wm.SetContext(ctx)
 	return wm
 }
 
-type heldKey struct{}
+// messageFrom returns the [Message] that wm carries.
+func messageFrom(wm *message.Message) (Message, error) {
+	id, err := uuid.Parse(wm.UUID)
+	if err != nil {
+		return Message{}, fmt.Errorf("outbox: message id %q: %w", wm.UUID, err)
+	}
+	attempts, err := strconv.Atoi(wm.Metadata.Get(MetadataAttempts))
+	if err != nil {
+		return Message{}, fmt.Errorf("outbox: message %s: attempts: %w", id, err)
+	}
+	created, err := time.Parse(time.RFC3339Nano, wm.Metadata.Get(MetadataCreatedAt))
+	if err != nil {
+		return Message{}, fmt.Errorf("outbox: message %s: creation time: %w", id, err)
+	}
+	return Message{
+		ID:        id,
+		Topic:     wm.Metadata.Get(MetadataTopic),
+		Payload:   wm.Payload,
+		CreatedAt: created,
+		Attempts:  attempts,
+		Key:       wm.Metadata.Get(MetadataKey),
+	}, nil
+}
 
-// heldFrom returns the held message a Watermill message of the relay
-// carries in its context.
-func heldFrom(ctx context.Context) *held {
-	h, _ := ctx.Value(heldKey{}).(*held)
-	return h
+// consume returns the Watermill handler of a topic: it runs h on the
+// message it reads back from the Watermill message.
+func consume(h Handler) message.NoPublishHandlerFunc {
+	return func(wm *message.Message) error {
+		m, err := messageFrom(wm)
+		if err != nil {
+			return err
+		}
+		return h(wm.Context(), m)
+	}
+}
+
+// middleware returns the relay's router middleware, outermost first. Run
+// adds it to its router, and Drain runs each handler under it too.
+func (r *Relay) middleware() []message.HandlerMiddleware {
+	return []message.HandlerMiddleware{
+		r.countReturned,
+		timing,
+		r.reason,
+		middleware.Recoverer,
+		middleware.Timeout(r.cfg.Timeout),
+	}
+}
+
+// chain returns h under the relay's middleware.
+func (r *Relay) chain(h Handler) message.HandlerFunc {
+	c := consume(h)
+	var f message.HandlerFunc = func(wm *message.Message) ([]*message.Message, error) { return nil, c(wm) }
+	mw := r.middleware()
+	for i := len(mw) - 1; i >= 0; i-- {
+		f = mw[i](f)
+	}
+	return f
 }

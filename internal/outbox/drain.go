@@ -89,12 +89,20 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 // when its handler is still running shortly after its timeout: it is then
 // settled, and its slot released, once the handler returns.
 func (r *Relay) drainOne(ctx context.Context, h *held) string {
+	if why := r.refusal(h); why != nil {
+		return r.refuse(h, why)
+	}
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
-	wm := r.toWatermill(h, hctx)
+	wm := toWatermill(h, hctx)
+	handle := r.chains[h.msg.Topic]
 	done := make(chan string, 1)
 	go func() {
 		defer cancel()
-		done <- r.deliver(wm, h, r.ackNow)
+		// The pass runs the handler under the router's middleware itself,
+		// one at a time, rather than through a router and subscriber of
+		// its own; it settles as Run does.
+		_, err := handle(wm)
+		done <- r.settle(h, wm, err != nil, r.ackNow)
 	}()
 	wait := time.NewTimer(r.cfg.Timeout + abandonGrace)
 	defer wait.Stop()

@@ -9,28 +9,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/eventsourced/accounts/internal/routerlog"
 )
 
-// Metadata keys of the Watermill messages a relay hands to its router.
-const (
-	MetadataTopic    = "outbox_topic"
-	MetadataAttempts = "outbox_attempts"
-)
-
 // Handler delivers one message. Returning an error makes the relay retry
 // the message later.
 type Handler func(ctx context.Context, m Message) error
-
-// routerTopic is the one topic the relay's subscriber serves: it claims
-// messages of every outbox topic, and the relay dispatches them by their
-// [MetadataTopic], so that a topic without a handler is buried, not ignored.
-const routerTopic = "outbox"
 
 var (
 	errNoHandler   = errors.New("no handler for topic")
@@ -39,12 +28,14 @@ var (
 
 // Relay delivers the messages of a [Store] to the [Handler] of their topic.
 //
-// [Relay.Run] runs a Watermill router fed by a subscriber that claims due
-// messages in batches; [Relay.Drain] delivers what is due in one synchronous
-// pass. Both run each handler under the same middleware (panic recovery)
-// and map its outcome to the store the same way: a success is acknowledged,
-// an error is retried after [Backoff], and a message is buried once its
-// topic's [RetryPolicy] is spent ([RelayConfig.MaxAttempts] failures unless
+// [Relay.Run] runs a Watermill router with a handler per topic, fed by a
+// subscriber that claims due messages in batches and settles each on its
+// Ack or Nack; [Relay.Drain] delivers what is due in one synchronous pass.
+// Both run each handler under the same router middleware (the outcome's
+// reason and timing, panic recovery, the timeout) and settle its outcome
+// the same way: a success is acknowledged, an error is retried after
+// [Backoff], and a message is buried once its topic's [RetryPolicy] is
+// spent ([RelayConfig.MaxAttempts] failures unless
 // [WithRetryPolicy] says otherwise), when its topic has no handler, or when
 // it was claimed again after its policy was spent without finishing, since
 // it may be what crashes the relay.
@@ -87,7 +78,11 @@ type Relay struct {
 	settledKeys *settledKeys
 	sem         *semaphore
 	inflight    inflight
-	chain       message.HandlerFunc
+	// chains are the handlers under the relay's middleware, for Drain.
+	chains map[string]message.HandlerFunc
+	// returned counts the handlers that have returned and whose messages
+	// are not yet settled.
+	returned tally
 	// claimsFailing is set while claims fail, so that only the first
 	// failure of a run is logged at error.
 	claimsFailing atomic.Bool
@@ -142,7 +137,10 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 		return nil, err
 	}
 	r.metrics = m
-	r.chain = middleware.Recoverer(r.dispatch)
+	r.chains = make(map[string]message.HandlerFunc, len(r.handlers))
+	for topic, h := range r.handlers {
+		r.chains[topic] = r.chain(h)
+	}
 	return r, nil
 }
 
@@ -186,7 +184,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	router, err := message.NewRouter(message.RouterConfig{
 		CloseTimeout: left + SettleTimeout,
-	}, routerlog.New(r.log))
+	}, routerLogger{routerlog.New(r.log)})
 	if err != nil {
 		return fmt.Errorf("outbox: router: %w", err)
 	}
@@ -213,22 +211,53 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	router.AddMiddleware(r.middleware()...)
 	a := newAcker(r)
-	sub := newSubscriber(r)
+	sub := newSubscriber(r, a.add)
 	if r.stopGrace > 0 {
 		sub.cut = cut
 	}
-	router.AddConsumerHandler("outbox-relay", routerTopic, sub, func(wm *message.Message) error {
-		if h := heldFrom(wm.Context()); h != nil {
-			r.deliver(wm, h, a.add)
-		}
-		return nil
-	})
+	topics := make([]string, 0, len(r.handlers))
+	for topic := range r.handlers {
+		topics = append(topics, topic)
+		router.AddConsumerHandler("outbox."+topic, topic, sub, consume(r.handlers[topic]))
+	}
+	if len(topics) == 0 {
+		// A router without handlers runs until it is closed; the relay
+		// still claims, to bury what has no handler.
+		go func() {
+			<-ctx.Done()
+			_ = router.Close()
+		}()
+	}
 	go a.run()
+	sub.start(ctx, topics)
 	err = router.Run(ctx)
+	// The router has stopped once every topic's channel is closed and its
+	// handlers have returned, or its close timed out. The messages of the
+	// handlers that returned are settled by now or soon.
+	_ = sub.Close()
+	r.returned.wait()
 	a.stop()
 	if err != nil {
 		return fmt.Errorf("outbox: relay: %w", err)
 	}
 	return nil
+}
+
+// routerLogger is the relay's router logger. It writes the router's line
+// for each handler that returned an error at debug: the relay logs each
+// failed delivery itself, with its outcome.
+type routerLogger struct{ watermill.LoggerAdapter }
+
+func (l routerLogger) Error(msg string, err error, fields watermill.LogFields) {
+	if msg == "Handler returned error" {
+		l.LoggerAdapter.Debug(msg, fields.Add(watermill.LogFields{"error": err}))
+		return
+	}
+	l.LoggerAdapter.Error(msg, err, fields)
+}
+
+func (l routerLogger) With(fields watermill.LogFields) watermill.LoggerAdapter {
+	return routerLogger{l.LoggerAdapter.With(fields)}
 }

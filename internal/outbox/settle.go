@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/ThreeDotsLabs/watermill/message"
 )
 
 // Outcomes of one delivery.
@@ -54,17 +54,78 @@ func (r *Relay) release(ctx context.Context, hs []*held) {
 	}
 }
 
-// fail retries h's message after its backoff or buries it, under its
-// lease, and returns which, or outcomeLost when neither was recorded.
-func (r *Relay) fail(ctx context.Context, h *held, failure error) string {
+// settle records the outcome of h's delivery once its handler, under the
+// relay's middleware, has returned: an ack (failed false) is handed to ack,
+// which acknowledges it and calls [Relay.settled]; a nack is retried or
+// buried here, with the reason the middleware kept in wm. It returns the
+// outcome.
+func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held)) string {
+	defer r.returned.add(-1)
+	h.returned.Store(true)
 	m := h.msg
-	reason := failure.Error()
-	var p middleware.RecoveredPanicError
-	if errors.As(failure, &p) {
-		reason = fmt.Sprintf("panic: %v", p.V)
-		r.log.ErrorContext(ctx, "outbox: handler panicked", "id", m.ID, "topic", m.Topic, "panic", p.V, "stack", p.Stacktrace)
+	took := tookFrom(wm)
+	if !failed {
+		// The acknowledgement counts the delivery, with others at once.
+		h.took = took
+		ack(h)
+		return outcomeDelivered
 	}
-	bury := errors.Is(failure, errNoHandler) || errors.Is(failure, errOverclaimed) || r.policy(m.Topic).spent(m, r.now)
+	ctx := context.Background()
+	reason := wm.Metadata.Get(MetadataReason)
+	if reason == "" {
+		reason = "nacked"
+	}
+	if cut := h.claim.cut; cut != nil && cut.Err() != nil {
+		// The stop's grace ran out: the failure is the stop's, not the
+		// destination's, so the breaker hears nothing of it.
+		r.log.InfoContext(ctx, "outbox: delivery cut short by the stop; its message is released, due again at once",
+			"id", m.ID, "topic", m.Topic, "attempts", m.Attempts-1)
+		r.release(ctx, []*held{h})
+		return outcomeReleased
+	}
+	r.breakers.record(m.Topic, m.ID, false, r.now())
+	sctx, cancel := context.WithTimeout(WithLease(ctx, h.lease), SettleTimeout)
+	defer cancel()
+	outcome := r.fail(sctx, h, reason, r.policy(m.Topic).spent(m, r.now))
+	if outcome != outcomeLost {
+		r.metrics.observeDuration(ctx, m.Topic, outcome, took)
+	}
+	r.settled(h)
+	return outcome
+}
+
+// refuse buries h's message without handing it to a handler, for why: its
+// topic has no handler, or it was claimed more often than its policy allows
+// without finishing. The breaker hears nothing of it.
+func (r *Relay) refuse(h *held, why error) string {
+	h.returned.Store(true)
+	sctx, cancel := context.WithTimeout(WithLease(context.Background(), h.lease), SettleTimeout)
+	defer cancel()
+	outcome := r.fail(sctx, h, why.Error(), true)
+	if outcome != outcomeLost {
+		r.metrics.observeDuration(sctx, h.msg.Topic, outcome, 0)
+	}
+	r.settled(h)
+	return outcome
+}
+
+// refusal returns why h's message must be buried before it is handed to a
+// handler, or nil.
+func (r *Relay) refusal(h *held) error {
+	if err := r.policy(h.msg.Topic).overclaimed(h.msg, r.now); err != nil {
+		return err
+	}
+	if _, ok := r.handlers[h.msg.Topic]; !ok {
+		return fmt.Errorf("%w %q", errNoHandler, h.msg.Topic)
+	}
+	return nil
+}
+
+// fail retries h's message after its backoff, or buries it when bury is
+// set, under its lease, and returns which, or outcomeLost when neither was
+// recorded.
+func (r *Relay) fail(ctx context.Context, h *held, reason string, bury bool) string {
+	m := h.msg
 	if bury {
 		if err := r.store.Bury(ctx, m.ID, reason); err != nil {
 			return r.notRecorded(ctx, h, opBury, reason, err)

@@ -39,6 +39,56 @@ func TestRelayStop(t *testing.T) {
 	t.Run("past its grace releases what is in flight", testRelayStopPastItsGraceReleasesWhatIsInFlight)
 	t.Run("during a claim releases what it took", testRelayStopDuringAClaimReleasesWhatItTook)
 	t.Run("while the acknowledgements are written", testStopWhileTheAckerFlushes)
+	t.Run("returns within its grace with every topic in flight", testRelayStopReturnsWithinItsGrace)
+}
+
+// Run returns within its stop's grace once its context ends, while the
+// handlers of several topics are still running and more messages are
+// claimed than handed out: every topic's channel is closed, and nothing
+// waits on a channel nobody reads.
+func testRelayStopReturnsWithinItsGrace(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store := db.Outbox()
+	started := make(chan struct{}, 100)
+	block := func(ctx context.Context, m outbox.Message) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{"mail": block, "sms": block, "push": block},
+		outbox.RelayConfig{Timeout: time.Hour, Lease: 2 * time.Hour, Batch: 2}, outbox.WithStopGrace(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	for _, topic := range []string{"mail", "sms", "push"} {
+		for range 5 {
+			addAt(t, db, store, topic, time.Now())
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	for range 3 {
+		<-started
+	}
+	cancel()
+	stopped := time.Now()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30s of its stop; its grace is 100ms")
+	}
+	if took := time.Since(stopped); took > 100*time.Millisecond+outbox.SettleTimeout {
+		t.Errorf("Run returned %s after its stop, more than its grace and SettleTimeout", took)
+	}
+	if err := relay.Wait(t.Context()); err != nil {
+		t.Errorf("messages still held after Run returned: %v", err)
+	}
 }
 
 // Stopping a relay lets the delivery in flight finish and acknowledges it.

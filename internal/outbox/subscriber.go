@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -9,41 +10,72 @@ import (
 )
 
 // subscriber is the Watermill [message.Subscriber] of a [Relay]: it claims
-// batches of due messages from the store and hands them to the router,
-// which runs each in a goroutine of its own.
+// batches of due messages from the store and hands each out on the channel
+// of its topic's Subscribe, for the router's handler of that topic, and
+// settles each on its Ack or Nack: an ack is acknowledged in a batch with
+// the others, a nack retried after [Backoff] or buried as the topic's
+// [RetryPolicy] says. A message that no handler may take (its topic has
+// none, or it was claimed too often) is buried without being handed out.
 //
 // It claims whenever the relay's semaphore has a batch's worth of free
 // slots: at once after a full batch, when the store wakes it (a commit
 // added messages), when keyed messages were settled (the next of their
 // keys are due), when a breaker's probe is due, or after
 // [RelayConfig.Interval]. Since the semaphore holds four batches, it claims
-// the next batch while the previous ones are delivered and acknowledged. It never holds a database transaction while a
-// handler runs.
+// the next batch while the previous ones are delivered and acknowledged.
+// It never holds a database transaction while a handler runs.
+//
+// One claiming loop serves every topic, unlike most Watermill subscribers,
+// since a claim takes the due messages of all topics in one statement.
 type subscriber struct {
-	r       *Relay
-	cur     cursor
+	r   *Relay
+	ack func(*held)
+	cur cursor
+	// closing is closed by Close.
 	closing chan struct{}
 	// cut, when not nil, ends the handlers' contexts once a stop's grace
 	// has run out.
 	cut   context.Context
 	once  sync.Once
 	loops sync.WaitGroup
+
+	mu     sync.Mutex
+	topics map[string]*subscription
+	// ready is closed once every topic of start has subscribed, or the
+	// subscriber stops.
+	ready  chan struct{}
+	expect int
+}
+
+// subscription is the channel of one Subscribe.
+type subscription struct {
+	out chan *message.Message
+	// done is closed when the Subscribe's context ends or the subscriber
+	// closes; out is closed after it, once no hand-out is sending.
+	done   chan struct{}
+	sendMu sync.Mutex
+	closed bool
 }
 
 var _ message.Subscriber = (*subscriber)(nil)
 
-func newSubscriber(r *Relay) *subscriber {
-	return &subscriber{r: r, closing: make(chan struct{})}
+func newSubscriber(r *Relay, ack func(*held)) *subscriber {
+	return &subscriber{
+		r: r, ack: ack, closing: make(chan struct{}),
+		topics: make(map[string]*subscription), ready: make(chan struct{}),
+	}
 }
 
-// Subscribe starts claiming. The topic is the relay's own; every outbox
-// topic arrives on the returned channel, which is closed once the
-// subscriber stops.
-func (s *subscriber) Subscribe(ctx context.Context, _ string) (<-chan *message.Message, error) {
-	out := make(chan *message.Message)
+// start starts claiming, until ctx ends or Close is called, and hands the
+// messages of topics out once each of them has subscribed.
+func (s *subscriber) start(ctx context.Context, topics []string) {
+	s.mu.Lock()
+	s.expect = len(topics)
+	s.checkReady()
+	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	wake := s.r.store.Wakeups(ctx)
-	// One goroutine claims, another hands the claimed messages over, so
+	// One goroutine claims, another hands the claimed messages out, so
 	// that the next claim runs while the router takes the last one's.
 	claims := make(chan *claim, 4)
 	s.loops.Add(2)
@@ -58,14 +90,52 @@ func (s *subscriber) Subscribe(ctx context.Context, _ string) (<-chan *message.M
 	}()
 	go func() {
 		defer s.loops.Done()
-		defer close(out)
-		s.handOver(ctx, claims, out)
+		s.handOut(ctx, claims)
 	}()
-	return out, nil
 }
 
-// Close stops claiming and waits until the subscriber has handed over or
-// released what it claimed.
+// checkReady closes ready once every expected topic has subscribed. The
+// caller holds s.mu.
+func (s *subscriber) checkReady() {
+	if s.expect >= 0 && len(s.topics) >= s.expect {
+		select {
+		case <-s.ready:
+		default:
+			close(s.ready)
+		}
+	}
+}
+
+// Subscribe returns the channel on which the messages of topic are handed
+// out. It is closed once ctx ends or the subscriber closes.
+func (s *subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
+	sub := &subscription{out: make(chan *message.Message), done: make(chan struct{})}
+	s.mu.Lock()
+	if _, dup := s.topics[topic]; dup {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("outbox: topic %q subscribed twice", topic)
+	}
+	s.topics[topic] = sub
+	s.checkReady()
+	s.mu.Unlock()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.closing:
+		}
+		close(sub.done)
+		// A hand-out in progress sees done and gives up: out is closed
+		// after it, so that the router's handler of topic stops.
+		sub.sendMu.Lock()
+		sub.closed = true
+		close(sub.out)
+		sub.sendMu.Unlock()
+	}()
+	return sub.out, nil
+}
+
+// Close stops claiming and waits until the subscriber has handed out or
+// released what it claimed. Every channel of Subscribe is closed.
 func (s *subscriber) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	s.loops.Wait()
@@ -168,23 +238,68 @@ func (s *subscriber) claim(ctx context.Context, claims chan<- *claim) bool {
 	return full
 }
 
-// handOver hands the messages of each claim to the router, in order. Once
-// the subscriber stops, what is not handed over yet is released.
-func (s *subscriber) handOver(ctx context.Context, claims <-chan *claim, out chan<- *message.Message) {
+// handOut hands the messages of each claim out, in order, on the channel
+// of their topic, and settles each once it is acked or nacked. Once the
+// subscriber stops, what is not handed out yet is released.
+func (s *subscriber) handOut(ctx context.Context, claims <-chan *claim) {
 	r := s.r
 	for c := range claims {
 		for i, h := range c.msgs {
-			if !s.stopping(ctx) {
-				select {
-				case out <- r.toWatermill(h, c.ctx):
-					continue
-				case <-ctx.Done():
-				case <-s.closing:
-				}
+			if s.stopping(ctx) || !s.handOne(ctx, c, h) {
+				r.release(ctx, c.msgs[i:])
+				break
 			}
-			r.release(ctx, c.msgs[i:])
-			break
 		}
+	}
+}
+
+// handOne hands h out, or buries it when no handler may take it, and
+// reports whether it did either; false when the subscriber stopped first.
+func (s *subscriber) handOne(ctx context.Context, c *claim, h *held) bool {
+	r := s.r
+	if why := r.refusal(h); why != nil {
+		r.refuse(h, why)
+		return true
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+	s.mu.Lock()
+	sub := s.topics[h.msg.Topic]
+	s.mu.Unlock()
+	if sub == nil {
+		return false
+	}
+	wm := toWatermill(h, c.ctx)
+	sub.sendMu.Lock()
+	defer sub.sendMu.Unlock()
+	if sub.closed {
+		return false
+	}
+	select {
+	case sub.out <- wm:
+	case <-sub.done:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+	go s.settleOn(wm, h)
+	return true
+}
+
+// settleOn settles h once the router acks or nacks wm.
+func (s *subscriber) settleOn(wm *message.Message, h *held) {
+	select {
+	case <-wm.Acked():
+		s.r.settle(h, wm, false, s.ack)
+	case <-wm.Nacked():
+		s.r.settle(h, wm, true, s.ack)
 	}
 }
 

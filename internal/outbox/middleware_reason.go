@@ -1,0 +1,31 @@
+package outbox
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+)
+
+// reason is router middleware that keeps why a handler failed in the
+// message's [MetadataReason], which the relay records as the message's last
+// error when the message is nacked. A panic, recovered by the middleware
+// inside it, is logged with its stack and kept as "panic: " and its value.
+func (r *Relay) reason(h message.HandlerFunc) message.HandlerFunc {
+	return func(wm *message.Message) ([]*message.Message, error) {
+		out, err := h(wm)
+		if err == nil {
+			return out, nil
+		}
+		reason := err.Error()
+		var p middleware.RecoveredPanicError
+		if errors.As(err, &p) {
+			reason = fmt.Sprintf("panic: %v", p.V)
+			r.log.ErrorContext(wm.Context(), "outbox: handler panicked",
+				"id", wm.UUID, "topic", wm.Metadata.Get(MetadataTopic), "panic", p.V, "stack", p.Stacktrace)
+		}
+		wm.Metadata.Set(MetadataReason, reason)
+		return out, err
+	}
+}
