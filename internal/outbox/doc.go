@@ -28,6 +28,13 @@
 //     run out; what was claimed and not delivered is released, its attempt
 //     given back.
 //
+// [Relay.Run] is a Watermill router with a consumer handler per topic. Its
+// subscriber claims from the store and hands each message out with its
+// attempt and lease in the metadata; the router acks or nacks it after its
+// handler, and the subscriber turns that into the store's settlement under
+// the lease. What is generic (the failure reason, timing, panic recovery,
+// the timeout) is router middleware.
+//
 // The types' doc comments say each of these in full. The package knows no
 // SQL: each backend implements [Store] and runs the suite in outboxtest.
 package outbox

@@ -1,4 +1,4 @@
-// Package outboxtest is the conformance suite of [outbox.Store]. Every
+// Package outboxtest is the conformance suite of [outbox.RelayStore]. Every
 // backend runs it unchanged, as Watermill's pub/sub test suite and River's
 // driver test suite do:
 //
@@ -11,11 +11,12 @@
 //
 // The suite checks each sentence of the [outbox.Store] contract, with the
 // fencing of settlements by an [outbox.Lease] and the narrowing of claims by
-// [outbox.Scope], and the optional [outbox.BatchAcker] and
-// [outbox.BacklogReader] when the store implements them. It also checks the
-// operators' methods (Buried, Lookup, Requeue) of stores that have them,
-// and sees the reason kept by [outbox.Store.Retry] through Lookup. It never reads the wall clock: messages carry
-// fixed creation times and every claim is made at an explicit time.
+// [outbox.Scope], and the relay's methods of [outbox.RelayStore], AckAll
+// and Backlog. It also checks the operators' methods (Buried, Lookup,
+// Requeue) of stores that have them, and sees the reason kept by
+// [outbox.Store.Retry] through Lookup. It never reads the wall clock:
+// messages carry fixed creation times and every claim is made at an
+// explicit time.
 package outboxtest
 
 import (
@@ -121,9 +122,9 @@ var cases = []struct {
 	{"Scope/OnlyTopics", testTopicsOnly},
 	{"Scope/ExceptTopics", testTopicsExcept},
 	{"Scope/From", testScopeFrom},
-	{"BatchAcker/AckAll", testAckAll},
-	{"BatchAcker/AckAllIsFenced", testAckAllFenced},
-	{"BacklogReader/Backlog", testBacklog},
+	{"AckAll", testAckAll},
+	{"AckAllIsFenced", testAckAllFenced},
+	{"Backlog", testBacklog},
 	{"Operator/Buried", testBuried},
 	{"Operator/Lookup", testLookup},
 	{"Operator/BuriedMessageIsDueAgain", testRequeue},
