@@ -1,6 +1,3 @@
-// Package postgres is the PostgreSQL backend: the unit of work, the event
-// store and the outbox store on pgx/v5. All PostgreSQL SQL of the project
-// lives here; the rest of the project knows no SQL dialect.
 package postgres
 
 import (
