@@ -15,32 +15,10 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 )
 
-// OutboxStore is what the operators' commands use of an outbox store,
-// beside what the relay uses.
-type OutboxStore interface {
-	// Buried returns up to limit buried messages, oldest burial first.
-	Buried(ctx context.Context, limit int) ([]outbox.Record, error)
-	// Lookup returns the message with id as the store holds it, or an error
-	// wrapping [outbox.ErrNotFound].
-	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
-	// List returns the messages that f admits, earliest due first.
-	List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record, error)
-	// Discard deletes a buried message; one still to deliver is an error
-	// wrapping [outbox.ErrNotBuried].
-	Discard(ctx context.Context, id uuid.UUID) error
-	// DiscardBuried deletes the buried messages of topic (every topic
-	// when empty) buried before before.
-	DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error)
-	// Requeue makes a buried message due at at, with its attempts counted
-	// from zero again. A message that is not buried is an error wrapping
-	// [outbox.ErrNotFound].
-	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
-}
-
 // Outbox does the work of `app outbox ...` on Store, printing what it did
 // to Out, and to Err what it waits for.
 type Outbox struct {
-	Store OutboxStore
+	Store outbox.Operator
 	Out   io.Writer
 	Err   io.Writer
 }
