@@ -11,9 +11,11 @@ import (
 
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/bench"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
 )
 
@@ -53,11 +55,11 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		}
 	}()
 	if o.holdXmin {
-		pg, ok := db.(postgresBackend)
+		pg, ok := db.(*postgres.DB)
 		if !ok {
 			return errors.New("bench: --hold-xmin needs PostgreSQL")
 		}
-		release, err := bench.HoldXminHorizon(ctx, pg.db.Pool())
+		release, err := bench.HoldXminHorizon(ctx, pg.Pool())
 		if err != nil {
 			return err
 		}
@@ -153,7 +155,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 
 // benchKeyring returns the keyring of DATA_KEY, or, without it, of a master
 // key made for the run: the benchmark's database goes with it.
-func (e env) benchKeyring(db backend) (*keyring.Keyring, error) {
+func (e env) benchKeyring(db backend.Backend) (*keyring.Keyring, error) {
 	if e.cfg.DataKey != "" {
 		return e.keyring(db)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/keyring"
@@ -112,7 +113,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			api.ServeHTTP(w, r)
 		})
 	}
-	if pg, ok := db.(postgresBackend); ok && rel != nil && !pg.db.Listening() {
+	if ls, ok := db.Outbox().(outbox.Listener); ok && rel != nil && !ls.Listening() {
 		e.log.Warn("relay: behind a transaction pooler without DATABASE_LISTEN_URL, messages committed by other instances wait for the next poll (outbox_wakeups_listening is 0)",
 			"poll", e.cfg.Outbox.Interval)
 	}
@@ -226,7 +227,7 @@ func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan er
 // stage of a request. It is ready while the database answers and rel, the
 // relay of this process if any, can claim messages, until stopping, when
 // not nil, is set.
-func (e env) apiServer(db backend, keys *keyring.Keyring, users *user.Service, rel *relay, metrics http.Handler, meter metric.MeterProvider, stopping *atomic.Bool) *http.Server {
+func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Service, rel *relay, metrics http.Handler, meter metric.MeterProvider, stopping *atomic.Bool) *http.Server {
 	if metrics == nil {
 		metrics = http.NotFoundHandler()
 	}
@@ -264,7 +265,7 @@ func (e env) apiServer(db backend, keys *keyring.Keyring, users *user.Service, r
 
 // users returns the user domain's service on db, which seals addresses
 // with keys.
-func (e env) users(db backend, keys *keyring.Keyring) (*user.Service, error) {
+func (e env) users(db backend.Backend, keys *keyring.Keyring) (*user.Service, error) {
 	return user.NewService(user.Deps{
 		Runner: db.Runner(nil),
 		Events: db.Events(),
@@ -398,7 +399,7 @@ func requeue(ctx context.Context, getenv func(string) string, ids []uuid.UUID, a
 
 // existingDB loads the configuration and opens the database it names,
 // which must exist, for the operators' commands.
-func existingDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (backend, error) {
+func existingDB(ctx context.Context, getenv func(string) string, stderr io.Writer) (backend.Backend, error) {
 	e, err := load(getenv, stderr)
 	if err != nil {
 		return nil, err

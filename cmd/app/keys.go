@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/operator"
 )
@@ -14,7 +15,7 @@ import (
 // database, made at the first start, which is logged as a warning: a key
 // kept with the data it protects is for trying the service only.
 // PostgreSQL needs DATA_KEY.
-func (e env) keyring(db backend) (*keyring.Keyring, error) {
+func (e env) keyring(db backend.Backend) (*keyring.Keyring, error) {
 	var masters keyring.Masters
 	switch d, err := e.database(); {
 	case err != nil:

@@ -21,6 +21,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/smtp"
@@ -48,17 +49,17 @@ func load(getenv func(string) string, stderr io.Writer) (env, error) {
 }
 
 // openDB connects to the configured database and migrates it.
-func (e env) openDB(ctx context.Context) (backend, error) {
+func (e env) openDB(ctx context.Context) (backend.Backend, error) {
 	return e.open(ctx, false)
 }
 
 // openExistingDB is openDB for the commands that only read: a SQLite file
 // that does not exist is an error, not a new database.
-func (e env) openExistingDB(ctx context.Context) (backend, error) {
+func (e env) openExistingDB(ctx context.Context) (backend.Backend, error) {
 	return e.open(ctx, true)
 }
 
-func (e env) open(ctx context.Context, existing bool) (backend, error) {
+func (e env) open(ctx context.Context, existing bool) (backend.Backend, error) {
 	d, err := e.database()
 	if err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func (r relay) Close() error {
 // relay returns the outbox relay of the running configuration. Integration
 // topics are retried for PUBLISH_RETRY_FOR rather than
 // OUTBOX_MAX_ATTEMPTS times.
-func (e env) relay(db backend, meter metric.MeterProvider) (relay, error) {
+func (e env) relay(db backend.Backend, meter metric.MeterProvider) (relay, error) {
 	handlers, err := e.handlers(meter)
 	if err != nil {
 		return relay{}, err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -27,7 +28,7 @@ type sweep struct {
 // nothing that signs in; and buried messages older than
 // OUTBOX_BURIED_RETENTION (kept, when it is 0, until an operator discards
 // them).
-func (e env) sweeps(db backend, users *user.Service) []sweep {
+func (e env) sweeps(db backend.Backend, users *user.Service) []sweep {
 	all := []sweep{
 		{name: "expired links and sessions", run: users.Sweep},
 		{name: "keys of addresses that asked for no link lately", run: users.ForgetIdleAddresses},

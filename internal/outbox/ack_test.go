@@ -59,7 +59,7 @@ func runFlap(t *testing.T, stopFirst bool) {
 	t.Parallel()
 	db, proxy := pgtest.NewBehindProxy(t)
 	const n = 5
-	store := &ackWatch{Outbox: db.Outbox(), failed: make(chan struct{}, 1), all: make(chan struct{}), want: n}
+	store := &ackWatch{Outbox: db.Outbox().(*postgres.Outbox), failed: make(chan struct{}, 1), all: make(chan struct{}), want: n}
 	gate := make(chan struct{})
 	started := make(chan struct{}, n)
 	var mu sync.Mutex
@@ -136,7 +136,7 @@ func testAckThroughADatabaseFlap(t *testing.T) { runFlap(t, false) }
 func testAckAllWithAClockInAnotherZone(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	store := &ackWatch{Outbox: db.Outbox(), failed: make(chan struct{}, 1), all: make(chan struct{}), want: 20}
+	store := &ackWatch{Outbox: db.Outbox().(*postgres.Outbox), failed: make(chan struct{}, 1), all: make(chan struct{}), want: 20}
 	zone := time.FixedZone("UTC-09:30", -(9*3600 + 1800))
 	clock := func() time.Time { return time.Now().In(zone).Add(987 * time.Nanosecond) }
 	rec := newRecorder(20)

@@ -29,7 +29,7 @@ type breakerFixture struct {
 
 func newBreakerFixture(t *testing.T, db *postgres.DB, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *breakerFixture {
 	t.Helper()
-	f := &breakerFixture{db: db, store: db.Outbox(), now: epoch, seen: map[string]map[uuid.UUID]bool{}}
+	f := &breakerFixture{db: db, store: db.Outbox().(*postgres.Outbox), now: epoch, seen: map[string]map[uuid.UUID]bool{}}
 	f.down.Store(true)
 	handler := func(topic string) outbox.Handler {
 		return func(_ context.Context, m outbox.Message) error {

@@ -36,7 +36,7 @@ func TestRelayClaim(t *testing.T) {
 func testRelayWakesOnCommit(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	spy := &claimSpy{Outbox: db.Outbox(), claims: make(chan int, 1000)}
+	spy := &claimSpy{Outbox: db.Outbox().(*postgres.Outbox), claims: make(chan int, 1000)}
 	rec := newRecorder(1)
 	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{"mail": rec.handle},
 		outbox.RelayConfig{Interval: time.Hour})

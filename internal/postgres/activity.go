@@ -19,7 +19,7 @@ import (
 // ([user.ActivityStore]): what happened to each account, newest first.
 // Version v keeps its rows in the table activity_vv; reads query the view
 // activity, of the version that serves. Its writes run in the transactions
-// of an [EventLog] subscriber ([SQLTx]).
+// of a [Log] subscriber ([SQLTx]).
 type ActivityStore struct {
 	pool Querier
 }

@@ -172,7 +172,7 @@ func TestTheClockMovesOnAfterALogicalRestore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(db.Close)
+		t.Cleanup(func() { _ = db.Close() })
 		return db
 	}
 	admin := open(t, targetURL)

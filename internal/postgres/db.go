@@ -15,7 +15,11 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/eventsourced/accounts/internal/backend"
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/wakeup"
 	"github.com/eventsourced/accounts/migrations"
 )
@@ -62,6 +66,8 @@ type DB struct {
 	logs    *sql.DB
 	logWake *wakeup.Fanout
 }
+
+var _ backend.Backend = (*DB)(nil)
 
 // Option changes how [Open] and [OpenConfig] open a database.
 type Option func(*options)
@@ -235,14 +241,19 @@ func (db *DB) CheckSchema(ctx context.Context, schema string) error {
 }
 
 // Close stops the notifier and closes both pools, waiting for connections
-// in use to be returned.
-func (db *DB) Close() {
+// in use to be returned. It returns the error of closing the event log's
+// connections, which have nothing left to write by then.
+func (db *DB) Close() error {
 	if db.notifier != nil {
 		db.notifier.close()
 	}
-	_ = db.logs.Close()
+	err := db.logs.Close()
 	db.relay.Close()
 	db.pool.Close()
+	if err != nil {
+		return fmt.Errorf("postgres: close: %w", err)
+	}
+	return nil
 }
 
 // Ping reports whether the database answers; an error that says it cannot
@@ -258,24 +269,31 @@ func (db *DB) Ping(ctx context.Context) error {
 // such as tests and benchmarks.
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
-// Runner returns a unit-of-work runner whose transactions take their time
-// from now; nil means time.Now.
-func (db *DB) Runner(now func() time.Time) *Runner {
+// Runner returns a unit-of-work runner ([Runner]) whose transactions take
+// their time from now; nil means time.Now.
+func (db *DB) Runner(now func() time.Time) uow.Runner {
 	if now == nil {
 		now = time.Now
 	}
 	return &Runner{db: db, now: now}
 }
 
-// Events returns the event store.
-func (db *DB) Events() *EventStore { return &EventStore{} }
+// Events returns the event store ([EventStore]).
+func (db *DB) Events() eventstore.Store { return &EventStore{} }
 
-// Outbox returns the outbox store. Its bookkeeping runs on the relay pool;
-// [Outbox.Add] runs in the unit of work's transaction. Every Outbox of one
-// DB shares its wake-ups.
-func (db *DB) Outbox() *Outbox {
+// Outbox returns the outbox store ([Outbox]). Its bookkeeping runs on the
+// relay pool; [Outbox.Add] runs in the unit of work's transaction. Every
+// Outbox of one DB shares its wake-ups.
+func (db *DB) Outbox() backend.Outbox {
 	return &Outbox{pool: pooled{pool: db.relay, set: db.relayLocal}, channel: db.channel, db: db}
 }
+
+// Views returns the user views ([UserViews]), the read models that the
+// domain's [user.ViewsProjection] writes.
+func (db *DB) Views() user.Views { return UserViews{} }
+
+// DataKeys returns the keyring's store of data keys ([DataKeys]).
+func (db *DB) DataKeys() keyring.Store { return DataKeys{} }
 
 // Migrate applies every migration that the database lacks and returns the
 // versions it applied. Instances that migrate at once take turns on a

@@ -321,7 +321,7 @@ func (s *EventStore) ReadCommitted(ctx context.Context, t uow.Tx, after eventsto
 func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
 	ptx, err := PgxTx(t)
 	if _, ok := ptx.(readOnlyTx); ok {
-		err = fmt.Errorf("%s: %w", backend, uow.ErrReadOnly)
+		err = fmt.Errorf("%s: %w", pkg, uow.ErrReadOnly)
 	}
 	if err != nil {
 		return fmt.Errorf("eventstore: lock %s: %w", stream, err)
@@ -337,7 +337,7 @@ func (s *EventStore) Lock(ctx context.Context, t uow.Tx, stream string) error {
 func (s *EventStore) Truncate(ctx context.Context, t uow.Tx, stream string, before int64) (int64, error) {
 	ptx, err := PgxTx(t)
 	if _, ok := ptx.(readOnlyTx); ok {
-		err = fmt.Errorf("%s: %w", backend, uow.ErrReadOnly)
+		err = fmt.Errorf("%s: %w", pkg, uow.ErrReadOnly)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("eventstore: truncate %s: %w", stream, err)

@@ -23,13 +23,13 @@ import (
 	"github.com/eventsourced/accounts/internal/wakeup"
 )
 
-// LogConfig tunes the subscribers of an [EventLog]; its AckDeadline is 30s
+// LogConfig tunes the subscribers of a [Log]; its AckDeadline is 30s
 // by default, watermill-sql's, and its BatchSize 500: each batch costs its
 // round trips and a commit (catch-up 21,500-25,400 events/s here, against
 // 12,200-14,400 with batches of 100).
 type LogConfig = projections.LogConfig
 
-// EventLog is the [projections.Log] of this backend: watermill-sql
+// Log is the [projections.Log] of this backend: watermill-sql
 // subscribers over the events table, through database/sql on pgx's stdlib
 // over the DB's main pool.
 //
@@ -43,24 +43,27 @@ type LogConfig = projections.LogConfig
 // each group's position in projection_offsets, whose row a read locks (FOR
 // UPDATE) until its batch commits, so two subscribers of one group take
 // turns and never apply an event twice.
-type EventLog struct {
+type Log struct {
 	db      *sql.DB
 	wake    *wakeup.Fanout
 	cfg     LogConfig
 	batches *projections.Batches
 }
 
-var _ projections.Log = (*EventLog)(nil)
+var _ projections.Log = (*Log)(nil)
 
 // Log returns the event log as asynchronous projections follow it. Its
 // subscribers use the DB's connections, and stop with [DB.Close].
-func (db *DB) Log(cfg LogConfig) *EventLog {
-	return &EventLog{db: db.logs, wake: db.logWake, cfg: cfg.WithDefaults(30*time.Second, 500), batches: &projections.Batches{}}
+func (db *DB) Log(cfg LogConfig) projections.Log { return db.newLog(cfg) }
+
+// newLog is [DB.Log] as its own type, for the projections of this package.
+func (db *DB) newLog(cfg LogConfig) *Log {
+	return &Log{db: db.logs, wake: db.logWake, cfg: cfg.WithDefaults(30*time.Second, 500), batches: &projections.Batches{}}
 }
 
 // Subscriber returns a subscriber of the log for group, of events of types
 // (all, when empty), as [projections.Log] describes.
-func (l *EventLog) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
+func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
 	if err := l.cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -91,7 +94,7 @@ const savepoint = "projection_apply"
 // the subscriber's transaction, and moves the group's offset there, as
 // [projections.Log] describes. PostgreSQL fails the whole transaction after
 // one failed statement; rolling back to the savepoint mends that too.
-func (l *EventLog) Apply(msg *message.Message, now time.Time, apply func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error) error {
+func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error) error {
 	ctx := msg.Context()
 	stx, ok := wsql.TxFromContext(ctx)
 	if !ok {
@@ -132,7 +135,7 @@ func (l *EventLog) Apply(msg *message.Message, now time.Time, apply func(ctx con
 // high_position), which a log in order never holds. Such events, and
 // events beyond the log's clock, which no reader reaches, are counted and
 // reported as an error wrapping [projections.ErrLogOrder].
-func (l *EventLog) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
+func (l *Log) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
 	wanted := `true`
 	args := []any{group}
 	if len(types) > 0 {
@@ -174,7 +177,7 @@ FROM pending`
 }
 
 // Fail records that group stopped, as [projections.Log] describes.
-func (l *EventLog) Fail(ctx context.Context, group string, f projections.Failure) error {
+func (l *Log) Fail(ctx context.Context, group string, f projections.Failure) error {
 	_, err := l.db.ExecContext(ctx, `
 INSERT INTO projection_offsets (consumer_group, last_transaction_id, last_position, failed_at, failed_position, failed_error)
 VALUES ($1, '0', 0, $2, $3, $4)
@@ -187,7 +190,7 @@ ON CONFLICT (consumer_group) DO UPDATE SET failed_at = $2, failed_position = $3,
 }
 
 // Failure returns the failure recorded for group.
-func (l *EventLog) Failure(ctx context.Context, group string) (projections.Failure, bool, error) {
+func (l *Log) Failure(ctx context.Context, group string) (projections.Failure, bool, error) {
 	var at sql.NullTime
 	var pos, why sql.NullString
 	err := l.db.QueryRowContext(ctx, `SELECT failed_at, failed_position, failed_error FROM projection_offsets WHERE consumer_group = $1`, group).
@@ -207,7 +210,7 @@ func (l *EventLog) Failure(ctx context.Context, group string) (projections.Failu
 
 // Versions returns the registry's versions of name, as [projections.Log]
 // describes.
-func (l *EventLog) Versions(ctx context.Context, name string, base int) (projections.Versions, error) {
+func (l *Log) Versions(ctx context.Context, name string, base int) (projections.Versions, error) {
 	var v projections.Versions
 	var building sql.NullInt64
 	err := l.db.QueryRowContext(ctx, `SELECT serving, building FROM projection_versions WHERE name = $1`, name).Scan(&v.Serving, &building)
@@ -224,7 +227,7 @@ func (l *EventLog) Versions(ctx context.Context, name string, base int) (project
 // Catalog runs fn in a transaction that holds name's row of the registry
 // (FOR UPDATE), as [projections.Log] describes. fn's Tx is the
 // transaction's ([SQLTx]).
-func (l *EventLog) Catalog(ctx context.Context, name string, base int, fn func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error)) error {
+func (l *Log) Catalog(ctx context.Context, name string, base int, fn func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error)) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("postgres: catalog %s: %w", name, unavailable(ctx, err))
@@ -256,7 +259,7 @@ func (l *EventLog) Catalog(ctx context.Context, name string, base int, fn func(c
 // Forget removes group's offset in t, as [projections.Log] describes: the
 // DELETE waits for the row lock that a batch in flight holds, and a later
 // batch finds no offset, and so no event after it.
-func (l *EventLog) Forget(ctx context.Context, t uow.Tx, group string) error {
+func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 	stx, err := SQLTx(t)
 	if err != nil {
 		return fmt.Errorf("postgres: forget %s: %w", group, err)
@@ -269,7 +272,7 @@ func (l *EventLog) Forget(ctx context.Context, t uow.Tx, group string) error {
 
 // Retire retires group's offset in t, as [projections.Log] describes: the
 // upsert waits for the row lock that a batch in flight holds.
-func (l *EventLog) Retire(ctx context.Context, t uow.Tx, group string) error {
+func (l *Log) Retire(ctx context.Context, t uow.Tx, group string) error {
 	stx, err := SQLTx(t)
 	if err != nil {
 		return fmt.Errorf("postgres: retire %s: %w", group, err)
@@ -314,11 +317,11 @@ type sqlTx struct {
 func (t *sqlTx) Now() time.Time { return t.now }
 
 // SQLTx returns the database/sql transaction of a [uow.Tx] that
-// [EventLog.Apply] hands over, or an error wrapping [uow.ErrForeignTx].
+// [Log.Apply] hands over, or an error wrapping [uow.ErrForeignTx].
 func SQLTx(t uow.Tx) (*sql.Tx, error) {
 	st, ok := t.(*sqlTx)
 	if !ok || st == nil {
-		return nil, uow.Foreign(backend, t)
+		return nil, uow.Foreign(pkg, t)
 	}
 	return st.Tx, nil
 }
@@ -453,7 +456,7 @@ func (logSchema) SubscribeIsolationLevel() sql.IsolationLevel { return sql.Level
 // logOffsets is the watermill-sql offsets adapter of projection_offsets.
 type logOffsets struct{}
 
-// AckMessageQuery changes nothing: only [EventLog.Apply] moves the offset,
+// AckMessageQuery changes nothing: only [Log.Apply] moves the offset,
 // with the writes of the events it covers, so that events acknowledged but
 // held back for their batch are never passed over.
 func (logOffsets) AckMessageQuery(string, wsql.Row, string) wsql.Query {

@@ -23,7 +23,7 @@ func TestLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(db.Close)
+		t.Cleanup(func() { _ = db.Close() })
 		if _, err := db.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}

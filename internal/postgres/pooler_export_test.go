@@ -7,7 +7,7 @@ import "testing"
 func RelaySettings(t testing.TB, db *DB) map[string]string {
 	t.Helper()
 	var sort, bitmap, commit, path string
-	err := db.Outbox().pool.QueryRow(t.Context(), `SELECT current_setting('enable_sort'), current_setting('enable_bitmapscan'),
+	err := db.Outbox().(*Outbox).pool.QueryRow(t.Context(), `SELECT current_setting('enable_sort'), current_setting('enable_bitmapscan'),
 current_setting('synchronous_commit'), current_setting('search_path')`).Scan(&sort, &bitmap, &commit, &path)
 	if err != nil {
 		t.Fatal(err)

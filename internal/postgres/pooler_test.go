@@ -28,7 +28,7 @@ func openBehind(t *testing.T, bouncer *pgbouncertest.Server, rawURL string, opts
 	if err != nil {
 		t.Fatalf("open through pgbouncer (%s): %v", bouncer.Mode, err)
 	}
-	t.Cleanup(db.Close)
+	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// backend names this package in errors.
-const backend = "postgres"
+// pkg names this package in errors.
+const pkg = "postgres"
 
 // Runner runs units of work in PostgreSQL transactions.
 type Runner struct {
@@ -200,7 +200,7 @@ const sqlstateReadOnly = "25006"
 func readOnly(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == sqlstateReadOnly {
-		return fmt.Errorf("%s: %w: %w", backend, uow.ErrReadOnly, err)
+		return fmt.Errorf("%s: %w: %w", pkg, uow.ErrReadOnly, err)
 	}
 	return err
 }
@@ -222,7 +222,7 @@ func PgxTx(t uow.Tx) (Querier, error) {
 func asTx(t uow.Tx) (*tx, error) {
 	pt, ok := t.(*tx)
 	if !ok || pt == nil {
-		return nil, uow.Foreign(backend, t)
+		return nil, uow.Foreign(pkg, t)
 	}
 	return pt, nil
 }

@@ -21,7 +21,7 @@ import (
 // driver's error; a context the caller cancelled is not reported so.
 func TestUnavailable(t *testing.T) {
 	t.Parallel()
-	add := func(ctx context.Context, store *postgres.Outbox, tx uow.Tx) error {
+	add := func(ctx context.Context, store outbox.Store, tx uow.Tx) error {
 		m, err := outbox.NewMessage("test.unavailable", "hi", tx.Now())
 		if err != nil {
 			return err

@@ -59,7 +59,7 @@ func TestRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	other := sameSchema(t, db)
-	spy := &wakeSpy{Outbox: db.Outbox(), woken: make(chan struct{}, 100)}
+	spy := &wakeSpy{Outbox: db.Outbox().(*postgres.Outbox), woken: make(chan struct{}, 100)}
 	delivered := make(chan outbox.Message, 10)
 	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{
 		"test.wakeups": func(_ context.Context, m outbox.Message) error {
@@ -170,7 +170,7 @@ func sameSchema(t *testing.T, db *postgres.DB) *postgres.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(other.Close)
+	t.Cleanup(func() { _ = other.Close() })
 	return other
 }
 

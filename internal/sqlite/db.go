@@ -15,12 +15,17 @@ import (
 	"github.com/pressly/goose/v3/lock"
 	_ "modernc.org/sqlite" // Registers the driver "sqlite".
 
+	"github.com/eventsourced/accounts/internal/backend"
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/wakeup"
 	"github.com/eventsourced/accounts/migrations"
 )
 
-// backend names this package in errors.
-const backend = "sqlite"
+// pkg names this package in errors.
+const pkg = "sqlite"
 
 // defaultBusyTimeout is how long a connection waits for a lock that another
 // process holds (or, for readers, a checkpoint) before it fails with
@@ -78,6 +83,8 @@ type DB struct {
 	// logWake its log's subscribers that one appended events.
 	wake, logWake *wakeup.Fanout
 }
+
+var _ backend.Backend = (*DB)(nil)
 
 // Open opens the database file at path, creating the file (not its folder)
 // when it does not exist, and checks that it answers. The file is put in
@@ -204,23 +211,30 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Runner returns a unit-of-work runner whose transactions take their time
-// from now; nil means time.Now.
-func (db *DB) Runner(now func() time.Time) *Runner {
+// Runner returns a unit-of-work runner ([Runner]) whose transactions take
+// their time from now; nil means time.Now.
+func (db *DB) Runner(now func() time.Time) uow.Runner {
 	if now == nil {
 		now = time.Now
 	}
 	return &Runner{db: db, now: now}
 }
 
-// Events returns the event store.
-func (db *DB) Events() *EventStore { return &EventStore{} }
+// Events returns the event store ([EventStore]).
+func (db *DB) Events() eventstore.Store { return &EventStore{} }
 
-// Outbox returns the outbox store. [Outbox.Add] runs in the unit of work's
-// transaction; the relay's bookkeeping runs on the write connection, the
-// backlog's and operators' reads on the read pool. Every Outbox of one DB shares its
-// wake-ups.
-func (db *DB) Outbox() *Outbox { return &Outbox{db: db} }
+// Outbox returns the outbox store ([Outbox]). [Outbox.Add] runs in the unit
+// of work's transaction; the relay's bookkeeping runs on the write
+// connection, the backlog's and operators' reads on the read pool. Every
+// Outbox of one DB shares its wake-ups.
+func (db *DB) Outbox() backend.Outbox { return &Outbox{db: db} }
+
+// Views returns the user views ([UserViews]), the read models that the
+// domain's [user.ViewsProjection] writes.
+func (db *DB) Views() user.Views { return UserViews{} }
+
+// DataKeys returns the keyring's store of data keys ([DataKeys]).
+func (db *DB) DataKeys() keyring.Store { return DataKeys{} }
 
 // Migrate applies every migration that the database lacks and returns the
 // versions it applied.

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -22,7 +21,7 @@ func mustV7(t testing.TB) uuid.UUID {
 }
 
 // claimable counts the messages a claim far in the future returns.
-func claimable(t *testing.T, store *sqlite.Outbox) int {
+func claimable(t *testing.T, store outbox.Store) int {
 	t.Helper()
 	msgs, err := store.Claim(t.Context(), time.Now().Add(24*time.Hour), time.Minute, 100)
 	if err != nil {

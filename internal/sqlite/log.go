@@ -62,7 +62,7 @@ var _ projections.Log = (*Log)(nil)
 // Log returns the event log of db as asynchronous projections follow it.
 // Its subscribers use a pool that [DB.Close] closes: close their routers
 // first.
-func (db *DB) Log(cfg LogConfig) *Log { return newLog(db, db.logs, cfg) }
+func (db *DB) Log(cfg LogConfig) projections.Log { return newLog(db, db.logs, cfg) }
 
 // newLog returns the Log of db whose subscribers run on pool, a pool on
 // db's file opened as [openLogPool] opens it.

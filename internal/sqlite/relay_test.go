@@ -107,7 +107,7 @@ func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration
 func TestRelayWakesOnCommit(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
-	spy := &claimSpy{Outbox: db.Outbox(), claims: make(chan int, 1000)}
+	spy := &claimSpy{Outbox: db.Outbox().(*sqlite.Outbox), claims: make(chan int, 1000)}
 	delivered := make(chan uuid.UUID, 10)
 	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{
 		"mail": func(_ context.Context, m outbox.Message) error {

@@ -26,7 +26,7 @@ var errNested = errors.New("a unit of work holds the write connection of this da
 
 // errReadOnly is returned by a write through the Tx of a read-only unit of
 // work.
-var errReadOnly = fmt.Errorf("%s: %w", backend, uow.ErrReadOnly)
+var errReadOnly = fmt.Errorf("%s: %w", pkg, uow.ErrReadOnly)
 
 // unitOfWorkKey marks the context of a unit of work with its DB.
 type unitOfWorkKey struct{}
@@ -97,7 +97,7 @@ func (t *tx) onCommit(fn func()) { t.afterCommit = append(t.afterCommit, fn) }
 func asTx(t uow.Tx) (*tx, error) {
 	st, ok := t.(*tx)
 	if !ok || st == nil {
-		return nil, uow.Foreign(backend, t)
+		return nil, uow.Foreign(pkg, t)
 	}
 	return st, nil
 }

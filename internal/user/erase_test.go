@@ -273,7 +273,7 @@ func TestALinkAskedForDuringAnErasureGoesWithIt(t *testing.T) {
 	var code string
 	svc, err := user.NewService(user.Deps{
 		Runner: b.db.Runner(b.clock.Now), Events: b.db.Events(), Views: postgres.UserViews{}, Keys: b.keys,
-		Outbox: &pausingOutbox{Outbox: b.db.Outbox(), interrupt: func() {
+		Outbox: &pausingOutbox{Outbox: b.db.Outbox().(*postgres.Outbox), interrupt: func() {
 			if err := b.svc.RequestSignInLink(ctx, "ada@example.com"); err != nil {
 				t.Errorf("the interrupting request: %v", err)
 			}

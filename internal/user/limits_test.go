@@ -76,7 +76,7 @@ func (s *tailSpy) LoadSince(ctx context.Context, tx uow.Tx, stream string, since
 // events its loads return.
 func spied(t *testing.T, b *bundle) (*user.Service, *tailSpy) {
 	t.Helper()
-	spy := &tailSpy{EventStore: b.db.Events()}
+	spy := &tailSpy{EventStore: b.db.Events().(*postgres.EventStore)}
 	svc, err := user.NewService(user.Deps{
 		Runner: b.db.Runner(b.clock.Now), Events: spy, Outbox: b.db.Outbox(), Views: postgres.UserViews{}, Keys: b.keys,
 	}, user.Policy{}, baseURL)

@@ -169,6 +169,6 @@ func OpenBehindProxy(t testing.TB, rawURL string) (*postgres.DB, *testproxy.Prox
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	t.Cleanup(db.Close)
+	t.Cleanup(func() { _ = db.Close() })
 	return db, p
 }

@@ -1,0 +1,18 @@
+// Package backend is the one seam between the service and its database.
+// A backend (the packages postgres and sqlite) is one value, its *DB,
+// that opens a database and hands out every port the service needs: the
+// unit of work, the event store, the outbox store, the event log that
+// asynchronous projections follow, the user views, the activity
+// projection and the keyring's data keys. Each *DB implements [Backend]
+// directly, checked at compile time, so the command line picks a backend
+// once, by DATABASE_URL, and uses it through this interface only.
+//
+// The ports themselves are defined beside the code that uses them and
+// their conformance suites ([uow.Runner], [eventstore.Store],
+// [outbox.Store], [projections.Log], [keyring.Store], [user.Views]); this
+// package only gathers them. The ports of one backend accept only the
+// transactions of its own [uow.Runner].
+//
+// Every backend runs the conformance suites of all its ports from one
+// test, through [backendtest.Run].
+package backend
