@@ -11,23 +11,10 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/eventstore/eventstoretest"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/uow"
 )
-
-func TestEventStore(t *testing.T) {
-	t.Parallel()
-	eventstoretest.Run(t, eventstoretest.Features{ConcurrentWriters: true}, func(t *testing.T) eventstoretest.Harness {
-		db := pgtest.New(t)
-		return eventstoretest.Harness{
-			Runner:   db.Runner(nil),
-			RunnerAt: func(now func() time.Time) uow.Runner { return db.Runner(now) },
-			Store:    db.Events(),
-		}
-	})
-}
 
 // eventStoreForeignTx is a [uow.Tx] of no backend.
 type eventStoreForeignTx struct{}

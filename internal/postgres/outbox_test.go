@@ -8,19 +8,10 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/outbox/outboxtest"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/uow"
 )
-
-func TestOutboxStore(t *testing.T) {
-	t.Parallel()
-	outboxtest.Run(t, outboxtest.Features{}, func(t *testing.T) outboxtest.Harness {
-		db := pgtest.New(t)
-		return outboxtest.Harness{Runner: db.Runner(nil), Store: db.Outbox()}
-	})
-}
 
 // TestWakeups checks the wake-ups of the PostgreSQL store
 // ([outbox.RelayStore.Wakeups]), for commits made through the same DB: they wake its relays in process, before

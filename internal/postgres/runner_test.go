@@ -5,26 +5,12 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/uow"
-	"github.com/eventsourced/accounts/internal/uow/uowtest"
 )
-
-func TestRunner(t *testing.T) {
-	t.Parallel()
-	uowtest.Run(t, func(t *testing.T) uowtest.Harness {
-		db := pgtest.New(t)
-		return uowtest.Harness{
-			Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
-			Outbox: db.Outbox(),
-			Events: db.Events(),
-		}
-	})
-}
 
 // PgxTx, by which the stores and this package's tests reach pgx, refuses a
 // nil Tx; the suite sees that only through the stores.

@@ -6,36 +6,16 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
-	"github.com/eventsourced/accounts/internal/user/viewstest"
 )
-
-// TestUserViews runs the conformance suite of [user.Views] on [postgres.UserViews].
-func TestUserViews(t *testing.T) {
-	t.Parallel()
-	viewstest.Run(t, func(t *testing.T) viewstest.Harness {
-		db := pgtest.New(t)
-		keys := keyringtest.New(t, postgres.DataKeys{})
-		return viewstest.Harness{
-			Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
-			Events: db.Events(),
-			Outbox: db.Outbox(),
-			Keys:   keys,
-			Views:  postgres.UserViews{},
-			Tables: func(t *testing.T) map[string][]string { return snapshotUserViews(t, db) },
-		}
-	})
-}
 
 // userViewTables are the projection tables of [postgres.UserViews], each
 // with the order of its primary key.

@@ -8,25 +8,10 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/eventstore/eventstoretest"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
 )
-
-func TestEventStore(t *testing.T) {
-	t.Parallel()
-	// SQLite has one writer at a time: a unit of work cannot stay open
-	// while another commits, so the cases that need that are skipped.
-	eventstoretest.Run(t, eventstoretest.Features{ConcurrentWriters: false}, func(t *testing.T) eventstoretest.Harness {
-		db := sqlitetest.New(t)
-		return eventstoretest.Harness{
-			Runner:   db.Runner(nil),
-			RunnerAt: func(now func() time.Time) uow.Runner { return db.Runner(now) },
-			Store:    db.Events(),
-		}
-	})
-}
 
 // eventStoreForeignTx is a [uow.Tx] of no backend.
 type eventStoreForeignTx struct{}

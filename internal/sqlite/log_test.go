@@ -12,7 +12,6 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
-	"github.com/eventsourced/accounts/internal/projections/logtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -27,28 +26,14 @@ var logConfig = sqlite.LogConfig{
 	BatchSize:      10,
 }
 
-func TestLog(t *testing.T) {
-	t.Parallel()
-	// SQLite has one writer at a time: no transaction can be in flight
-	// behind a committed one.
-	logtest.Run(t, logtest.Features{SerialWriters: true}, func(t *testing.T) logtest.Harness {
-		db := sqlitetest.New(t)
-		runner := db.Runner(nil)
-		if _, err := sqlite.WriteDB(db).ExecContext(t.Context(),
-			`CREATE TABLE logtest_sink (seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL) STRICT`); err != nil {
-			t.Fatal(err)
-		}
-		return logtest.Harness{
-			Runner: runner,
-			Store:  db.Events(),
-			Sink:   logSink{runner: runner},
-			Log:    db.Log(logConfig),
-			Hourly: db.Log(sqlite.LogConfig{PollInterval: time.Hour, ResendInterval: time.Millisecond}),
-			OtherProcess: func(t *testing.T) (projections.Log, func()) {
-				return sqlite.OtherProcessLog(t, db, logConfig)
-			},
-		}
-	})
+// newLogSink makes the log suite's table, logtest_sink, on db.
+func newLogSink(t *testing.T, db *sqlite.DB) logSink {
+	t.Helper()
+	if _, err := sqlite.WriteDB(db).ExecContext(t.Context(),
+		`CREATE TABLE logtest_sink (seq INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL) STRICT`); err != nil {
+		t.Fatal(err)
+	}
+	return logSink{runner: db.Runner(nil)}
 }
 
 // logSink is the suite's sink in the table logtest_sink.

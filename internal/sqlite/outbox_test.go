@@ -7,18 +7,9 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/outbox/outboxtest"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
 )
-
-func TestOutboxStore(t *testing.T) {
-	t.Parallel()
-	outboxtest.Run(t, outboxtest.Features{}, func(t *testing.T) outboxtest.Harness {
-		db := sqlitetest.New(t)
-		return outboxtest.Harness{Runner: db.Runner(nil), Store: db.Outbox()}
-	})
-}
 
 // TestWakeups checks the in-process wake-ups of the SQLite store
 // ([outbox.RelayStore.Wakeups]).

@@ -15,22 +15,9 @@ import (
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
-	"github.com/eventsourced/accounts/internal/uow/uowtest"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail/mailtest"
 )
-
-func TestRunner(t *testing.T) {
-	t.Parallel()
-	uowtest.Run(t, func(t *testing.T) uowtest.Harness {
-		db := sqlitetest.New(t)
-		return uowtest.Harness{
-			Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
-			Outbox: db.Outbox(),
-			Events: db.Events(),
-		}
-	})
-}
 
 type foreignTx struct{}
 

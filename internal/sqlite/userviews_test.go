@@ -4,31 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
-	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
-	"github.com/eventsourced/accounts/internal/uow"
-	"github.com/eventsourced/accounts/internal/user/viewstest"
 )
-
-// TestUserViews runs the conformance suite of [user.Views] on [sqlite.UserViews].
-func TestUserViews(t *testing.T) {
-	t.Parallel()
-	viewstest.Run(t, func(t *testing.T) viewstest.Harness {
-		db := sqlitetest.New(t)
-		keys := keyringtest.New(t, sqlite.DataKeys{})
-		return viewstest.Harness{
-			Runner: func(now func() time.Time) uow.Runner { return db.Runner(now) },
-			Events: db.Events(),
-			Outbox: db.Outbox(),
-			Keys:   keys,
-			Views:  sqlite.UserViews{},
-			Tables: func(t *testing.T) map[string][]string { return snapshotUserViews(t, db) },
-		}
-	})
-}
 
 // userViewTables are the projection tables of [sqlite.UserViews], each
 // with the order of its primary key.
