@@ -93,11 +93,20 @@ VALUES ($1::text::xid8, $2, $3, 1, $4, '{}', now())`, txid, uuid.New(), "s-"+uui
 	}
 }
 
+// TestLogicalRestore checks the event log after a logical copy of the database into another cluster: the clock that keeps its order, and the counts that stay honest when the order broke.
+func TestLogicalRestore(t *testing.T) {
+	t.Parallel()
+	t.Run("BehindCountsWhatABrokenOrderHides", testBehindCountsWhatABrokenOrderHides)
+	t.Run("TheClockMovesOn", testTheClockMovesOnAfterALogicalRestore)
+	t.Run("ARebuildStopsOnEventsNoReaderReaches", testARebuildStopsOnEventsNoReaderReaches)
+	t.Run("AnUpgradeOfACopyRunWithoutTheClockCountsWhatWasPassedOver", testAnUpgradeOfACopyRunWithoutTheClockCountsWhatWasPassedOver)
+}
+
 // A projection's lag is counted honestly when the log's order breaks: an
 // event added below an offset that has passed its place, and one beyond
 // the cluster's transaction ids, are counted as still to apply, by Behind
 // and by the runner's gauge, and said to break the order.
-func TestBehindCountsWhatABrokenOrderHides(t *testing.T) {
+func testBehindCountsWhatABrokenOrderHides(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond})
@@ -137,7 +146,7 @@ func TestBehindCountsWhatABrokenOrderHides(t *testing.T) {
 // at once move it once; the projections keep their offsets and what they
 // applied; new events follow the copied ones, in the log and its
 // sequences, and are delivered.
-func TestTheClockMovesOnAfterALogicalRestore(t *testing.T) {
+func testTheClockMovesOnAfterALogicalRestore(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	target, sourceURL, schema := copyFixture(t)
@@ -318,7 +327,7 @@ func eventIDs(events []eventstore.Event) []uuid.UUID {
 
 // A rebuild stops, and says why, when the log holds events that no reader
 // reaches, instead of waiting for them for ever.
-func TestARebuildStopsOnEventsNoReaderReaches(t *testing.T) {
+func testARebuildStopsOnEventsNoReaderReaches(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	var next uint64
@@ -339,7 +348,7 @@ func TestARebuildStopsOnEventsNoReaderReaches(t *testing.T) {
 // new events sort among the copied ones, below the offset, where no
 // subscriber reads. The upgrade counts them as passed over, and says so,
 // instead of counting them as applied.
-func TestAnUpgradeOfACopyRunWithoutTheClockCountsWhatWasPassedOver(t *testing.T) {
+func testAnUpgradeOfACopyRunWithoutTheClockCountsWhatWasPassedOver(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	target, sourceURL, schema := copyFixture(t)

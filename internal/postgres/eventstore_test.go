@@ -21,7 +21,16 @@ type eventStoreForeignTx struct{}
 
 func (eventStoreForeignTx) Now() time.Time { return time.Now() }
 
-func TestEventStoreForeignTx(t *testing.T) {
+// TestEventStore checks what the PostgreSQL event store promises beyond the conformance suite: foreign transactions, open writers, stream locks and its indexes.
+func TestEventStore(t *testing.T) {
+	t.Parallel()
+	t.Run("ForeignTx", testEventStoreForeignTx)
+	t.Run("AppendBlockedByOpenTx", testEventStoreAppendBlockedByOpenTx)
+	t.Run("LockMakesWritersWait", testEventStoreLockMakesWritersWait)
+	t.Run("LoadSinceUsesIndexes", testEventStoreLoadSinceUsesIndexes)
+}
+
+func testEventStoreForeignTx(t *testing.T) {
 	t.Parallel()
 	store := &postgres.EventStore{}
 	ctx := t.Context()
@@ -47,10 +56,10 @@ func TestEventStoreForeignTx(t *testing.T) {
 	}
 }
 
-// TestEventStoreAppendBlockedByOpenTx makes an append wait on a row that an
+// testEventStoreAppendBlockedByOpenTx makes an append wait on a row that an
 // open transaction inserted, then lets that transaction commit, so that the
 // append always takes the path where its insert skips a conflicting row.
-func TestEventStoreAppendBlockedByOpenTx(t *testing.T) {
+func testEventStoreAppendBlockedByOpenTx(t *testing.T) {
 	t.Parallel()
 	first, err := eventstore.NewEvent("test.happened", map[string]int{"n": 1}, eventstore.Metadata{})
 	if err != nil {
@@ -196,7 +205,7 @@ func newEventForTest(t *testing.T) eventstore.Event {
 
 // Lock makes a second unit of work wait, inside PostgreSQL, until the one
 // holding the stream ends.
-func TestEventStoreLockMakesWritersWait(t *testing.T) {
+func testEventStoreLockMakesWritersWait(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	store, runner := db.Events(), db.Runner(nil)
@@ -245,7 +254,7 @@ func TestEventStoreLockMakesWritersWait(t *testing.T) {
 // LoadSince reads neither the table nor the whole stream: with a long
 // stream and statistics that say so, PostgreSQL takes the head from the
 // primary key and the recent events from events_stream_recorded_at.
-func TestEventStoreLoadSinceUsesIndexes(t *testing.T) {
+func testEventStoreLoadSinceUsesIndexes(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	ctx := t.Context()

@@ -16,7 +16,7 @@ import (
 // TestWakeups checks the wake-ups of the PostgreSQL store
 // ([outbox.RelayStore.Wakeups]), for commits made through the same DB: they wake its relays in process, before
 // Do returns, and a rollback wakes nobody and asks for no notification.
-// Commits of other processes are [TestWakeupsListenAgain]'s to check.
+// Commits of other processes are [TestWakeupsFromOtherProcesses]'s to check.
 //
 // The notification channel is named after the schema, and each test has a
 // schema of its own, so another test's Add cannot wake this listener; the

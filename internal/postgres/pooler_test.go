@@ -32,11 +32,20 @@ func openBehind(t *testing.T, bouncer *pgbouncertest.Server, rawURL string, opts
 	return db
 }
 
-// TestBehindPgBouncer runs the backend through a stock PgBouncer in each
+// TestPgBouncer runs the backend behind a stock PgBouncer: units of work, migrations, wake-ups and scratch databases.
+func TestPgBouncer(t *testing.T) {
+	t.Parallel()
+	t.Run("EachMode", testBehindPgBouncer)
+	t.Run("Wakeups", testWakeupsBehindPgBouncer)
+	t.Run("ScratchRefusesAPoolerThatDropsItsSchema", testScratchRefusesAPoolerThatDropsItsSchema)
+	t.Run("UnitsOfWorkBehindATransactionPooler", testUnitsOfWorkBehindATransactionPooler)
+}
+
+// testBehindPgBouncer runs the backend through a stock PgBouncer in each
 // mode: instances migrate at once and work in their schema, the relay's
 // claims see its settings, and no setting or lock of theirs stays on the
 // pooler's server connections for its other clients.
-func TestBehindPgBouncer(t *testing.T) {
+func testBehindPgBouncer(t *testing.T) {
 	t.Parallel()
 	for _, mode := range poolers {
 		t.Run(string(mode), func(t *testing.T) {
@@ -118,11 +127,11 @@ AND ((classid::int8 << 32) | objid::int8) = $1`, pgx.QueryExecModeSimpleProtocol
 	}
 }
 
-// TestWakeupsBehindPgBouncer: a commit of one instance wakes the relays of
+// testWakeupsBehindPgBouncer: a commit of one instance wakes the relays of
 // another at once, through the pooler in session mode and through the
 // direct listen URL in transaction mode; in transaction mode without it,
 // the DB says it cannot listen.
-func TestWakeupsBehindPgBouncer(t *testing.T) {
+func testWakeupsBehindPgBouncer(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		mode   postgres.Pooler
@@ -159,11 +168,11 @@ func TestWakeupsBehindPgBouncer(t *testing.T) {
 	}
 }
 
-// TestScratchRefusesAPoolerThatDropsItsSchema: behind a pooler told to
+// testScratchRefusesAPoolerThatDropsItsSchema: behind a pooler told to
 // drop the parameters it cannot pass on, and a DB not told of the pooler,
 // a scratch database would work in the database's own schema; it refuses,
 // having written nothing.
-func TestScratchRefusesAPoolerThatDropsItsSchema(t *testing.T) {
+func testScratchRefusesAPoolerThatDropsItsSchema(t *testing.T) {
 	t.Parallel()
 	bouncer := pgbouncertest.Start(t, postgres.PoolerSession, pgtest.URL(), pgbouncertest.Ignore("search_path", "enable_sort", "enable_bitmapscan", "synchronous_commit"))
 	app := pgtest.NewURL(t)
@@ -199,9 +208,9 @@ func TestScratchRefusesAPoolerThatDropsItsSchema(t *testing.T) {
 	}
 }
 
-// TestUnitsOfWorkBehindATransactionPooler: a read-only unit of work and
+// testUnitsOfWorkBehindATransactionPooler: a read-only unit of work and
 // the event log's database/sql work in the schema of the URL too.
-func TestUnitsOfWorkBehindATransactionPooler(t *testing.T) {
+func testUnitsOfWorkBehindATransactionPooler(t *testing.T) {
 	t.Parallel()
 	bouncer := pgbouncertest.Start(t, postgres.PoolerTransaction, pgtest.URL())
 	raw := pgtest.NewURL(t)

@@ -12,47 +12,26 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
+// TestRunner checks the PostgreSQL unit of work beyond the conformance suite.
+func TestRunner(t *testing.T) {
+	t.Parallel()
+	t.Run("PgxTxRefusesNil", testPgxTxRefusesNil)
+	t.Run("DeadlockIsALostRace", testDeadlockIsALostRace)
+}
+
 // PgxTx, by which the stores and this package's tests reach pgx, refuses a
 // nil Tx; the suite sees that only through the stores.
-func TestPgxTxRefusesNil(t *testing.T) {
+func testPgxTxRefusesNil(t *testing.T) {
 	t.Parallel()
 	if _, err := postgres.PgxTx(nil); !errors.Is(err, uow.ErrForeignTx) {
 		t.Errorf("PgxTx(nil): %v, want ErrForeignTx", err)
 	}
 }
 
-// Instances that start together all migrate at once; a lock lets one do it
-// while the others wait and then find nothing to do.
-func TestConcurrentMigrations(t *testing.T) {
-	t.Parallel()
-	url := pgtest.NewURL(t)
-	errs := make(chan error, 4)
-	start := make(chan struct{})
-	for range 4 {
-		go func() {
-			<-start
-			db, err := postgres.Open(t.Context(), url)
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer db.Close()
-			_, err = db.Migrate(t.Context())
-			errs <- err
-		}()
-	}
-	close(start)
-	for range 4 {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 // Two units of work that wait for each other's locks deadlock; the one
 // PostgreSQL aborts returns an error wrapping eventstore.ErrConcurrency,
 // so that a command tries it again, and the other commits.
-func TestDeadlockIsALostRace(t *testing.T) {
+func testDeadlockIsALostRace(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	runner := db.Runner(nil)

@@ -21,10 +21,19 @@ import (
 // schema: its in-process wake-ups reach only its own relays, so a wake-up
 // that crosses from one DB to the other came through NOTIFY and LISTEN.
 
-// TestWakeupsListenAgain: when the backend of the listening connection is
+// TestWakeupsFromOtherProcesses checks the wake-ups that cross from one process to another through NOTIFY and LISTEN.
+func TestWakeupsFromOtherProcesses(t *testing.T) {
+	t.Parallel()
+	t.Run("ListenAgain", testWakeupsListenAgain)
+	t.Run("RelayHearsOtherProcessesAfterListenerEnded", testRelayHearsOtherProcessesAfterListenerEnded)
+	t.Run("BurstOfCommitsNotifiesFewTimes", testBurstOfCommitsNotifiesFewTimes)
+	t.Run("NotifierConnectsAgain", testNotifierConnectsAgain)
+}
+
+// testWakeupsListenAgain: when the backend of the listening connection is
 // ended, Wakeups says so in a warning, listens again, and then hears the
 // commits of another process.
-func TestWakeupsListenAgain(t *testing.T) {
+func testWakeupsListenAgain(t *testing.T) {
 	t.Parallel()
 	warned := make(warnings, 10)
 	db := pgtest.New(t, postgres.WithLogger(slog.New(warned)))
@@ -52,10 +61,10 @@ func TestWakeupsListenAgain(t *testing.T) {
 	awaitWakeup(t, wakeups, "a wake-up after another process's commit")
 }
 
-// TestRelayHearsOtherProcessesAfterListenerEnded: a relay that polls once
+// testRelayHearsOtherProcessesAfterListenerEnded: a relay that polls once
 // an hour delivers a message that another process commits after the
 // relay's listening backend was ended: only a wake-up can deliver it.
-func TestRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
+func testRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	other := sameSchema(t, db)
@@ -94,10 +103,10 @@ func TestRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
 	}
 }
 
-// TestBurstOfCommitsNotifiesFewTimes: commits made while a notification is
+// testBurstOfCommitsNotifiesFewTimes: commits made while a notification is
 // in flight neither wait for it nor send one each; one notification is
 // sent after them all.
-func TestBurstOfCommitsNotifiesFewTimes(t *testing.T) {
+func testBurstOfCommitsNotifiesFewTimes(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	listener := listenRaw(t, db)
@@ -145,9 +154,9 @@ func TestBurstOfCommitsNotifiesFewTimes(t *testing.T) {
 	}
 }
 
-// TestNotifierConnectsAgain: when the backend that sends the notifications
+// testNotifierConnectsAgain: when the backend that sends the notifications
 // is ended, the next commit's notification goes out on a new connection.
-func TestNotifierConnectsAgain(t *testing.T) {
+func testNotifierConnectsAgain(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	listener := listenRaw(t, db)

@@ -40,9 +40,17 @@ func pragma(t *testing.T, db *sqlite.DB, name string) string {
 	return v
 }
 
+// TestOpen checks how a database file is opened: what it keeps across a reopen, the synchronous setting the writers get, and where it may be created.
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	t.Run("DurableAcrossReopen", testDurableAcrossReopen)
+	t.Run("BookkeepingRestoresFullSync", testBookkeepingRestoresFullSync)
+	t.Run("CreatesTheFileButNotItsFolder", testOpenCreatesTheFileButNotItsFolder)
+}
+
 // What a unit of work committed is in the file: closed and opened again,
 // the database has it, and the file is in WAL mode.
-func TestDurableAcrossReopen(t *testing.T) {
+func testDurableAcrossReopen(t *testing.T) {
 	t.Parallel()
 	// A name that a DSN would misread, had the path not been escaped.
 	path := filepath.Join(t.TempDir(), "accounts?mode=memory#1.db")
@@ -112,7 +120,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 
 // The relay's bookkeeping commits with synchronous=NORMAL but hands the
 // write connection back at FULL, for the units of work.
-func TestBookkeepingRestoresFullSync(t *testing.T) {
+func testBookkeepingRestoresFullSync(t *testing.T) {
 	t.Parallel()
 	db := open(t, filepath.Join(t.TempDir(), "a.db"))
 	if _, err := db.Migrate(t.Context()); err != nil {
@@ -127,7 +135,7 @@ func TestBookkeepingRestoresFullSync(t *testing.T) {
 	}
 }
 
-func TestOpenCreatesTheFileButNotItsFolder(t *testing.T) {
+func testOpenCreatesTheFileButNotItsFolder(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "missing")
 	db, err := sqlite.Open(t.Context(), filepath.Join(dir, "a.db"))
@@ -143,10 +151,18 @@ func TestOpenCreatesTheFileButNotItsFolder(t *testing.T) {
 	}
 }
 
+// TestMigrate checks the migrations of a file: instances that migrate at once, a new release's, and what a migration does to the data.
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	t.Run("Concurrent", testConcurrentMigrations)
+	t.Run("ConcurrentOfANewRelease", testConcurrentMigrationsOfANewRelease)
+	t.Run("DropsSignInStreamsNamedByAddress", testMigrationDropsSignInStreamsNamedByAddress)
+}
+
 // Instances that start together all migrate at once: they take turns on
 // the file's write lock, one applies each migration and the others find
 // nothing to do.
-func TestConcurrentMigrations(t *testing.T) {
+func testConcurrentMigrations(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.db")
 	const n = 4
@@ -190,7 +206,7 @@ func TestConcurrentMigrations(t *testing.T) {
 // A new release with new migrations starts several instances on a file that
 // an older release migrated: they all see the new migrations pending, take
 // turns, and each new migration is applied once.
-func TestConcurrentMigrationsOfANewRelease(t *testing.T) {
+func testConcurrentMigrationsOfANewRelease(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a.db")
 	migration := func(table string) *fstest.MapFile {
@@ -265,7 +281,7 @@ func everyMigration(t *testing.T) []int64 {
 // Migration 00013 deletes the sign-in streams named by an address, which
 // a release before the sealing of addresses wrote, and keeps those named
 // by a hash and every other stream.
-func TestMigrationDropsSignInStreamsNamedByAddress(t *testing.T) {
+func testMigrationDropsSignInStreamsNamedByAddress(t *testing.T) {
 	t.Parallel()
 	db := open(t, filepath.Join(t.TempDir(), "a.db"))
 	before := fstest.MapFS{}

@@ -18,7 +18,15 @@ type eventStoreForeignTx struct{}
 
 func (eventStoreForeignTx) Now() time.Time { return time.Now() }
 
-func TestEventStoreForeignTx(t *testing.T) {
+// TestEventStore checks what the SQLite event store promises beyond the conformance suite.
+func TestEventStore(t *testing.T) {
+	t.Parallel()
+	t.Run("ForeignTx", testEventStoreForeignTx)
+	t.Run("RefusesJSONThatSQLiteRefuses", testEventStoreRefusesJSONThatSQLiteRefuses)
+	t.Run("Positions", testEventStorePositions)
+}
+
+func testEventStoreForeignTx(t *testing.T) {
 	t.Parallel()
 	store := &sqlite.EventStore{}
 	ctx := t.Context()
@@ -48,7 +56,7 @@ func TestEventStoreForeignTx(t *testing.T) {
 
 // JSON that encoding/json accepts but SQLite's JSON functions refuse (nested
 // deeper than SQLite's 1000 levels) is an invalid event, and writes nothing.
-func TestEventStoreRefusesJSONThatSQLiteRefuses(t *testing.T) {
+func testEventStoreRefusesJSONThatSQLiteRefuses(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	store := db.Events()
@@ -83,7 +91,7 @@ func TestEventStoreRefusesJSONThatSQLiteRefuses(t *testing.T) {
 
 // Positions are commit order with Commit 0, and a position this backend
 // never makes lies after every event.
-func TestEventStorePositions(t *testing.T) {
+func testEventStorePositions(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	store := db.Events()

@@ -78,9 +78,16 @@ func (s logSink) Recorded(ctx context.Context) ([]uuid.UUID, error) {
 	return ids, err
 }
 
+// TestLog checks what the SQLite event log refuses beyond the conformance suite.
+func TestLog(t *testing.T) {
+	t.Parallel()
+	t.Run("ApplyNeedsASubscribersContext", testLogApplyNeedsASubscribersContext)
+	t.Run("SubscriberRefusals", testLogSubscriberRefusals)
+}
+
 // Apply runs nothing outside a subscriber's delivery: without its
 // transaction there is nothing to commit fn's writes with.
-func TestLogApplyNeedsASubscribersContext(t *testing.T) {
+func testLogApplyNeedsASubscribersContext(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	called := false
@@ -96,7 +103,7 @@ func TestLogApplyNeedsASubscribersContext(t *testing.T) {
 }
 
 // The log has one topic, and a subscriber needs a group.
-func TestLogSubscriberRefusals(t *testing.T) {
+func testLogSubscriberRefusals(t *testing.T) {
 	t.Parallel()
 	log := sqlitetest.New(t).Log(logConfig)
 	if _, err := log.Subscriber("", nil, nil); err == nil {

@@ -102,9 +102,16 @@ func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration
 	return msgs, err
 }
 
+// TestRelay runs the relay on SQLite: a commit wakes it, and relays sharing a file never deliver a message twice.
+func TestRelay(t *testing.T) {
+	t.Parallel()
+	t.Run("WakesOnCommit", testRelayWakesOnCommit)
+	t.Run("RelaysOnOneDatabaseNeverDeliverAMessageTwice", testRelaysOnOneDatabaseNeverDeliverAMessageTwice)
+}
+
 // A running relay that polls once an hour still delivers a message committed
 // after it started, at once: the commit wakes it in this process.
-func TestRelayWakesOnCommit(t *testing.T) {
+func testRelayWakesOnCommit(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	spy := &claimSpy{Outbox: db.Outbox().(*sqlite.Outbox), claims: make(chan int, 1000)}
@@ -163,7 +170,7 @@ func TestRelayWakesOnCommit(t *testing.T) {
 
 // Relays that share one database, each on an Outbox of its own, never
 // deliver a message twice.
-func TestRelaysOnOneDatabaseNeverDeliverAMessageTwice(t *testing.T) {
+func testRelaysOnOneDatabaseNeverDeliverAMessageTwice(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	runner := db.Runner(nil)

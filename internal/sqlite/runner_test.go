@@ -44,9 +44,17 @@ func TestUserViewsRefuseAForeignTx(t *testing.T) {
 	}
 }
 
+// TestRunner checks the SQLite unit of work beside its one writer: writes inside a unit of work fail instead of waiting, and reads never wait for the writer.
+func TestRunner(t *testing.T) {
+	t.Parallel()
+	t.Run("WritesInsideAUnitOfWorkFailInsteadOfWaiting", testWritesInsideAUnitOfWorkFailInsteadOfWaiting)
+	t.Run("ReadDoesNotWaitForAWriter", testReadDoesNotWaitForAWriter)
+	t.Run("MeDoesNotWaitForAWriter", testMeDoesNotWaitForAWriter)
+}
+
 // A write of the same DB inside a unit of work would wait for the one write
 // connection that the unit of work holds; it fails at once instead.
-func TestWritesInsideAUnitOfWorkFailInsteadOfWaiting(t *testing.T) {
+func testWritesInsideAUnitOfWorkFailInsteadOfWaiting(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	runner, store := db.Runner(nil), db.Outbox()
@@ -121,7 +129,7 @@ const readWithin = 30 * time.Second
 // A read-only unit of work runs on the read pool: it ends while a unit of
 // work of Do holds the write connection, and sees what was committed
 // before, not what the writer has written so far.
-func TestReadDoesNotWaitForAWriter(t *testing.T) {
+func testReadDoesNotWaitForAWriter(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	runner, events := db.Runner(nil), db.Events()
@@ -168,7 +176,7 @@ func TestReadDoesNotWaitForAWriter(t *testing.T) {
 
 // The service's queries are read-only units of work: who holds a session
 // is answered while a command holds the write connection.
-func TestMeDoesNotWaitForAWriter(t *testing.T) {
+func testMeDoesNotWaitForAWriter(t *testing.T) {
 	t.Parallel()
 	db := sqlitetest.New(t)
 	clock := testclock.New(time.Date(2031, time.March, 4, 5, 6, 7, 0, time.UTC))

@@ -107,10 +107,19 @@ func appendEvents(t *testing.T, db *postgres.DB, stream, typ string, n int) []uu
 	return ids
 }
 
+// TestProjectionRunner runs asynchronous projections on the PostgreSQL event log: how a runner stops, follows the registry and spends its tries when the database fails.
+func TestProjectionRunner(t *testing.T) {
+	t.Parallel()
+	t.Run("StopsAProjectionThatCannotApplyAnEvent", testRunnerStopsAProjectionThatCannotApplyAnEvent)
+	t.Run("FollowsTheRegistryThroughAnOutage", testRunnerFollowsTheRegistryThroughAnOutage)
+	t.Run("UnavailableDatabaseSpendsNoTries", testUnavailableDatabaseSpendsNoTries)
+	t.Run("BrokenConnectionSpendsNoTries", testBrokenConnectionSpendsNoTries)
+}
+
 // A projection that cannot apply an event is tried again, then marked
 // failed at that event, and stops: the events after it are not applied,
 // and its writes for the failed event are rolled back each time.
-func TestRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
+func testRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	sink := newApplied(t, db)
@@ -171,7 +180,7 @@ func TestRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 // A runner started while the database is away stops when told to, and one
 // that stays follows the registry once the database is back: it starts the
 // activity's handler and applies what was appended.
-func TestRunnerFollowsTheRegistryThroughAnOutage(t *testing.T) {
+func testRunnerFollowsTheRegistryThroughAnOutage(t *testing.T) {
 	t.Parallel()
 	db, proxy := pgtest.NewBehindProxy(t)
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, RetryInterval: 10 * time.Millisecond})
@@ -261,7 +270,7 @@ func (w *signalWriter) Write(p []byte) (int, error) {
 // A database that is unavailable spends none of a projection's tries: an
 // event that fails with uow.ErrUnavailable more often than the runner
 // tries is applied once the database answers, and the projection runs on.
-func TestUnavailableDatabaseSpendsNoTries(t *testing.T) {
+func testUnavailableDatabaseSpendsNoTries(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	sink := newApplied(t, db)
@@ -314,7 +323,7 @@ func TestUnavailableDatabaseSpendsNoTries(t *testing.T) {
 // every resend until the subscriber gives it up at its ack deadline, and
 // the next transaction, on a new connection, applies the batch. A
 // PostgreSQL restart does this to every instance's subscribers at once.
-func TestBrokenConnectionSpendsNoTries(t *testing.T) {
+func testBrokenConnectionSpendsNoTries(t *testing.T) {
 	t.Parallel()
 	db, proxy := pgtest.NewBehindProxy(t)
 	sink := newApplied(t, db)
