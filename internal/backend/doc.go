@@ -5,14 +5,18 @@
 // asynchronous projections follow, the user views, the activity
 // projection and the keyring's data keys. Each *DB implements [Backend]
 // directly, checked at compile time, so the command line picks a backend
-// once, by DATABASE_URL, and uses it through this interface only.
+// once, by DATABASE_URL, and uses it through this interface (only a
+// benchmark that holds PostgreSQL's horizon asks for the *DB itself).
 //
 // The ports themselves are defined beside the code that uses them and
-// their conformance suites ([uow.Runner], [eventstore.Store],
-// [outbox.Store], [projections.Log], [keyring.Store], [user.Views]); this
-// package only gathers them. The ports of one backend accept only the
-// transactions of its own [uow.Runner].
+// their conformance suites: [uow.Runner], [eventstore.Store],
+// [outbox.RelayStore] with [outbox.Operator] and [outbox.Purger],
+// [projections.Log], [keyring.Store], [user.Views] and
+// [user.ActivityStore], which [Backend.Activity] wraps in the domain's
+// [user.ActivityProjection]. This package only gathers them. The ports of
+// one backend accept only the transactions of its own [uow.Runner], and
+// turn its driver's errors into the project's sentinel errors.
 //
 // Every backend runs the conformance suites of all its ports from one
-// test, through [backendtest.Run].
+// test, through backendtest.Run.
 package backend
