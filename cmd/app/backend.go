@@ -125,34 +125,48 @@ func (e *databaseError) Unwrap() error { return e.err }
 // need be, and migrates it. The backend logs to log what it works around,
 // such as a lost LISTEN connection on PostgreSQL.
 func (d database) open(ctx context.Context, log *slog.Logger) (backend.Backend, []int64, error) {
+	b, err := d.connect(ctx, log)
+	if err != nil {
+		return nil, nil, d.wrap(err)
+	}
+	applied, err := b.Migrate(ctx)
+	if err != nil {
+		_ = b.Close()
+		return nil, nil, d.wrap(err)
+	}
+	return b, applied, nil
+}
+
+// connect opens the backend that d names, without migrating it: the one
+// place that chooses between PostgreSQL and SQLite.
+func (d database) connect(ctx context.Context, log *slog.Logger) (backend.Backend, error) {
 	if d.postgresURL != "" {
-		where := redactURL(d.postgresURL)
 		db, err := postgres.Open(ctx, d.postgresURL, d.postgresOptions(log)...)
 		if err != nil {
-			return nil, nil, &databaseError{where, err}
+			return nil, err
 		}
-		applied, err := db.Migrate(ctx)
-		if err != nil {
-			_ = db.Close()
-			return nil, nil, &databaseError{where, err}
-		}
-		return db, applied, nil
+		return db, nil
 	}
 	if dir := filepath.Dir(d.sqlitePath); dir != "." {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, nil, fmt.Errorf("sqlite: %w", err)
+			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 	}
 	db, err := sqlite.Open(ctx, d.sqlitePath)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	applied, err := db.Migrate(ctx)
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, err
+	return db, nil
+}
+
+// wrap names DATABASE_URL, without its password, in an error of a
+// PostgreSQL database ([databaseError]); an error of SQLite, whose opening
+// names the file, stays as it is.
+func (d database) wrap(err error) error {
+	if d.postgresURL == "" {
+		return err
 	}
-	return db, applied, nil
+	return &databaseError{redactURL(d.postgresURL), err}
 }
 
 // openScratch opens an empty database of the same kind that leaves no
