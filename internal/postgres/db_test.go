@@ -7,9 +7,16 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 )
 
+// TestMigrate checks the migrations of a database, as its SQLite twin
+// does; what they do to the event log's clock is TestLogicalRestore's.
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	t.Run("Concurrent", testConcurrentMigrations)
+}
+
 // Instances that start together all migrate at once; a lock lets one do it
 // while the others wait and then find nothing to do.
-func TestConcurrentMigrations(t *testing.T) {
+func testConcurrentMigrations(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewURL(t)
 	errs := make(chan error, 4)
