@@ -292,6 +292,7 @@ func TestRelayRunsOnAStoreWithoutListener(t *testing.T) {
 func TestRelayOutcome(t *testing.T) {
 	t.Run("buries after max attempts", testRelayBuriesAfterMaxAttempts)
 	t.Run("buries a topic without handler", testRelayBuriesTopicWithoutHandler)
+	t.Run("run hands the message over whole and buries a topic without handler", testRunHandsOverAndBuriesWithoutHandler)
 	t.Run("redelivers after a crash and buries what keeps crashing", testRelayRedeliversAfterCrashAndBuriesWhatKeepsCrashing)
 	t.Run("treats a panic as a failure", testRelayTreatsPanicAsFailure)
 	t.Run("keeps the reason of a retry", testRelayKeepsTheReasonOfARetry)
@@ -335,6 +336,48 @@ func testRelayBuriesTopicWithoutHandler(t *testing.T) {
 		t.Error("the mail handler was called for another topic")
 	}
 	if b := f.buried(t, m.ID); !strings.Contains(b.LastError, `no handler for topic "sms.login_code"`) {
+		t.Errorf("reason %q does not name the missing handler", b.LastError)
+	}
+}
+
+// Under Run, a handler gets the message as it was added, with its attempt
+// (read back from the Watermill message's metadata), and a message whose
+// topic has no handler is buried without reaching any handler.
+func testRunHandsOverAndBuriesWithoutHandler(t *testing.T) {
+	f := newFixture(t)
+	got := make(chan outbox.Message, 1)
+	f.handle = func(_ context.Context, m outbox.Message) error { got <- m; return nil }
+	want, err := outbox.NewMessage("mail", map[string]string{"to": "ada@example.com"}, f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Key = "user-1"
+	// The orphan is due first, so it is settled before the mail is
+	// handed out.
+	f.now = epoch.Add(-time.Second)
+	orphan := f.add(t, "sms.login_code")
+	f.now = epoch
+	if err := f.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error { return f.store.Add(ctx, tx, want) }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- f.relay.Run(ctx) }()
+	var m outbox.Message
+	select {
+	case m = <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the mail handler was not called")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != want.ID || m.Topic != want.Topic || string(m.Payload) != string(want.Payload) ||
+		!m.CreatedAt.Equal(want.CreatedAt) || m.Key != want.Key || m.Attempts != 1 {
+		t.Errorf("handler got %+v, want %+v with attempt 1", m, want)
+	}
+	if b := f.buried(t, orphan.ID); !strings.Contains(b.LastError, `no handler for topic "sms.login_code"`) {
 		t.Errorf("reason %q does not name the missing handler", b.LastError)
 	}
 }
