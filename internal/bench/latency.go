@@ -119,6 +119,13 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration) error {
 		}
 		return errors.New("bench latency: nothing was delivered")
 	}
+	// The split goes first: the summary line is the last.
+	if len(commit) > 0 {
+		slices.Sort(commit)
+		slices.Sort(relayed)
+		fmt.Fprintf(b.Out, "latency: of which the commit p50=%s p99=%s, then the relay p50=%s p99=%s\n",
+			percentile(commit, 0.50), percentile(commit, 0.99), percentile(relayed, 0.50), percentile(relayed, 0.99))
+	}
 	slices.Sort(lat)
 	line := fmt.Sprintf("latency: rate=%d/s n=%d p50=%s p90=%s p99=%s max=%s",
 		rate, len(lat), percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), ms(lat[len(lat)-1]))
@@ -127,11 +134,5 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration) error {
 		return &CutShortError{Name: "bench latency", Done: int64(len(lat)), Of: int64(n), Err: cut}
 	}
 	fmt.Fprintln(b.Out, line)
-	if len(commit) > 0 {
-		slices.Sort(commit)
-		slices.Sort(relayed)
-		fmt.Fprintf(b.Out, "latency: of which the commit p50=%s p99=%s, then the relay p50=%s p99=%s\n",
-			percentile(commit, 0.50), percentile(commit, 0.99), percentile(relayed, 0.50), percentile(relayed, 0.99))
-	}
 	return nil
 }
