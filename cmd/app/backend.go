@@ -14,8 +14,11 @@ import (
 
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/sqlite"
+	"github.com/eventsourced/accounts/internal/user"
 )
 
 // defaultSQLitePath is where the app keeps its data when DATABASE_URL is
@@ -192,4 +195,10 @@ func (d database) openScratch(ctx context.Context, log *slog.Logger) (backend.Ba
 	return b, func(context.Context) error {
 		return errors.Join(b.Close(), os.RemoveAll(dir))
 	}, nil
+}
+
+// activity is the account activity projection over db, at its first
+// version, which opens addresses with keys.
+func activity(db backend.Backend, keys *keyring.Keyring) user.ActivityProjection {
+	return user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(projections.LogConfig{}), Keys: keys}
 }

@@ -138,7 +138,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 				return errors.New("bench projection --lag: --rate and --duration must be positive")
 			}
 			// Sign-ins carry no address: nothing is sealed or opened.
-			return b.ProjectionLag(ctx, db.Activity(nil), o.rate, o.duration)
+			return b.ProjectionLag(ctx, activity(db, nil), o.rate, o.duration)
 		}
 		if o.events < 1 {
 			return errors.New("bench projection: --events must be at least 1")
@@ -147,7 +147,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		if err != nil {
 			return err
 		}
-		return b.Projection(ctx, db.Activity(keys), keys, o.events)
+		return b.Projection(ctx, activity(db, keys), keys, o.events)
 	default:
 		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin, projection or publish", name)
 	}

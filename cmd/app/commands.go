@@ -71,7 +71,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	var runner *projections.Runner
 	if e.cfg.Projections {
-		if runner, err = projections.NewRunner(db.Log(projections.LogConfig{}), []projections.Projection{db.Activity(keys)},
+		if runner, err = projections.NewRunner(db.Log(projections.LogConfig{}), []projections.Projection{activity(db, keys)},
 			projections.WithRunnerLogger(e.log), projections.WithRunnerMeter(meter)); err != nil {
 			return err
 		}
@@ -246,7 +246,7 @@ func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Se
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
 			Users:          users,
-			Activity:       db.Activity(keys),
+			Activity:       activity(db, keys),
 			Ready:          ready,
 			Metrics:        metrics,
 			Log:            e.log,
@@ -370,14 +370,14 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 	if what == "status" {
 		// Only the projections' names, versions and types are read: no
 		// event is applied, and no address opened.
-		return p.Status(ctx, db.Activity(nil))
+		return p.Status(ctx, activity(db, nil))
 	}
 	keys, err := e.keyring(db)
 	if err != nil {
 		return err
 	}
 	if what == "activity" {
-		return p.RebuildBlueGreen(ctx, db.Activity(keys))
+		return p.RebuildBlueGreen(ctx, activity(db, keys))
 	}
 	return p.RebuildViews(ctx, db.Runner(nil), db.Events(), user.ViewsProjection{Views: db.Views(), Keys: keys})
 }

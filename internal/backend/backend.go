@@ -35,10 +35,10 @@ type Backend interface {
 	// its subscribers configured by cfg (zero fields: the backend's
 	// defaults).
 	Log(cfg projections.LogConfig) projections.Log
-	// Activity returns the account activity projection, at its first
-	// version, over this backend's activity tables and event log; it
-	// opens addresses with keys.
-	Activity(keys *keyring.Keyring) user.ActivityProjection
+	// ActivityStore returns the tables of the account activity
+	// projection, which [user.ActivityProjection] writes over [Backend.Log],
+	// and their reads.
+	ActivityStore() user.ActivityStore
 	// DataKeys returns the keyring's store of wrapped data keys.
 	DataKeys() keyring.Store
 	// Ping reports whether the database answers. An error that says it

@@ -74,8 +74,8 @@ func serveSQLite(t *testing.T) *env {
 		Outbox: db.Outbox(),
 		Views:  sqlite.UserViews{},
 		Keys:   keys,
-	}, db.Ping, options{}, db.Activity(keys))
-	e.log, e.activity = db.Log(sqlite.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity(keys)
+	}, db.Ping, options{}, user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(sqlite.LogConfig{}), Keys: keys})
+	e.log, e.activity = db.Log(sqlite.LogConfig{PollInterval: 5 * time.Millisecond}), user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(sqlite.LogConfig{}), Keys: keys}
 	return e
 }
 

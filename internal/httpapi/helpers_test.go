@@ -96,8 +96,8 @@ func servePostgres(t *testing.T, db *postgres.DB, o options) *env {
 		Outbox: db.Outbox(),
 		Views:  postgres.UserViews{},
 		Keys:   keys,
-	}, db.Ping, o, db.Activity(keys))
-	e.db, e.log, e.activity = db, db.Log(postgres.LogConfig{PollInterval: 5 * time.Millisecond}), db.Activity(keys)
+	}, db.Ping, o, user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(postgres.LogConfig{}), Keys: keys})
+	e.db, e.log, e.activity = db, db.Log(postgres.LogConfig{PollInterval: 5 * time.Millisecond}), user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(postgres.LogConfig{}), Keys: keys}
 	return e
 }
 

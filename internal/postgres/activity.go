@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -26,11 +25,8 @@ type ActivityStore struct {
 
 var _ user.ActivityStore = ActivityStore{}
 
-// Activity returns the activity projection over db, at its first version,
-// which opens the addresses of events with keys.
-func (db *DB) Activity(keys *keyring.Keyring) user.ActivityProjection {
-	return user.ActivityProjection{Store: ActivityStore{pool: db.main()}, Log: db.Log(LogConfig{}), Keys: keys}
-}
+// ActivityStore returns the tables of the activity projection over db.
+func (db *DB) ActivityStore() user.ActivityStore { return ActivityStore{pool: db.main()} }
 
 // activityTable names the table of version v: activity_v1 for version 1,
 // which migration 00005 makes.

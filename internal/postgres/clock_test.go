@@ -338,7 +338,7 @@ func testARebuildStopsOnEventsNoReaderReaches(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond})
-	_, _, err := projections.Renew(ctx, log, db.Activity(nil), nil)
+	_, _, err := projections.Renew(ctx, log, user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(postgres.LogConfig{}), Keys: nil}, nil)
 	if !errors.Is(err, projections.ErrLogOrder) || ctx.Err() != nil {
 		t.Fatalf("rebuild: %v, want it stopped at once on the order", err)
 	}

@@ -184,7 +184,7 @@ func testRunnerFollowsTheRegistryThroughAnOutage(t *testing.T) {
 	t.Parallel()
 	db, proxy := pgtest.NewBehindProxy(t)
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, RetryInterval: 10 * time.Millisecond})
-	activity := db.Activity(nil) // The events it applies carry no address.
+	activity := user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(postgres.LogConfig{}), Keys: nil} // The events it applies carry no address.
 	// following says when the runner, its router running, has failed to
 	// read the registry at a tick.
 	following := &signalWriter{want: "follow the registry of versions", seen: make(chan struct{})}
