@@ -3,7 +3,7 @@
 // that opens a database and hands out every port the service needs: the
 // unit of work, the event store, the outbox store, the event log that
 // asynchronous projections follow, the user views, the activity
-// projection and the keyring's data keys. Each *DB implements [Backend]
+// projection's tables and the keyring's data keys. Each *DB implements [Backend]
 // directly, checked at compile time, so the command line picks a backend
 // once, by DATABASE_URL, and uses it through this interface (only a
 // benchmark that holds PostgreSQL's horizon asks for the *DB itself).
