@@ -14,7 +14,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 )
 
-// ackWatch is the PostgreSQL outbox, every capability kept, telling the test
+// ackWatch is the PostgreSQL outbox, with all its methods, telling the test
 // when an AckAll fails and how many leases were acknowledged.
 type ackWatch struct {
 	*postgres.Outbox

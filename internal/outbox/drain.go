@@ -26,7 +26,7 @@ type DrainStats struct {
 // Handlers run on a context that ctx's end does not cancel, bounded by
 // [RelayConfig.Timeout]: when ctx ends, the delivery in flight finishes and
 // the rest of the batch is released, due again at once. So is the rest of a
-// batch whose lease has no longer room for one more delivery and its
+// batch whose lease no longer leaves time for one more delivery and its
 // settling. A handler that has not returned shortly after its timeout is
 // left running, its message leased, and the pass goes on without it.
 func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {

@@ -6,11 +6,11 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 )
 
-// countReturned is router middleware that counts, in the relay's
-// [returned] tally, each handler that has returned and whose message is
-// not yet settled: the router acks or nacks the message after the handler
-// returns, and the subscriber settles it then, so that [Relay.Run], once
-// its router has stopped, waits for exactly those settlements.
+// countReturned is router middleware that counts, in the relay's returned
+// [tally], each handler that has returned and whose message is not yet
+// settled: the router acks or nacks the message after the handler returns,
+// and the subscriber settles it then, so that [Relay.Run], once its router
+// has stopped, waits for exactly those settlements.
 func (r *Relay) countReturned(h message.HandlerFunc) message.HandlerFunc {
 	return func(wm *message.Message) ([]*message.Message, error) {
 		out, err := h(wm)

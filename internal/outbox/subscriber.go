@@ -219,8 +219,8 @@ func (s *subscriber) claim(ctx context.Context, claims chan<- *claim) bool {
 	r := s.r
 	n := r.sem.tryAcquire(r.cfg.Batch)
 	// The handlers of one claim share one deadline, counted from before the
-	// claim, so that a slow claim shortens their time rather than the
-	// lease's room for settling.
+	// claim, so that a slow claim shortens their time rather than the time
+	// the lease leaves to record their outcomes.
 	deadline := time.Now().Add(r.cfg.Timeout)
 	c, full, _ := r.claim(ctx, n, &s.cur)
 	if len(c.msgs) == 0 {
