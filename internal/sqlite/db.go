@@ -53,7 +53,7 @@ const maxReaders = 4
 
 // DB is one SQLite database file and the stores over it.
 //
-// It holds two pools on the file. The write pool has exactly one
+// It holds three pools on the file. The write pool has exactly one
 // connection, in WAL mode with synchronous=FULL, so that a unit of work that
 // has committed survives a crash of the machine; its transactions begin
 // with BEGIN IMMEDIATE, taking the write lock at once, so that a unit of
@@ -62,7 +62,7 @@ const maxReaders = 4
 // for the disk (see [Outbox]). The read pool has read-only connections for
 // read-only units of work ([Runner.Read]) and what needs no unit of work;
 // their transactions begin with a deferred BEGIN and never wait for the
-// writer.
+// writer. The log pool serves the subscribers of [DB.Log].
 //
 // A unit of work holds the write connection until it ends. Code inside a
 // unit of work must therefore not wait for another write of the same DB,
