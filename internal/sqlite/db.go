@@ -154,7 +154,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db := &DB{write: write, read: read, logs: logs, writeDSN: writeDSN, logDSN: logDSN, relaxed: true, wake: wakeup.New(), logWake: wakeup.New()}
-	if err := db.Ping(ctx); err != nil {
+	if err := ping(ctx, db.read); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))
 	}
