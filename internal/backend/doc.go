@@ -12,8 +12,8 @@
 // their conformance suites: [uow.Runner], [eventstore.Store],
 // [outbox.RelayStore] with [outbox.Operator] and [outbox.Purger],
 // [projections.Log], [keyring.Store], [user.Views] and
-// [user.ActivityStore], which [Backend.Activity] wraps in the domain's
-// [user.ActivityProjection]. This package only gathers them. The ports of
+// [user.ActivityStore], whose tables the domain's [user.ActivityProjection]
+// writes over [Backend.Log]. This package only gathers them. The ports of
 // one backend accept only the transactions of its own [uow.Runner], and
 // turn its driver's errors into the project's sentinel errors.
 //
