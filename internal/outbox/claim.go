@@ -37,14 +37,15 @@ type claim struct {
 	cut context.Context
 }
 
-// claim claims up to limit messages at the relay's now: first one message
-// of each topic whose breaker lets a probe through, then due messages of
-// the topics whose breakers are closed, from where cur says. full reports
+// claim claims up to limit messages at the relay's now: first, when probes
+// is set, one message of each topic whose breaker lets a probe through,
+// then due messages of the topics whose breakers are closed, from where
+// cur says. full reports
 // whether more may be due: that second claim took all it was asked for, or
 // started from a cursor, or a probe was claimed. The caller has acquired
 // limit slots of the semaphore; each message takes one, and the slots of
 // what was not claimed are released.
-func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, full bool, err error) {
+func (r *Relay) claim(ctx context.Context, limit int, cur *cursor, probes bool) (c *claim, full bool, err error) {
 	now := r.now()
 	c = &claim{until: now.Add(r.cfg.Lease)}
 	var msgs []Message
@@ -54,6 +55,9 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor) (c *claim, fu
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
 	defer cancel()
 	probe, except := r.breakers.plan(now)
+	if !probes {
+		probe = nil
+	}
 	for _, topic := range probe {
 		if len(msgs) == limit {
 			break

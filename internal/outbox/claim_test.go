@@ -25,9 +25,29 @@ func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration
 	return msgs, err
 }
 
-// TestRelayClaim checks when Run claims: at a commit, and behind its cursor.
+// heldClaim is a store whose first claim waits until release is closed.
+type heldClaim struct {
+	*postgres.Outbox
+	once    sync.Once
+	holding chan struct{}
+	release chan struct{}
+}
+
+func (s *heldClaim) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		close(s.holding)
+		<-s.release
+	}
+	return s.Outbox.Claim(ctx, now, lease, limit)
+}
+
+// TestRelayClaim checks when Run claims: at a commit, while another claim
+// runs, and behind its cursor.
 func TestRelayClaim(t *testing.T) {
 	t.Run("wakes on commit", testRelayWakesOnCommit)
+	t.Run("claims a commit while another claim runs", testRelayClaimsACommitWhileAnotherClaimRuns)
 	t.Run("delivers a message committed behind its cursor", testRelayDeliversAMessageCommittedBehindItsCursor)
 }
 
@@ -58,6 +78,38 @@ func testRelayWakesOnCommit(t *testing.T) {
 	}
 	addNow(t, db, spy)
 	rec.wait(t)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A message committed while a claim is under way does not wait for that
+// claim's end: a second claim takes it. Here the first claim waits until
+// the message is delivered.
+func testRelayClaimsACommitWhileAnotherClaimRuns(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store := &heldClaim{Outbox: db.Outbox().(*postgres.Outbox), holding: make(chan struct{}), release: make(chan struct{})}
+	released := sync.OnceFunc(func() { close(store.release) })
+	t.Cleanup(released)
+	rec := newRecorder(1)
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{"mail": rec.handle},
+		outbox.RelayConfig{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	select {
+	case <-store.holding:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the relay did not claim at start")
+	}
+	addNow(t, db, store)
+	rec.wait(t)
+	released()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 			r.log.WarnContext(ctx, "outbox: every slot is held by a handler still running; the pass ends")
 			break
 		}
-		c, full, err := r.claim(ctx, n, &cur)
+		c, full, err := r.claim(ctx, n, &cur, true)
 		stats.Claimed += len(c.msgs)
 		released := false
 		for i, h := range c.msgs {

@@ -21,8 +21,9 @@ import (
 // slots: at once after a full batch, when the store wakes it (a commit
 // added messages), when keyed messages were settled (the next of their
 // keys are due), when a breaker's probe is due, or after
-// [RelayConfig.Interval]. Since the semaphore holds four batches, it claims
-// the next batch while the previous ones are delivered and acknowledged.
+// [RelayConfig.Interval]; up to two claims at once (see loop). Since the
+// semaphore holds four batches, it claims the next batches while the
+// previous ones are delivered and acknowledged.
 // It never holds a database transaction while a handler runs.
 //
 // One claiming loop serves every topic, unlike most Watermill subscribers,
@@ -142,30 +143,79 @@ func (s *subscriber) Close() error {
 	return nil
 }
 
+// loop claims until ctx ends or the subscriber closes. At most two claims
+// run at once, as two relays' claims may: they take different messages.
+// The lead claim moves the cursor and claims the breakers' probes. A
+// second one starts while the lead runs, from a copy of the cursor and
+// without probes: when a commit wakes the subscriber, so that a message
+// committed just after the lead's statement began waits for one claim and
+// not for two; and when the last claim came back full, so that a backlog
+// drains two claims at a time rather than one round trip after another.
 func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan struct{}) {
 	r := s.r
 	poll := time.NewTimer(r.cfg.Interval)
 	defer poll.Stop()
+	type result struct{ lead, full bool }
+	results := make(chan result, 2)
+	running, leading := 0, false
+	// more is set while claims come back full: a backlog is draining.
+	more := false
+	// rewind is set when keyed messages were settled while the lead ran:
+	// the cursor is taken back once the lead has moved it.
+	rewind := false
+	// seen is the cursor as the lead last left it; a second claim starts
+	// from a copy of it, since the lead's goroutine writes the cursor.
+	var seen cursor
+	defer func() {
+		for ; running > 0; running-- {
+			<-results
+		}
+	}()
 	want := true // Claim once at start.
 	for {
 		r.inflight.sweep(r.now(), r.reportOverran)
 		var released <-chan struct{}
 		if want {
-			if r.sem.available() >= r.cfg.Batch {
-				full := s.claim(ctx, claims)
-				if s.stopping(ctx) {
-					return
-				}
-				if full {
-					continue // More may be due.
-				}
-				want = false
-				resetTimer(poll, s.untilNextClaim())
-			} else {
+			switch {
+			case running == 2:
+			case r.sem.available() < r.cfg.Batch:
 				released = r.sem.released
+			default:
+				lead := !leading
+				cur := &s.cur
+				if !lead {
+					cp := seen
+					cur = &cp
+				}
+				running++
+				leading = leading || lead
+				want = more && running < 2
+				go func() { results <- result{lead, s.claim(ctx, claims, cur, lead)} }()
+				if want {
+					continue
+				}
 			}
 		}
 		select {
+		case res := <-results:
+			running--
+			if res.lead {
+				leading = false
+				if rewind {
+					s.cur.rewind(r.settledKeys.take())
+					rewind = false
+				}
+				seen = s.cur
+			}
+			if s.stopping(ctx) {
+				return
+			}
+			more = res.full
+			if res.full {
+				want = true // More may be due.
+			} else if running == 0 {
+				resetTimer(poll, s.untilNextClaim())
+			}
 		case <-ctx.Done():
 			return
 		case <-s.closing:
@@ -184,7 +234,11 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 		case <-r.settledKeys.signal:
 			// Keyed messages were settled: the next of their keys are due.
 			want = true
-			s.cur.rewind(r.settledKeys.take())
+			if leading {
+				rewind = true
+			} else {
+				s.cur.rewind(r.settledKeys.take())
+			}
 		case <-released:
 		}
 	}
@@ -215,14 +269,14 @@ func (s *subscriber) stopping(ctx context.Context) bool {
 
 // claim claims a batch and queues it to be handed over. It reports whether
 // more may be due.
-func (s *subscriber) claim(ctx context.Context, claims chan<- *claim) bool {
+func (s *subscriber) claim(ctx context.Context, claims chan<- *claim, cur *cursor, probes bool) bool {
 	r := s.r
 	n := r.sem.tryAcquire(r.cfg.Batch)
 	// The handlers of one claim share one deadline, counted from before the
 	// claim, so that a slow claim shortens their time rather than the time
 	// the lease leaves to record their outcomes.
 	deadline := time.Now().Add(r.cfg.Timeout)
-	c, full, _ := r.claim(ctx, n, &s.cur)
+	c, full, _ := r.claim(ctx, n, cur, probes)
 	if len(c.msgs) == 0 {
 		return full
 	}
