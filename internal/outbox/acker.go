@@ -114,3 +114,58 @@ func (a *acker) write(leases []Lease) bool {
 		pause = min(2*pause, time.Second)
 	}
 }
+
+// ackNow acknowledges h at once, in a store call of its own, and gives its
+// slot back.
+func (r *Relay) ackNow(h *held) {
+	ctx, cancel := context.WithTimeout(context.Background(), SettleTimeout)
+	defer cancel()
+	r.delivered(ctx, []*held{h})
+	if err := r.ackAll(ctx, []Lease{h.lease}); err != nil {
+		r.ackFailed(ctx, 1, err)
+	} else {
+		r.settledKeys.add(keyedCreated([]*held{h})...)
+	}
+	r.settled(h)
+}
+
+// delivered counts the deliveries of hs, by topic, and tells the breakers.
+// The acknowledger calls it once for what it writes together, rather than
+// each delivery's goroutine for its own.
+func (r *Relay) delivered(ctx context.Context, hs []*held) {
+	now := r.now()
+	var topic string
+	n := int64(0)
+	flush := func() {
+		if n > 0 {
+			r.metrics.delivered.Add(ctx, n, r.metrics.topic(topic))
+		}
+	}
+	for _, h := range hs {
+		if h.msg.Topic != topic {
+			flush()
+			topic, n = h.msg.Topic, 0
+			r.breakers.record(topic, h.msg.ID, true, now)
+		}
+		n++
+		r.metrics.observeDuration(ctx, topic, outcomeDelivered, h.took)
+	}
+	flush()
+}
+
+// ackAll acknowledges delivered messages under their leases, in one call.
+// A failure is counted.
+func (r *Relay) ackAll(ctx context.Context, leases []Lease) error {
+	err := r.store.AckAll(ctx, leases)
+	if err != nil {
+		r.metrics.storeError(ctx, opAck)
+	}
+	return err
+}
+
+// ackFailed logs acknowledgements given up on: their messages are delivered
+// again once their leases end.
+func (r *Relay) ackFailed(ctx context.Context, n int, err error) {
+	r.log.ErrorContext(ctx, "outbox: ack; the messages will be delivered again when their leases end",
+		"messages", n, "error", err)
+}
