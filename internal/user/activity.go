@@ -161,12 +161,12 @@ func (p ActivityProjection) Apply(ctx context.Context, tx uow.Tx, events ...even
 			var id uuid.UUID
 			var a Activity
 			var ok bool
-			if id, a, ok, err = ActivityOf(ctx, tx, p.Keys, e); err == nil && ok {
+			if id, a, ok, err = activityOf(ctx, tx, p.Keys, e); err == nil && ok {
 				rows = append(rows, ActivityRow{UserID: id, Activity: a})
 			}
 		}
 		if err != nil {
-			return p.wrap("apply", fmt.Errorf("event %s: %w", e.ID, err))
+			return p.wrap("apply", fmt.Errorf("%s %s: %w", e.Type, e.ID, err))
 		}
 	}
 	return p.wrap("apply", flush())
@@ -199,6 +199,15 @@ func ActivityTypes() []string {
 // for an event that records none. The address it names is opened with keys
 // ([Address]); an erased one leaves the detail empty.
 func ActivityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event) (uuid.UUID, Activity, bool, error) {
+	id, a, ok, err := activityOf(ctx, tx, keys, e)
+	if err != nil {
+		return uuid.Nil, Activity{}, false, fmt.Errorf("user: activity of %s %s: %w", e.Type, e.ID, err)
+	}
+	return id, a, ok, nil
+}
+
+// activityOf is [ActivityOf] with errors that do not name the event.
+func activityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event) (uuid.UUID, Activity, bool, error) {
 	a := Activity{At: e.RecordedAt, Position: e.Position}
 	switch e.Type {
 	case TypeRegistered:
@@ -225,7 +234,7 @@ func ActivityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventst
 		return uuid.Nil, Activity{}, false, err
 	}
 	if d.UserID == uuid.Nil {
-		return uuid.Nil, Activity{}, false, fmt.Errorf("user: activity of %s %s: no user_id", e.Type, e.ID)
+		return uuid.Nil, Activity{}, false, errors.New("no user_id")
 	}
 	if a.Type == ActivityEmailChanged {
 		email, ok, err := Address(ctx, tx, keys, e, d.NewEmail)
