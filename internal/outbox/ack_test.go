@@ -149,9 +149,7 @@ func testAckAllWithAClockInAnotherZone(t *testing.T) {
 	for range 20 {
 		addNow(t, db, store.Outbox)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	cancel, done := runRelay(t, relay)
 	rec.wait(t)
 	within(t, store.all, "AckAll to acknowledge all twenty")
 	cancel()

@@ -63,9 +63,7 @@ func testRelayWakesOnCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	cancel, done := runRelay(t, relay)
 	// The relay claims once at start and once more when its listener
 	// connects. After that only a wake-up can make it claim within the
 	// test's deadline.
@@ -99,9 +97,7 @@ func testRelayClaimsACommitWhileAnotherClaimRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	cancel, done := runRelay(t, relay)
 	select {
 	case <-store.holding:
 	case <-time.After(30 * time.Second):

@@ -77,9 +77,7 @@ func testRelayDeliversAKeyInOrderAndOthersInParallel(t *testing.T) {
 	}
 	defer relay.Close()
 	commitKeyed(t, db.Runner(nil), store, "ada", "ada", "grace", "ada")
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	cancel, done := runRelay(t, relay)
 	await := func(want string) {
 		t.Helper()
 		select {

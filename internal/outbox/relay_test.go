@@ -142,6 +142,16 @@ func addAt(t *testing.T, db *postgres.DB, store outbox.Store, topic string, now 
 	return m
 }
 
+// runRelay runs relay until cancel is called; done receives what Run
+// returned.
+func runRelay(t *testing.T, relay *outbox.Relay) (cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- relay.Run(ctx) }()
+	return cancel, ran
+}
+
 // addNow commits one message for topic "mail" to store, created now.
 func addNow(t *testing.T, db *postgres.DB, store outbox.Store) {
 	t.Helper()
@@ -253,9 +263,7 @@ func TestRelayRunsOnAStoreWithoutListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer relay.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	cancel, done := runRelay(t, relay)
 	for range n {
 		addNow(t, db, store)
 	}

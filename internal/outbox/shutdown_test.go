@@ -67,9 +67,7 @@ func testRelayStopReturnsWithinItsGrace(t *testing.T) {
 			addAt(t, db, store, topic, time.Now())
 		}
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	cancel, done := runRelay(t, relay)
 	for range 3 {
 		<-started
 	}
@@ -108,9 +106,7 @@ func testRelayFinishesDeliveryInFlightOnShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	addNow(t, db, store)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	cancel, done := runRelay(t, relay)
 	<-started
 	cancel()
 	close(release)
