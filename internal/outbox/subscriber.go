@@ -163,8 +163,9 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 	// rewind is set when keyed messages were settled while the lead ran:
 	// the cursor is taken back once the lead has moved it.
 	rewind := false
-	// seen is the cursor as the lead last left it; a second claim starts
-	// from a copy of it, since the lead's goroutine writes the cursor.
+	// seen is the cursor as the running lead started from it; a second
+	// claim starts from a copy of it, since the lead's goroutine writes the
+	// cursor.
 	var seen cursor
 	defer func() {
 		for ; running > 0; running-- {
@@ -183,7 +184,9 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 			default:
 				lead := !leading
 				cur := &s.cur
-				if !lead {
+				if lead {
+					seen = s.cur
+				} else {
 					cp := seen
 					cur = &cp
 				}
@@ -205,7 +208,6 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 					s.cur.rewind(r.settledKeys.take())
 					rewind = false
 				}
-				seen = s.cur
 			}
 			if s.stopping(ctx) {
 				return
