@@ -286,20 +286,7 @@ func testUnavailableDatabaseSpendsNoTries(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, _, err := log.Behind(t.Context(), projections.Group(p), nil)
-		if err == nil && n == 0 {
-			break
-		}
-		if st := r.Status(); len(st) == 1 && st[0].State == projections.StateFailed {
-			t.Fatalf("the projection failed: %v", st[0].Err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still %d events behind (%v), status %+v", n, err, r.Status())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitCaughtUp(t, log, r, p, 10*time.Second)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -342,20 +329,7 @@ func testBrokenConnectionSpendsNoTries(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		n, _, err := log.Behind(t.Context(), projections.Group(p), nil)
-		if err == nil && n == 0 {
-			break
-		}
-		if st := r.Status(); len(st) == 1 && st[0].State == projections.StateFailed {
-			t.Fatalf("the projection failed: %v", st[0].Err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still %d events behind (%v), status %+v", n, err, r.Status())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitCaughtUp(t, log, r, p, 20*time.Second)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -399,4 +373,24 @@ func (p unavailableFor) Apply(ctx context.Context, tx uow.Tx, events ...eventsto
 		return uow.Unavailable(fmt.Errorf("the database went away"))
 	}
 	return p.recording.Apply(ctx, tx, events...)
+}
+
+// awaitCaughtUp waits until p has applied every event of log, and fails
+// t if r reports p failed, or if within passes first.
+func awaitCaughtUp(t *testing.T, log projections.Log, r *projections.Runner, p projections.Projection, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		n, _, err := log.Behind(t.Context(), projections.Group(p), nil)
+		if err == nil && n == 0 {
+			return
+		}
+		if st := r.Status(); len(st) == 1 && st[0].State == projections.StateFailed {
+			t.Fatalf("the projection failed: %v", st[0].Err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d events behind (%v), status %+v", n, err, r.Status())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
