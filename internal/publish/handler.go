@@ -25,7 +25,11 @@ const (
 // through pub, to the topic that topic returns for the event's type. The
 // Watermill message has the outbox message's ID as its UUID, the CloudEvent
 // as its payload, byte for byte as [Events.Messages] stored it, and
-// [MetadataContentType] and [MetadataKey] set. The publish must be
+// [MetadataContentType] and [MetadataKey] set. When ctx carries a valid
+// span context (the relay's delivery span), the CloudEvent also carries it
+// as the distributed tracing extension ([CloudEvent.TraceParent]), and the
+// Watermill message has ctx, so that the publisher's own span, and the
+// trace headers it sends, are children of the delivery. The publish must be
 // confirmed by the destination when Publish returns nil; any error makes
 // the relay try again.
 //
@@ -40,7 +44,7 @@ func Handler(pub message.Publisher, topic func(eventType string) string) outbox.
 		if !ok || !keyed {
 			return fmt.Errorf("%w: message %s of topic %q, key %q", errNotAnEvent, m.ID, m.Topic, m.Key)
 		}
-		wm := message.NewMessage(m.ID.String(), m.Payload)
+		wm := message.NewMessage(m.ID.String(), withTraceContext(ctx, m.Payload))
 		wm.Metadata.Set(MetadataContentType, ContentType)
 		wm.Metadata.Set(MetadataKey, subject)
 		wm.SetContext(ctx)
