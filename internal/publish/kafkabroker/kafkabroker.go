@@ -11,6 +11,11 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MetadataKey is the message metadata entry whose value becomes the record
@@ -19,6 +24,15 @@ const MetadataKey = "key"
 
 // HeaderID is the record header that carries the message UUID.
 const HeaderID = "id"
+
+// The record headers of the W3C trace context of a traced publish.
+const (
+	HeaderTraceParent = "traceparent"
+	HeaderTraceState  = "tracestate"
+)
+
+// tracerName names the tracer of the publishes: the package's import path.
+const tracerName = "github.com/eventsourced/accounts/internal/publish/kafkabroker"
 
 // DefaultClientID is the client ID a [Config] without one uses.
 const DefaultClientID = "accounts"
@@ -44,11 +58,17 @@ type Config struct {
 	// ClientID names the client to the brokers (in their logs and quotas).
 	// Empty means [DefaultClientID].
 	ClientID string
+	// TracerProvider makes the span of each publish; nil means
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) setDefaults() {
 	if c.ClientID == "" {
 		c.ClientID = DefaultClientID
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
 	}
 }
 
@@ -88,6 +108,7 @@ func validateAddr(addr string) error {
 // concurrent use.
 type Publisher struct {
 	client *kgo.Client
+	tr     trace.Tracer
 }
 
 // New returns a Publisher for the cluster cfg names. It does not contact the
@@ -139,7 +160,7 @@ func New(cfg Config) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafkabroker: new client: %w", err)
 	}
-	return &Publisher{client: client}, nil
+	return &Publisher{client: client, tr: cfg.TracerProvider.Tracer(tracerName)}, nil
 }
 
 // Publish produces one record per message to topic and returns once the
@@ -158,6 +179,14 @@ func New(cfg Config) (*Publisher, error) {
 // other metadata entry in name order. A metadata entry named [HeaderID] is
 // left out, so that header always carries the UUID.
 //
+// When a message's context carries a valid span context, its record has a
+// span of its own, a child of it (kind producer, named "send" and the
+// topic), from the hand-over to the client until the cluster's answer, and
+// the record carries that span's W3C trace context in the headers
+// [HeaderTraceParent] and [HeaderTraceState] (when there is a trace state),
+// last; metadata entries of those names are left out. A publish outside a
+// trace adds neither.
+//
 // Publish returns the error of the first message, in the order given, that
 // failed, wrapped with its UUID.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
@@ -165,8 +194,15 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	for i, msg := range msgs {
 		res := &results[i]
 		res.done = make(chan struct{})
-		p.client.Produce(msg.Context(), record(topic, msg), func(_ *kgo.Record, err error) {
+		ctx, r := msg.Context(), record(topic, msg)
+		span := p.startSpan(ctx, topic, msg.UUID)
+		if span != nil {
+			ctx = trace.ContextWithSpan(ctx, span)
+			propagation.TraceContext{}.Inject(ctx, headerCarrier{r})
+		}
+		p.client.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			res.err = err
+			endSpan(span, err)
 			close(res.done)
 		})
 	}
@@ -223,7 +259,7 @@ func record(topic string, msg *message.Message) *kgo.Record {
 		switch name {
 		case MetadataKey:
 			r.Key = []byte(value)
-		case HeaderID:
+		case HeaderID, HeaderTraceParent, HeaderTraceState:
 		default:
 			names = append(names, name)
 		}
@@ -233,6 +269,62 @@ func record(topic string, msg *message.Message) *kgo.Record {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: name, Value: []byte(msg.Metadata[name])})
 	}
 	return r
+}
+
+// startSpan starts the span of a record for the message id when ctx
+// carries a valid span context, and returns nil otherwise.
+func (p *Publisher) startSpan(ctx context.Context, topic, id string) trace.Span {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	_, span := p.tr.Start(ctx, "send "+topic,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			semconv.MessagingSystemKafka,
+			semconv.MessagingOperationTypeSend,
+			semconv.MessagingOperationName("send"),
+			semconv.MessagingDestinationName(topic),
+			semconv.MessagingMessageID(id),
+		))
+	return span
+}
+
+// endSpan ends span, if any, with the record's outcome.
+func endSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(semconv.ErrorType(err))
+	}
+	span.End()
+}
+
+// headerCarrier is a propagation.TextMapCarrier that appends to the
+// headers of a record.
+type headerCarrier struct{ r *kgo.Record }
+
+func (c headerCarrier) Get(key string) string {
+	for _, h := range c.r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func (c headerCarrier) Set(key, value string) {
+	c.r.Headers = append(c.r.Headers, kgo.RecordHeader{Key: key, Value: []byte(value)})
+}
+
+func (c headerCarrier) Keys() []string {
+	keys := make([]string, len(c.r.Headers))
+	for i, h := range c.r.Headers {
+		keys[i] = h.Key
+	}
+	return keys
 }
 
 // Close waits up to 30 seconds for records still buffered by concurrent

@@ -14,6 +14,11 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultDuplicateWindow is the stream's duplicate window when [Config]
@@ -38,6 +43,9 @@ type Config struct {
 	// Log receives a line when the stream is created or changed; nil
 	// discards it.
 	Log *slog.Logger
+	// TracerProvider makes the span of each publish; nil means
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // Validate reports what in c cannot work.
@@ -86,6 +94,7 @@ type Publisher struct {
 	conn *nats.Conn
 	js   jetstream.JetStream
 	log  *slog.Logger
+	tr   trace.Tracer
 
 	// making holds a value while one goroutine makes the stream; the
 	// others wait for it, or for their context's end. ready, once the
@@ -134,7 +143,11 @@ func New(cfg Config) (*Publisher, error) {
 		conn.Close()
 		return nil, fmt.Errorf("natsbroker: %w", err)
 	}
-	p := &Publisher{cfg: cfg, conn: conn, js: js, log: log, making: make(chan struct{}, 1)}
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	p := &Publisher{cfg: cfg, conn: conn, js: js, log: log, tr: tp.Tracer(tracerName), making: make(chan struct{}, 1)}
 	// Make the stream ready at start, while nothing waits for it; a
 	// server that cannot be reached now is tried again at the first
 	// publish.
@@ -151,28 +164,68 @@ func New(cfg Config) (*Publisher, error) {
 // prepareTimeout bounds the making of the stream at start.
 const prepareTimeout = 10 * time.Second
 
+// tracerName names the tracer of the publishes: the package's import path.
+const tracerName = "github.com/eventsourced/accounts/internal/publish/natsbroker"
+
 // Publish stores each message in the stream under the subject topic, in
 // order, on the message's context: the payload as the data, the UUID as
 // Nats-Msg-Id, and each metadata entry as a header. It returns at the first
 // failure.
+//
+// When the message's context carries a valid span context, the publish has
+// a span of its own, a child of it (kind producer, named "send" and the
+// subject), and the message carries that span's W3C trace context in the
+// headers traceparent and tracestate (when there is a trace state);
+// metadata entries of those names are left out. A publish outside a trace
+// adds neither.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	for _, m := range msgs {
-		ctx := m.Context()
-		if err := p.ensureStream(ctx); err != nil {
+		if err := p.publish(topic, m); err != nil {
 			return err
 		}
-		nm := nats.NewMsg(topic)
-		nm.Data = m.Payload
-		for k, v := range m.Metadata {
+	}
+	return nil
+}
+
+func (p *Publisher) publish(topic string, m *message.Message) (err error) {
+	ctx := m.Context()
+	nm := nats.NewMsg(topic)
+	nm.Data = m.Payload
+	for k, v := range m.Metadata {
+		if k != headerTraceParent && k != headerTraceState {
 			nm.Header.Set(k, v)
 		}
-		_, err := p.js.PublishMsg(ctx, nm, jetstream.WithMsgID(m.UUID), jetstream.WithExpectStream(p.cfg.Stream))
-		if err != nil {
-			if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) {
-				p.forgetStream()
+	}
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		var span trace.Span
+		ctx, span = p.tr.Start(ctx, "send "+topic,
+			trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(
+				semconv.MessagingSystemKey.String("nats"),
+				semconv.MessagingOperationTypeSend,
+				semconv.MessagingOperationName("send"),
+				semconv.MessagingDestinationName(topic),
+				semconv.MessagingMessageID(m.UUID),
+			))
+		defer func() {
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+				span.SetAttributes(semconv.ErrorType(err))
 			}
-			return fmt.Errorf("natsbroker: publish %s to %s: %w", m.UUID, topic, err)
+			span.End()
+		}()
+		propagation.TraceContext{}.Inject(ctx, headerCarrier(nm.Header))
+	}
+	if err := p.ensureStream(ctx); err != nil {
+		return err
+	}
+	_, err = p.js.PublishMsg(ctx, nm, jetstream.WithMsgID(m.UUID), jetstream.WithExpectStream(p.cfg.Stream))
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) {
+			p.forgetStream()
 		}
+		return fmt.Errorf("natsbroker: publish %s to %s: %w", m.UUID, topic, err)
 	}
 	return nil
 }
