@@ -15,6 +15,10 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrBadURL is matched, with [errors.Is], by the error [New] returns for a
@@ -61,6 +65,10 @@ type Config struct {
 	Client *http.Client
 	// Now is the clock that stamps each attempt. Nil means time.Now.
 	Now func() time.Time
+	// TracerProvider makes the client span of each request whose message
+	// context carries a valid span context; nil means
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // Publisher is a [message.Publisher] that POSTs each message to one URL. The
@@ -115,7 +123,29 @@ func New(cfg Config) (*Publisher, error) {
 		p.client = &c
 	}
 	p.client.CheckRedirect = noRedirect
+	p.client.Transport = traced(p.client.Transport, cfg.TracerProvider)
 	return p, nil
+}
+
+// traced returns rt (nil meaning http.DefaultTransport) wrapped by otelhttp,
+// so that a request in a trace has a client span, a child of the span in
+// its context, and carries that span's W3C trace context in its
+// traceparent and tracestate headers. A request outside a trace passes
+// through untouched: no span, no header.
+func traced(rt http.RoundTripper, tp trace.TracerProvider) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return otelhttp.NewTransport(rt,
+		otelhttp.WithTracerProvider(tp),
+		otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithFilter(func(r *http.Request) bool {
+			return trace.SpanContextFromContext(r.Context()).IsValid()
+		}),
+	)
 }
 
 // Publish POSTs each message's payload, in order, on the message's context,
