@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -11,8 +12,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -114,6 +119,90 @@ func TestProjectionRunner(t *testing.T) {
 	t.Run("FollowsTheRegistryThroughAnOutage", testRunnerFollowsTheRegistryThroughAnOutage)
 	t.Run("UnavailableDatabaseSpendsNoTries", testUnavailableDatabaseSpendsNoTries)
 	t.Run("BrokenConnectionSpendsNoTries", testBrokenConnectionSpendsNoTries)
+	t.Run("TracesEachBatch", testRunnerTracesEachBatch)
+}
+
+// Each batch is a span with the projection, its events and their
+// positions; one that fails says at which event, and not what the
+// projection's error said, which may quote the event.
+func testRunnerTracesEachBatch(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	sink := newApplied(t, db)
+	appendEvents(t, db, "s-1", "test.good", 3)
+	bad := appendEvents(t, db, "s-1", "test.bad", 1)
+	appendEvents(t, db, "s-1", "test.good", 2)
+	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, ResendInterval: time.Millisecond})
+	p := recording{sink: sink, fail: func(e eventstore.Event) bool { return e.Type == "test.bad" }}
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(2), projections.WithRunnerTracer(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := r.Status()
+	if len(st) != 1 || st[0].State != projections.StateFailed {
+		t.Fatalf("status %+v, want failed", st)
+	}
+	failedAt := projections.FormatPosition(st[0].Position)
+
+	var batches []map[attribute.Key]attribute.Value
+	for _, s := range rec.Ended() {
+		if s.Name() != "apply recording" {
+			continue
+		}
+		attrs := map[attribute.Key]attribute.Value{}
+		for _, kv := range s.Attributes() {
+			attrs[kv.Key] = kv.Value
+		}
+		batches = append(batches, attrs)
+		if attrs["projection.name"].AsString() != "recording" || attrs["projection.version"].AsInt64() != 1 {
+			t.Errorf("span %v does not name the projection", attrs)
+		}
+		if s.Status().Code != codes.Error || attrs["projection.failed.event_id"].AsString() != bad[0].String() ||
+			attrs["projection.failed.position"].AsString() != failedAt {
+			t.Errorf("span of a batch that failed: status %v, attributes %v; want an error at event %s, position %s", s.Status(), attrs, bad[0], failedAt)
+		}
+		for _, ev := range s.Events() {
+			for _, kv := range ev.Attributes {
+				if strings.Contains(kv.Value.Emit(), "cannot apply") {
+					t.Errorf("span event %s repeats the projection's error: %s", ev.Name, kv.Value.Emit())
+				}
+			}
+		}
+		if strings.Contains(s.Status().Description, "cannot apply") {
+			t.Errorf("span status %q repeats the projection's error", s.Status().Description)
+		}
+	}
+	if len(batches) != 2 {
+		t.Fatalf("%d batch spans, want 2: one per try", len(batches))
+	}
+	// The first try hands over all six events, the second the three from
+	// the one that failed.
+	for i, want := range []int64{6, 3} {
+		b := batches[i]
+		if got := b["projection.batch.events"].AsInt64(); got != want {
+			t.Errorf("batch %d: %d events, want %d", i+1, got, want)
+		}
+		first, err1 := projections.ParsePosition(b["projection.batch.first"].AsString())
+		last, err2 := projections.ParsePosition(b["projection.batch.last"].AsString())
+		end, err3 := projections.ParsePosition(b["projection.batch.end"].AsString())
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatalf("batch %d: %v", i+1, err)
+		}
+		if !first.Less(last) || last != end {
+			t.Errorf("batch %d: positions %v to %v, end %v; want the six events' range", i+1, first, last, end)
+		}
+		if i == 1 && first != st[0].Position {
+			t.Errorf("batch 2 starts at %v, want the event that failed, %v", first, st[0].Position)
+		}
+	}
 }
 
 // A projection that cannot apply an event is tried again, then marked

@@ -13,8 +13,10 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/routerlog"
@@ -85,6 +87,8 @@ type Runner struct {
 
 	meter     metric.MeterProvider
 	metrics   *runnerMetrics
+	tracers   trace.TracerProvider
+	tracer    trace.Tracer
 	unobserve func()
 
 	// recording counts the failures being recorded; Run waits for them.
@@ -112,6 +116,12 @@ func WithRunnerLogger(l *slog.Logger) RunnerOption {
 // WithRunnerMeter makes the runner record its metrics with mp.
 func WithRunnerMeter(mp metric.MeterProvider) RunnerOption {
 	return func(r *Runner) { r.meter = mp }
+}
+
+// WithRunnerTracer makes the runner's spans, one per batch, with tp; nil,
+// the default, means otel.GetTracerProvider().
+func WithRunnerTracer(tp trace.TracerProvider) RunnerOption {
+	return func(r *Runner) { r.tracers = tp }
 }
 
 // WithMaxTries sets how often one event is tried before its projection is
@@ -142,6 +152,10 @@ func NewRunner(log Log, projs []Projection, opts ...RunnerOption) (*Runner, erro
 	for _, o := range opts {
 		o(r)
 	}
+	if r.tracers == nil {
+		r.tracers = otel.GetTracerProvider()
+	}
+	r.tracer = r.tracers.Tracer(tracerName)
 	if r.maxTries < 1 {
 		return nil, fmt.Errorf("projections: runner: max tries must be at least 1, got %d", r.maxTries)
 	}
@@ -420,7 +434,18 @@ func (h *handler) handle(msg *message.Message) error {
 	if h.failed {
 		return errFailed
 	}
+	// The batch's span is the parent of the database's work for it.
+	ctx, span := startBatch(msg.Context(), h.r.tracer, h.p, h.group, msg.Metadata.Get(MetadataBatchEnd))
+	defer span.End()
+	msg.SetContext(ctx)
+	handed := false
 	err := h.r.log.Apply(msg, h.r.now(), func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error {
+		if !handed {
+			// Apply hands a failed batch over again one event at a time;
+			// the span counts what it was given first.
+			batchEvents(span, events)
+			handed = true
+		}
 		start := time.Now()
 		if err := h.p.Apply(ctx, tx, events...); err != nil {
 			return err
@@ -447,6 +472,7 @@ func (h *handler) handle(msg *message.Message) error {
 	} else if end, perr := ParsePosition(msg.Metadata.Get(MetadataBatchEnd)); perr == nil {
 		e.Position = end
 	}
+	failBatch(span, e, h.tries+1, err)
 	if errors.Is(err, uow.ErrUnavailable) {
 		// The database went away: no fault of the event, and no try spent.
 		h.r.logger.Warn("projections: the database is unavailable; the batch is handed over again",
