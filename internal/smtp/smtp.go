@@ -11,6 +11,7 @@ import (
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -22,6 +23,8 @@ type Sender struct {
 	opts []gomail.Option
 	// plain is an smtp:// sender, whose connections Send dials itself.
 	plain bool
+	port  int
+	tr    trace.Tracer
 }
 
 var _ mail.Sender = (*Sender)(nil)
@@ -30,7 +33,7 @@ var _ mail.Sender = (*Sender)(nil)
 // when offered, port 587 by default) or smtps://[user:pass@]host[:port]
 // (implicit TLS, port 465 by default). Each connection and command waits at
 // most timeout.
-func New(rawURL string, timeout time.Duration) (*Sender, error) {
+func New(rawURL string, timeout time.Duration, with ...Option) (*Sender, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// url.Error repeats the URL, password and all; keep only its cause.
@@ -67,7 +70,11 @@ func New(rawURL string, timeout time.Duration) (*Sender, error) {
 			gomail.WithUsername(u.User.Username()),
 			gomail.WithPassword(pass))
 	}
-	return &Sender{host: u.Hostname(), opts: opts, plain: u.Scheme == "smtp"}, nil
+	var o options
+	for _, opt := range with {
+		opt(&o)
+	}
+	return &Sender{host: u.Hostname(), opts: opts, plain: u.Scheme == "smtp", port: port, tr: o.tracer()}, nil
 }
 
 // Send delivers m. Over smtp:// the end of ctx ends the exchange at once,
@@ -75,7 +82,14 @@ func New(rawURL string, timeout time.Duration) (*Sender, error) {
 // message; go-mail heeds ctx only while it connects. Over smtps:// (where
 // go-mail's own TLS dialer must be kept for it to offer plain-text
 // authentication) a step that has begun waits up to the timeout.
-func (s *Sender) Send(ctx context.Context, m mail.Mail) error {
+//
+// When ctx carries a valid span context, the send is a client span, a
+// child of it, that names the server alone: no address, subject or body,
+// and of a failure its type, not its text. The mail carries nothing of
+// the trace.
+func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
+	ctx, end := s.startSpan(ctx)
+	defer func() { end(err) }()
 	msg := gomail.NewMsg()
 	if err := msg.From(m.From); err != nil {
 		return fmt.Errorf("smtp: from %q: %w", m.From, err)
