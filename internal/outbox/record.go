@@ -17,6 +17,8 @@ type Record struct {
 	LastError string
 	// BuriedAt is when the message was buried; zero while it is not.
 	BuriedAt time.Time
+	// Origin is the request and trace the message was added in.
+	Origin Origin
 }
 
 // The states of a message as operators see them.

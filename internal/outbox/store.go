@@ -17,6 +17,7 @@ import (
 // both, as those types describe.
 type Store interface {
 	// Add stores messages as part of tx. Each becomes due at its CreatedAt.
+	// A [RelayStore] keeps the [Origin] of ctx beside each of them.
 	Add(ctx context.Context, tx uow.Tx, msgs ...Message) error
 	// Claim leases up to limit due messages, earliest due first, until now+lease,
 	// and increments their attempts. A due message is one that isn't buried,
@@ -44,6 +45,11 @@ var ErrNotFound = errors.New("outbox: message not found")
 // counts what it holds. Both backends implement it.
 type RelayStore interface {
 	Store
+	// ClaimWithOrigins claims as [Store.Claim] does, and returns each
+	// message with the [Origin] that ctx gave it when it was added (the
+	// zero Origin for a message added before stores kept one). Claim
+	// returns the messages of the same claim, without their origins.
+	ClaimWithOrigins(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]Claimed, error)
 	// AckAll removes the delivered messages, each only while its lease is
 	// its latest claim, as [Store.Ack] does under [WithLease]. Messages the
 	// store does not hold, or holds under another claim, are skipped. The

@@ -71,6 +71,10 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 		return nil
 	}
 	wrap := func(err error) error { return fmt.Errorf("outbox: add: %w", err) }
+	origin, err := originParam(ctx)
+	if err != nil {
+		return wrap(err)
+	}
 	if len(msgs) == 1 {
 		m := msgs[0]
 		if err := outbox.Check(m); err != nil {
@@ -79,9 +83,9 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 		// One message travels as scalars, which pgx encodes without the
 		// reflection that arrays of UUIDs cost it.
 		const q = `
-INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key)
-VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz, nullif($5::text, ''))`
-		if err := pt.later(ctx, q, []any{pgtype.UUID{Bytes: m.ID, Valid: true}, m.Topic, string(m.Payload), m.CreatedAt, m.Key}, wrap); err != nil {
+INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key, origin)
+VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz, nullif($5::text, ''), $6::text::json)`
+		if err := pt.later(ctx, q, []any{pgtype.UUID{Bytes: m.ID, Valid: true}, m.Topic, string(m.Payload), m.CreatedAt, m.Key, origin}, wrap); err != nil {
 			return err
 		}
 		pt.wakeRelays()
@@ -100,12 +104,13 @@ VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz, nu
 	}
 	// The rows are inserted in the order of msgs, so that seq puts the
 	// messages of one key in that order.
+	// The messages of one Add share its context, and so their origin.
 	const q = `
-INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key)
-SELECT id, topic, payload, created_at, created_at, nullif(key, '')
+INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key, origin)
+SELECT id, topic, payload, created_at, created_at, nullif(key, ''), $6::text::json
 FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[], $5::text[]) WITH ORDINALITY AS m(id, topic, payload, created_at, key, n)
 ORDER BY n`
-	if err := pt.later(ctx, q, []any{ids, topics, payloads, created, keys}, wrap); err != nil {
+	if err := pt.later(ctx, q, []any{ids, topics, payloads, created, keys, origin}, wrap); err != nil {
 		return err
 	}
 	pt.wakeRelays()
@@ -118,6 +123,13 @@ ORDER BY n`
 // rows instead of waiting for them or taking them twice, and moves their
 // due time to the end of the lease.
 func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	got, err := o.ClaimWithOrigins(ctx, now, lease, limit)
+	return outbox.Messages(got), err
+}
+
+// ClaimWithOrigins claims as [Outbox.Claim] does, and returns each message
+// with its origin.
+func (o *Outbox) ClaimWithOrigins(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Claimed, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("outbox: claim: limit must be at least 1, got %d", limit)
 	}
@@ -144,9 +156,9 @@ WITH due AS (
 	UPDATE outbox_messages AS m
 	SET due_at = $2, attempts = m.attempts + 1
 	WHERE m.id = ANY(ARRAY(SELECT id FROM due))
-	RETURNING m.id, m.topic, m.payload::text AS payload, m.created_at, m.attempts, coalesce(m.ordering_key, '') AS ordering_key
+	RETURNING m.id, m.topic, m.payload::text AS payload, m.created_at, m.attempts, coalesce(m.ordering_key, '') AS ordering_key, m.origin::text AS origin
 )
-SELECT claimed.id, claimed.topic, claimed.payload, claimed.created_at, claimed.attempts, claimed.ordering_key, due.due_at
+SELECT claimed.id, claimed.topic, claimed.payload, claimed.created_at, claimed.attempts, claimed.ordering_key, claimed.origin, due.due_at
 FROM claimed JOIN due USING (id)`
 	q, args := head, []any{now, now.Add(lease), limit}
 	sc := outbox.ScopeFrom(ctx)
@@ -169,19 +181,24 @@ FROM claimed JOIN due USING (id)`
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
 	type claimed struct {
-		msg outbox.Message
+		outbox.Claimed
 		due time.Time
 	}
 	var got []claimed
 	for rows.Next() {
 		var c claimed
 		var payload string
-		if err := rows.Scan(&c.msg.ID, &c.msg.Topic, &payload, &c.msg.CreatedAt, &c.msg.Attempts, &c.msg.Key, &c.due); err != nil {
+		var origin []byte
+		if err := rows.Scan(&c.ID, &c.Topic, &payload, &c.CreatedAt, &c.Attempts, &c.Key, &origin, &c.due); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("outbox: claim: %w", err)
 		}
-		c.msg.Payload = []byte(payload)
-		c.msg.CreatedAt = c.msg.CreatedAt.UTC()
+		c.Payload = []byte(payload)
+		c.CreatedAt = c.CreatedAt.UTC()
+		if c.Origin, err = outbox.DecodeOrigin(origin); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("outbox: claim %s: %w", c.ID, err)
+		}
 		got = append(got, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -192,13 +209,23 @@ FROM claimed JOIN due USING (id)`
 		if c := a.due.Compare(b.due); c != 0 {
 			return c
 		}
-		return slices.Compare(a.msg.ID[:], b.msg.ID[:])
+		return slices.Compare(a.ID[:], b.ID[:])
 	})
-	msgs := make([]outbox.Message, len(got))
+	msgs := make([]outbox.Claimed, len(got))
 	for i, c := range got {
-		msgs[i] = c.msg
+		msgs[i] = c.Claimed
 	}
 	return msgs, nil
+}
+
+// originParam returns the origin that ctx gives the messages of an Add,
+// as the text of its JSON, or nil (NULL) for none.
+func originParam(ctx context.Context) (any, error) {
+	b, err := outbox.EncodeOrigin(outbox.OriginFrom(ctx))
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return string(b), nil
 }
 
 // fence is the condition under which a settlement under a lease changes a
@@ -352,13 +379,18 @@ SELECT
 }
 
 // recordColumns are the columns scanRecord reads, in its order.
-const recordColumns = `id, topic, payload::text, created_at, attempts, coalesce(ordering_key, ''), due_at, coalesce(last_error, ''), buried_at`
+const recordColumns = `id, topic, payload::text, created_at, attempts, coalesce(ordering_key, ''), due_at, coalesce(last_error, ''), buried_at, origin::text`
 
 func scanRecord(row pgx.CollectableRow) (outbox.Record, error) {
 	var r outbox.Record
 	var payload string
 	var buried *time.Time
-	if err := row.Scan(&r.ID, &r.Topic, &payload, &r.CreatedAt, &r.Attempts, &r.Key, &r.DueAt, &r.LastError, &buried); err != nil {
+	var origin []byte
+	if err := row.Scan(&r.ID, &r.Topic, &payload, &r.CreatedAt, &r.Attempts, &r.Key, &r.DueAt, &r.LastError, &buried, &origin); err != nil {
+		return r, err
+	}
+	var err error
+	if r.Origin, err = outbox.DecodeOrigin(origin); err != nil {
 		return r, err
 	}
 	r.Payload, r.CreatedAt, r.DueAt = []byte(payload), r.CreatedAt.UTC(), r.DueAt.UTC()

@@ -61,6 +61,11 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 			keyed++
 		}
 	}
+	// The messages of one Add share its context, and so their origin.
+	origin, err := originParam(ctx)
+	if err != nil {
+		return fmt.Errorf("outbox: add: %w", err)
+	}
 	err = st.atomically(ctx, len(msgs) > addChunk || keyed > 0, func() error {
 		// The keyed messages take the next numbers of outbox_sequence, in
 		// the order of msgs; the transaction holds the write lock, so no
@@ -72,7 +77,7 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 			}
 		}
 		for chunk := range slices.Chunk(msgs, addChunk) {
-			args := make([]any, 0, 7*len(chunk))
+			args := make([]any, 0, 8*len(chunk))
 			for _, m := range chunk {
 				created := micros(m.CreatedAt)
 				var key, n any
@@ -80,10 +85,10 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 					seq++
 					key, n = m.Key, seq
 				}
-				args = append(args, m.ID, m.Topic, string(m.Payload), created, created, key, n)
+				args = append(args, m.ID, m.Topic, string(m.Payload), created, created, key, n, origin)
 			}
-			q := `INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key, seq) VALUES ` +
-				valueRows(len(chunk), 7)
+			q := `INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key, seq, origin) VALUES ` +
+				valueRows(len(chunk), 8)
 			if _, err := st.ExecContext(ctx, q, args...); err != nil {
 				return err
 			}
@@ -102,6 +107,16 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	return nil
 }
 
+// originParam returns the origin that ctx gives the messages of an Add,
+// as the text of its JSON, or nil (NULL) for none.
+func originParam(ctx context.Context) (any, error) {
+	b, err := outbox.EncodeOrigin(outbox.OriginFrom(ctx))
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
 // valueRows returns n groups of cols parameters, "(?, ?), (?, ?)", for a
 // multi-row VALUES clause.
 func valueRows(n, cols int) string {
@@ -117,13 +132,20 @@ func valueRows(n, cols int) string {
 // to the end of the lease, counts an attempt, and returns them. RETURNING
 // keeps no order; the first statement's restores it.
 func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+	got, err := o.ClaimWithOrigins(ctx, now, lease, limit)
+	return outbox.Messages(got), err
+}
+
+// ClaimWithOrigins claims as [Outbox.Claim] does, and returns each message
+// with its origin.
+func (o *Outbox) ClaimWithOrigins(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Claimed, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("outbox: claim: limit must be at least 1, got %d", limit)
 	}
 	if lease <= 0 {
 		return nil, fmt.Errorf("outbox: claim: lease must be positive, got %s", lease)
 	}
-	var msgs []outbox.Message
+	var msgs []outbox.Claimed
 	err := o.db.bookkeep(ctx, func(w conn) error {
 		tx, err := w.BeginTx(ctx, nil)
 		if err != nil {
@@ -141,20 +163,24 @@ func (o *Outbox) Claim(ctx context.Context, now time.Time, lease time.Duration, 
 		rows, err := tx.QueryContext(ctx, `
 UPDATE outbox_messages SET due_at = ?, attempts = attempts + 1
 WHERE id IN (SELECT value FROM json_each(?))
-RETURNING id, topic, payload, created_at, attempts, coalesce(ordering_key, '')`, micros(now.Add(lease)), string(list))
+RETURNING id, topic, payload, created_at, attempts, coalesce(ordering_key, ''), origin`, micros(now.Add(lease)), string(list))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		byID := make(map[uuid.UUID]outbox.Message, len(ids))
+		byID := make(map[uuid.UUID]outbox.Claimed, len(ids))
 		for rows.Next() {
-			var m outbox.Message
+			var m outbox.Claimed
 			var payload string
 			var created int64
-			if err := rows.Scan(&m.ID, &m.Topic, &payload, &created, &m.Attempts, &m.Key); err != nil {
+			var origin []byte
+			if err := rows.Scan(&m.ID, &m.Topic, &payload, &created, &m.Attempts, &m.Key, &origin); err != nil {
 				return err
 			}
 			m.Payload, m.CreatedAt = []byte(payload), fromMicros(created)
+			if m.Origin, err = outbox.DecodeOrigin(origin); err != nil {
+				return fmt.Errorf("message %s: %w", m.ID, err)
+			}
 			byID[m.ID] = m
 		}
 		if err := rows.Err(); err != nil {
@@ -163,7 +189,7 @@ RETURNING id, topic, payload, created_at, attempts, coalesce(ordering_key, '')`,
 		if len(byID) != len(ids) {
 			return fmt.Errorf("updated %d of the %d due messages", len(byID), len(ids))
 		}
-		msgs = make([]outbox.Message, len(ids))
+		msgs = make([]outbox.Claimed, len(ids))
 		for i, id := range ids {
 			msgs[i] = byID[id]
 		}
@@ -379,7 +405,7 @@ SELECT
 }
 
 // recordColumns are the columns scanRecord reads, in its order.
-const recordColumns = `id, topic, payload, created_at, attempts, coalesce(ordering_key, ''), due_at, coalesce(last_error, ''), buried_at`
+const recordColumns = `id, topic, payload, created_at, attempts, coalesce(ordering_key, ''), due_at, coalesce(last_error, ''), buried_at, origin`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -388,7 +414,12 @@ func scanRecord(row scanner) (outbox.Record, error) {
 	var payload string
 	var created, due int64
 	var buried sql.NullInt64
-	if err := row.Scan(&r.ID, &r.Topic, &payload, &created, &r.Attempts, &r.Key, &due, &r.LastError, &buried); err != nil {
+	var origin []byte
+	if err := row.Scan(&r.ID, &r.Topic, &payload, &created, &r.Attempts, &r.Key, &due, &r.LastError, &buried, &origin); err != nil {
+		return r, err
+	}
+	var err error
+	if r.Origin, err = outbox.DecodeOrigin(origin); err != nil {
 		return r, err
 	}
 	r.Payload, r.CreatedAt, r.DueAt = []byte(payload), fromMicros(created), fromMicros(due)

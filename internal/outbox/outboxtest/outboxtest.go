@@ -11,10 +11,11 @@
 //
 // The suite checks each sentence of the [outbox.Store] contract, with the
 // fencing of settlements by an [outbox.Lease] and the narrowing of claims by
-// [outbox.Scope], and the relay's methods of [outbox.RelayStore], AckAll
-// and Backlog. It also checks the operators' methods (Buried, Lookup,
-// Requeue) of stores that have them, and sees the reason kept by
-// [outbox.Store.Retry] through Lookup. It never reads the wall clock:
+// [outbox.Scope], and the relay's methods of [outbox.RelayStore], AckAll,
+// Backlog and ClaimWithOrigins with the [outbox.Origin] kept by Add. It
+// also checks the operators' methods (Buried, Lookup, Requeue) of stores
+// that have them, and sees the reason kept by [outbox.Store.Retry] through
+// Lookup. It never reads the wall clock:
 // messages carry fixed creation times and every claim is made at an
 // explicit time.
 package outboxtest
@@ -136,6 +137,9 @@ var cases = []struct {
 	{"Key/BuriedStopsHolding", testKeyBuriedStopsHolding},
 	{"Key/RequeuedGoesLast", testKeyRequeuedGoesLast},
 	{"Key/ConcurrentClaimsKeepTheOrder", testKeyConcurrent},
+	{"Origin/RoundTrips", testOriginRoundTrips},
+	{"Origin/EmptyWithoutSpanOrRequest", testOriginEmpty},
+	{"Origin/KeptByRetryBuryRedactAndRequeue", testOriginKept},
 }
 
 // base is the time the suite's messages are created around, truncated to the
