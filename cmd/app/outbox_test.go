@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/eventsourced/accounts/internal/operator"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/uow"
 )
@@ -18,6 +21,13 @@ import (
 // sqliteWith makes a migrated SQLite database holding msgs, and returns
 // the environment of an app on it.
 func sqliteWith(t *testing.T, msgs ...outbox.Message) map[string]string {
+	t.Helper()
+	return sqliteWithIn(t, t.Context(), msgs...)
+}
+
+// sqliteWithIn is sqliteWith adding msgs under ctx, which gives them their
+// origin.
+func sqliteWithIn(t *testing.T, ctx context.Context, msgs ...outbox.Message) map[string]string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "accounts.db")
 	env := map[string]string{"DATABASE_URL": "sqlite:" + path}
@@ -28,7 +38,7 @@ func sqliteWith(t *testing.T, msgs ...outbox.Message) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+	err = db.Runner(nil).Do(ctx, func(ctx context.Context, tx uow.Tx) error {
 		return db.Outbox().Add(ctx, tx, msgs...)
 	})
 	if cerr := db.Close(); err == nil {
@@ -129,6 +139,28 @@ func TestOutboxCommands(t *testing.T) {
 		out, err = runApp(t, t.Context(), env, "outbox", "list")
 		if err != nil || strings.Contains(out, lost.ID.String()) || !strings.Contains(out, kept.ID.String()) {
 			t.Errorf("outbox list after the discard: %q, %v; want only the message still to deliver", out, err)
+		}
+	})
+	// An operator sees which request added a message, and in which trace,
+	// to find its other log lines and spans.
+	t.Run("ShowsTheRequestThatAddedIt", func(t *testing.T) {
+		t.Parallel()
+		const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		m, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100"}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := propagation.TraceContext{}.Extract(requestid.With(t.Context(), "req-42"),
+			propagation.MapCarrier{"traceparent": traceparent})
+		env := sqliteWithIn(t, ctx, m)
+		out, err := runApp(t, t.Context(), env, "outbox", "show", m.ID.String())
+		if err != nil || !strings.Contains(out, "request id   req-42") || !strings.Contains(out, "traceparent  "+traceparent) {
+			t.Errorf("outbox show: %q, %v; want its request ID and traceparent", out, err)
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "show", m.ID.String(), "--json")
+		var rec operator.RecordJSON
+		if err != nil || json.Unmarshal([]byte(out), &rec) != nil || rec.RequestID != "req-42" || rec.TraceParent != traceparent {
+			t.Errorf("outbox show --json: %q, %v; want its request ID and traceparent", out, err)
 		}
 	})
 }

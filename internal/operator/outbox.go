@@ -72,6 +72,12 @@ func (o Outbox) Show(ctx context.Context, id uuid.UUID, asJSON bool) error {
 	if j.LastError != "" {
 		fmt.Fprintf(w, "last error\t%s\n", j.LastError)
 	}
+	if j.RequestID != "" {
+		fmt.Fprintf(w, "request id\t%s\n", j.RequestID)
+	}
+	if j.TraceParent != "" {
+		fmt.Fprintf(w, "traceparent\t%s\n", j.TraceParent)
+	}
 	fmt.Fprintf(w, "payload\t%s\n", j.Payload)
 	return w.Flush()
 }

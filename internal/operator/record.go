@@ -10,23 +10,28 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 )
 
-// RecordJSON is a message as [List] and [Show] print it in JSON.
+// RecordJSON is a message as [List] and [Show] print it in JSON. RequestID
+// and TraceParent (W3C trace context) name the request and the span that
+// added it ([outbox.Origin]).
 type RecordJSON struct {
-	ID        uuid.UUID       `json:"id"`
-	Topic     string          `json:"topic"`
-	State     string          `json:"state"`
-	Attempts  int             `json:"attempts"`
-	CreatedAt time.Time       `json:"created_at"`
-	DueAt     time.Time       `json:"due_at"`
-	BuriedAt  *time.Time      `json:"buried_at,omitempty"`
-	LastError string          `json:"last_error,omitempty"`
-	Key       string          `json:"key,omitempty"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
+	ID          uuid.UUID       `json:"id"`
+	Topic       string          `json:"topic"`
+	State       string          `json:"state"`
+	Attempts    int             `json:"attempts"`
+	CreatedAt   time.Time       `json:"created_at"`
+	DueAt       time.Time       `json:"due_at"`
+	BuriedAt    *time.Time      `json:"buried_at,omitempty"`
+	LastError   string          `json:"last_error,omitempty"`
+	Key         string          `json:"key,omitempty"`
+	RequestID   string          `json:"request_id,omitempty"`
+	TraceParent string          `json:"traceparent,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
 }
 
 func toRecordJSON(r outbox.Record, now time.Time, payload bool) RecordJSON {
 	j := RecordJSON{ID: r.ID, Topic: r.Topic, State: r.State(now), Attempts: r.Attempts,
-		CreatedAt: r.CreatedAt, DueAt: r.DueAt, LastError: r.LastError, Key: r.Key}
+		CreatedAt: r.CreatedAt, DueAt: r.DueAt, LastError: r.LastError, Key: r.Key,
+		RequestID: r.Origin.RequestID, TraceParent: r.Origin.TraceParent}
 	if !r.BuriedAt.IsZero() {
 		j.BuriedAt = &r.BuriedAt
 	}
