@@ -1,6 +1,7 @@
 // Package httpapi is the service's HTTP side: the JSON API under /v1/, the
-// probes and /metrics, and the browser pages beside it (pages.go), plain
-// HTML forms over the same commands. [NewServer] takes what it serves as
+// probes and /metrics (unless an admin listener serves it), and the
+// browser pages beside it (pages.go), plain HTML forms over the same
+// commands. [NewServer] takes what it serves as
 // [Deps] and returns one http.Handler; every route is declared in
 // routes.go.
 //

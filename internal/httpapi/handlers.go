@@ -222,8 +222,23 @@ func handleDeleteAccount(users Users, log *slog.Logger) http.HandlerFunc {
 // sends nothing more while the requests in flight finish.
 var ErrStopping = errors.New("httpapi: the service is stopping")
 
-func handleReady(ready func(context.Context) error, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// Health returns the liveness probe, /healthz: 200 whenever the process
+// serves HTTP, asking nothing else.
+func Health() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+// Ready returns the readiness probe, /readyz: 200 while ready, which may
+// be nil, returns nil within 2 s; otherwise 503 /problems/not-ready, which
+// says when the service is stopping ([ErrStopping]). log, which may be
+// nil, hears why it is not ready.
+func Ready(ready func(context.Context) error, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ready != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 			defer cancel()
@@ -240,5 +255,5 @@ func handleReady(ready func(context.Context) error, log *slog.Logger) http.Handl
 			}
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	}
+	})
 }

@@ -56,11 +56,11 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 		mux.Handle("GET "+path, h)
 		mux.Handle(path, methodNotAllowed("GET, HEAD"))
 	}
-	op("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	}))
-	op("/readyz", handleReady(d.Ready, d.Log))
-	op("/metrics", d.Metrics)
+	op("/healthz", Health())
+	op("/readyz", Ready(d.Ready, d.Log))
+	if d.Metrics != nil {
+		op("/metrics", d.Metrics)
+	}
 	op("/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(openAPI)

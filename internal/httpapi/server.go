@@ -38,7 +38,8 @@ type Deps struct {
 	// Ready reports whether the service can serve: the database answers.
 	// [ErrStopping] says that the service has begun to stop.
 	Ready func(ctx context.Context) error
-	// Metrics serves /metrics in the Prometheus text format.
+	// Metrics serves /metrics in the Prometheus text format; nil leaves
+	// the route out, for a service whose metrics an admin listener serves.
 	Metrics http.Handler
 	Log     *slog.Logger
 	// RateLimit is how many requests one client address may make a minute
@@ -71,9 +72,6 @@ func NewServer(d Deps) http.Handler {
 	}
 	if d.Now == nil {
 		d.Now = time.Now
-	}
-	if d.Metrics == nil {
-		d.Metrics = http.NotFoundHandler()
 	}
 	if d.Meter == nil {
 		d.Meter = noop.NewMeterProvider().Meter("")
