@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/eventsourced/accounts/internal/admin"
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/httpapi"
@@ -77,12 +78,28 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		}
 		defer runner.Close()
 	}
-	var srv *http.Server
-	var ln net.Listener
+	var srv, adminSrv *http.Server
+	var ln, adminLn net.Listener
+	closeListeners := func() {
+		for _, l := range []net.Listener{ln, adminLn} {
+			if l != nil {
+				_ = l.Close()
+			}
+		}
+	}
 	// stopping is set once the stop begins: /readyz answers 503 from then.
 	var stopping atomic.Bool
+	if e.cfg.AdminAddr != "" {
+		if adminLn, err = net.Listen("tcp", e.cfg.AdminAddr); err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+		adminSrv = e.adminServer(metricsHandler, readiness(db, rel, &stopping))
+		// The admin listener serves the metrics; the API's does not.
+		metricsHandler = nil
+	}
 	if e.cfg.API {
 		if ln, err = net.Listen("tcp", e.cfg.HTTPAddr); err != nil {
+			closeListeners()
 			return fmt.Errorf("http: %w", err)
 		}
 		if e.cfg.BaseURLFromAddr {
@@ -92,9 +109,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	users, err := e.users(db, keys)
 	if err != nil {
-		if ln != nil {
-			_ = ln.Close()
-		}
+		closeListeners()
 		return err
 	}
 	if ln != nil {
@@ -123,8 +138,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	parts, stopParts := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopParts()
 	var wg sync.WaitGroup
-	// Each part sends at most one error, the HTTP server two.
-	errs := make(chan error, 5)
+	// Each part sends at most one error, each HTTP server two.
+	errs := make(chan error, 7)
 	if runner != nil {
 		wg.Go(func() {
 			e.log.Info("projections running", "projections", "activity")
@@ -155,12 +170,21 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			}
 		})
 	}
+	if adminSrv != nil {
+		e.log.Info("admin listening", "addr", adminLn.Addr().String(), "pprof", e.cfg.AdminPprof)
+		// Not one of the parts: it serves until they have stopped.
+		go func() {
+			if err := adminSrv.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("admin: %w", err)
+			}
+		}()
+	}
 	var first error
 	select {
 	case <-ctx.Done():
 	case first = <-errs:
 	}
-	stopErr = e.stop(stopParts, &wg, errs, srv, &stopping, first)
+	stopErr = e.stop(stopParts, &wg, errs, servers{api: srv, admin: adminSrv}, &stopping, first)
 	return stopErr
 }
 
@@ -168,16 +192,23 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 // SHUTDOWN_GRACE.
 var errGraceRanOut = errors.New("stop: SHUTDOWN_GRACE ran out")
 
+// servers are the HTTP servers of serve; either may be nil.
+type servers struct {
+	api, admin *http.Server
+}
+
 // stop ends what serve runs within SHUTDOWN_GRACE: /readyz answers 503 at
 // once; the API serves for SHUTDOWN_DELAY more, then closes its listener
 // and lets the requests in flight finish; the relay claims nothing more,
 // and its deliveries in flight finish or, shortly before the grace runs
 // out, are released ([outbox.WithStopGrace]); the projections' batch in
-// flight commits or rolls back whole, in its transaction. It returns
-// first, the error that made serve stop, with those of the parts (errs) as
-// they stopped, or an error when the grace ran out before everything had
-// stopped.
-func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan error, srv *http.Server, stopping *atomic.Bool, first error) error {
+// flight commits or rolls back whole, in its transaction. The admin
+// listener serves until all of that has stopped, so that the stop can be
+// watched, and closes last. It returns first, the error that made serve
+// stop, with those of the parts (errs) as they stopped, or an error when
+// the grace ran out before everything had stopped.
+func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan error, srvs servers, stopping *atomic.Bool, first error) error {
+	srv := srvs.api
 	grace := e.cfg.ShutdownGrace
 	deadline := time.Now().Add(grace)
 	stopping.Store(true)
@@ -210,7 +241,20 @@ func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan er
 	select {
 	case <-done:
 	case <-timer.C:
+		if srvs.admin != nil {
+			_ = srvs.admin.Close()
+		}
 		return errors.Join(first, fmt.Errorf("%w (%s) before every part had stopped; what was in flight is due again once its lease ends", errGraceRanOut, grace))
+	}
+	if srvs.admin != nil {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		err := srvs.admin.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			// A profile or trace still streaming is cut short.
+			_ = srvs.admin.Close()
+		}
+		e.log.Info("admin stopped")
 	}
 	all := []error{first}
 	for len(errs) > 0 {
@@ -227,27 +271,13 @@ func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan er
 // stage of a request. It is ready while the database answers and rel, the
 // relay of this process if any, can claim messages, until stopping, when
 // not nil, is set.
+// A nil metrics leaves /metrics out.
 func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Service, rel *relay, metrics http.Handler, meter metric.MeterProvider, stopping *atomic.Bool) *http.Server {
-	if metrics == nil {
-		metrics = http.NotFoundHandler()
-	}
-	ready := func(ctx context.Context) error {
-		if stopping != nil && stopping.Load() {
-			return httpapi.ErrStopping
-		}
-		if err := db.Ping(ctx); err != nil {
-			return err
-		}
-		if rel != nil {
-			return rel.Ready()
-		}
-		return nil
-	}
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
 			Users:          users,
 			Activity:       activity(db, keys),
-			Ready:          ready,
+			Ready:          readiness(db, rel, stopping),
 			Metrics:        metrics,
 			Log:            e.log,
 			RateLimit:      e.cfg.HTTPRateLimit,
@@ -260,6 +290,44 @@ func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Se
 		WriteTimeout:      15 * time.Second,
 		IdleTimeout:       60 * time.Second,
 		ErrorLog:          slog.NewLogLogger(e.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// readiness reports whether this process can serve: nil while the
+// database answers and rel, the relay of this process if any, can claim
+// messages, until stopping, when not nil, is set.
+func readiness(db backend.Backend, rel *relay, stopping *atomic.Bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if stopping != nil && stopping.Load() {
+			return httpapi.ErrStopping
+		}
+		if err := db.Ping(ctx); err != nil {
+			return err
+		}
+		if rel != nil {
+			return rel.Ready()
+		}
+		return nil
+	}
+}
+
+// adminServer returns the HTTP server of the admin listener: metrics, the
+// probes on ready, and the profiler when ADMIN_PPROF asks for it.
+func (e env) adminServer(metrics http.Handler, ready func(context.Context) error) *http.Server {
+	return &http.Server{
+		Handler: admin.NewHandler(admin.Deps{
+			Metrics: metrics,
+			Health:  httpapi.Health(),
+			Ready:   httpapi.Ready(ready, e.log),
+			Pprof:   e.cfg.AdminPprof,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		// No WriteTimeout: a CPU profile or an execution trace streams for
+		// as long as its ?seconds= asks, and pprof refuses one longer than
+		// the timeout.
+		IdleTimeout: 60 * time.Second,
+		ErrorLog:    slog.NewLogLogger(e.log.Handler(), slog.LevelWarn),
 	}
 }
 

@@ -26,7 +26,8 @@ type composeService struct {
 // NATS with JetStream, a mail catcher and two instances of the app, one of
 // them relay-only; each app service sets only variables that app config
 // knows, points at services the file has, and the one with the API
-// listens on every interface and is published.
+// listens on every interface and is published; each serves its metrics on
+// an admin listener.
 func TestComposeFileDescribesTheWholeSystem(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../../deploy/compose.yaml")
@@ -92,6 +93,9 @@ func TestComposeFileDescribesTheWholeSystem(t *testing.T) {
 			continue
 		}
 		instances++
+		if a, _ := s.Environment["ADMIN_ADDR"].(string); a == "" {
+			t.Errorf("service %s sets no ADMIN_ADDR: its metrics would be served on the public port, or (API=false) not at all", name)
+		}
 		if s.Environment["API"] == "false" {
 			relayOnly++
 			continue

@@ -41,6 +41,11 @@ type Config struct {
 	Projections bool `env:"PROJECTIONS" envDefault:"true" desc:"Keep the asynchronous projections (account activity) in this process; false leaves them to other instances."`
 	// HTTPAddr is where the API listens.
 	HTTPAddr string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080" desc:"Listen address of the HTTP API; the default is loopback only, so set :8080 (every interface) or a host's address to serve others."`
+	// AdminAddr is where the admin listener listens; empty serves
+	// /metrics on HTTPAddr.
+	AdminAddr string `env:"ADMIN_ADDR" desc:"Listen address of the admin listener, which serves /metrics, /healthz, /readyz and (ADMIN_PPROF) /debug/pprof/, for operators and the metrics scraper only; once set, the API's listener no longer serves /metrics, and an instance with API=false has probes and metrics too. Recommended: set it (say :8081) and keep the port off the public network; unset: /metrics is served beside the API on HTTP_ADDR, as before."`
+	// AdminPprof serves Go's profiler on the admin listener.
+	AdminPprof bool `env:"ADMIN_PPROF" envDefault:"false" desc:"Serve Go's profiler (go tool pprof) under /debug/pprof/ on the admin listener; it needs ADMIN_ADDR, and is never served on HTTP_ADDR."`
 	// BaseURL is where the links in mails point.
 	BaseURL string `env:"BASE_URL" desc:"Where links point: BASE_URL/sign-in?code=... and BASE_URL/confirm-email?code=...; unset: http://localhost:PORT, the port of HTTP_ADDR."`
 	// BaseURLFromAddr reports that BASE_URL was unset, so BaseURL points
@@ -137,6 +142,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.DatabaseListenURL != "" && !strings.HasPrefix(c.DatabaseListenURL, "postgres://") && !strings.HasPrefix(c.DatabaseListenURL, "postgresql://") {
 		return Config{}, fmt.Errorf("config: DATABASE_LISTEN_URL must be a postgres:// URL, got %s", strconv.Quote(mustRedact(c.DatabaseListenURL)))
 	}
+	if err := c.checkAdmin(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
 	if c.HTTPRateLimit < 0 {
 		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)
 	}
@@ -181,6 +189,24 @@ func (c Config) checkIntegration() error {
 		errs = append(errs, fmt.Errorf("PUBLISH_RETRY_FOR must be at least 1h, or a short outage of a destination buries its events; got %s", c.PublishRetryFor))
 	}
 	return errors.Join(errs...)
+}
+
+// checkAdmin reports what is wrong with the admin listener.
+func (c Config) checkAdmin() error {
+	if c.AdminAddr == "" {
+		if c.AdminPprof {
+			return errors.New("ADMIN_PPROF=true needs ADMIN_ADDR: the profiler is served on the admin listener only")
+		}
+		return nil
+	}
+	_, port, err := net.SplitHostPort(c.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("ADMIN_ADDR must be host:port or :port, got %q", c.AdminAddr)
+	}
+	if c.AdminAddr == c.HTTPAddr && port != "0" {
+		return fmt.Errorf("ADMIN_ADDR must differ from HTTP_ADDR (%s): the admin listener is a listener of its own", c.HTTPAddr)
+	}
+	return nil
 }
 
 // mustRedact is [RedactURL] without its second result.
