@@ -10,8 +10,11 @@ import (
 
 // held is a message that the relay has claimed and not yet settled.
 type held struct {
-	msg   Message
-	lease Lease
+	msg Message
+	// origin is where msg came from: the trace its first delivery joins,
+	// and the request its log lines name.
+	origin Origin
+	lease  Lease
 	claim *claim
 	// returned is set once the handler has returned, or when none ran.
 	returned atomic.Bool
@@ -48,7 +51,7 @@ type claim struct {
 func (r *Relay) claim(ctx context.Context, limit int, cur *cursor, probes bool) (c *claim, full bool, err error) {
 	now := r.now()
 	c = &claim{until: now.Add(r.cfg.Lease)}
-	var msgs []Message
+	var msgs []Claimed
 	// A claim runs to its end even when ctx ends meanwhile: cut short, its
 	// statement may have leased messages that nobody would hold until the
 	// lease ends, their attempts spent. The caller releases what it took.
@@ -62,7 +65,7 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor, probes bool) 
 		if len(msgs) == limit {
 			break
 		}
-		got, err := r.store.Claim(WithScope(sctx, Scope{Only: []string{topic}}), now, r.cfg.Lease, 1)
+		got, err := r.store.ClaimWithOrigins(WithScope(sctx, Scope{Only: []string{topic}}), now, r.cfg.Lease, 1)
 		if err != nil {
 			r.claimFailed(ctx, err)
 			return r.hold(c, msgs, limit), false, err
@@ -78,7 +81,7 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor, probes bool) 
 	probed := len(msgs) > 0
 	if want := limit - len(msgs); want > 0 {
 		scope := cur.scope(now, except, r.cfg.Interval)
-		got, err := r.store.Claim(WithScope(sctx, scope), now, r.cfg.Lease, want)
+		got, err := r.store.ClaimWithOrigins(WithScope(sctx, scope), now, r.cfg.Lease, want)
 		if err != nil {
 			cur.advance(nil, false)
 			r.claimFailed(ctx, err)
@@ -121,14 +124,14 @@ func (r *Relay) claimSucceeded(ctx context.Context) {
 
 // hold makes c of the claimed msgs, releases the slots of limit that
 // they do not take, and lists c as in flight.
-func (r *Relay) hold(c *claim, msgs []Message, limit int) *claim {
+func (r *Relay) hold(c *claim, msgs []Claimed, limit int) *claim {
 	r.sem.release(limit - len(msgs))
 	if len(msgs) == 0 {
 		return c
 	}
 	c.msgs = make([]*held, len(msgs))
 	for i, m := range msgs {
-		c.msgs[i] = &held{msg: m, lease: Lease{ID: m.ID, Attempts: m.Attempts, Until: c.until}, claim: c}
+		c.msgs[i] = &held{msg: m.Message, origin: m.Origin, lease: Lease{ID: m.ID, Attempts: m.Attempts, Until: c.until}, claim: c}
 	}
 	c.left.Store(int64(len(msgs)))
 	r.inflight.add(c)

@@ -19,8 +19,8 @@ type claimSpy struct {
 	claims chan int
 }
 
-func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
-	msgs, err := s.Outbox.Claim(ctx, now, lease, limit)
+func (s *claimSpy) ClaimWithOrigins(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Claimed, error) {
+	msgs, err := s.Outbox.ClaimWithOrigins(ctx, now, lease, limit)
 	s.claims <- len(msgs)
 	return msgs, err
 }
@@ -33,14 +33,14 @@ type heldClaim struct {
 	release chan struct{}
 }
 
-func (s *heldClaim) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
+func (s *heldClaim) ClaimWithOrigins(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Claimed, error) {
 	first := false
 	s.once.Do(func() { first = true })
 	if first {
 		close(s.holding)
 		<-s.release
 	}
-	return s.Outbox.Claim(ctx, now, lease, limit)
+	return s.Outbox.ClaimWithOrigins(ctx, now, lease, limit)
 }
 
 // TestRelayClaim checks when Run claims: at a commit, while another claim

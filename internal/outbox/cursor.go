@@ -36,7 +36,7 @@ func (c *cursor) scope(now time.Time, except []string, interval time.Duration) S
 }
 
 // advance moves the cursor after a claim that took msgs and was full or not.
-func (c *cursor) advance(msgs []Message, full bool) {
+func (c *cursor) advance(msgs []Claimed, full bool) {
 	if !full || len(msgs) == 0 {
 		c.from = time.Time{}
 		return

@@ -32,8 +32,14 @@
 // subscriber claims from the store and hands each message out with its
 // attempt and lease in the metadata; the router acks or nacks it after its
 // handler, and the subscriber turns that into the store's settlement under
-// the lease. What is generic (the failure reason, timing, panic recovery,
-// the timeout) is router middleware.
+// the lease. What is generic (a span per delivery, the failure reason,
+// timing, panic recovery, the timeout) is router middleware.
+//
+// A message keeps the [Origin] of the unit of work that added it. Its
+// first delivery is a child span in the request's trace; a retry starts a
+// new trace linked to it, since a retry may run hours later and a trace
+// that long breaks tail sampling and trace views. The relay's log lines
+// about the message name its request_id.
 //
 // The types' doc comments say each of these in full. The package knows no
 // SQL: each backend implements [Store] and runs the suite in outboxtest.

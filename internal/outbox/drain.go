@@ -111,7 +111,7 @@ func (r *Relay) drainOne(ctx context.Context, h *held) string {
 		return outcome
 	case <-wait.C:
 		r.log.WarnContext(ctx, "outbox: handler did not return at its timeout; its message stays leased until it does or the lease ends",
-			"id", h.msg.ID, "topic", h.msg.Topic, "timeout", r.cfg.Timeout)
+			h.logArgs("timeout", r.cfg.Timeout)...)
 		return outcomeRunning
 	}
 }

@@ -50,5 +50,5 @@ func (r *Relay) reportOverran(h *held) {
 	ctx := context.Background()
 	r.metrics.overran.Add(ctx, 1, r.metrics.topic(h.msg.Topic))
 	r.log.Log(ctx, slog.LevelError, "outbox: handler still running when its lease ended; the message may be delivered again beside it",
-		"id", h.msg.ID, "topic", h.msg.Topic, "attempts", h.msg.Attempts, "lease_end", h.lease.Until)
+		h.logArgs("attempts", h.msg.Attempts, "lease_end", h.lease.Until)...)
 }

@@ -22,8 +22,11 @@ func (r *Relay) reason(h message.HandlerFunc) message.HandlerFunc {
 		var p middleware.RecoveredPanicError
 		if errors.As(err, &p) {
 			reason = fmt.Sprintf("panic: %v", p.V)
-			r.log.ErrorContext(wm.Context(), "outbox: handler panicked",
-				"id", wm.UUID, "topic", wm.Metadata.Get(MetadataTopic), "panic", p.V, "stack", p.Stacktrace)
+			args := []any{"id", wm.UUID, "topic", wm.Metadata.Get(MetadataTopic)}
+			if id := wm.Metadata.Get(MetadataRequestID); id != "" {
+				args = append(args, "request_id", id)
+			}
+			r.log.ErrorContext(wm.Context(), "outbox: handler panicked", append(args, "panic", p.V, "stack", p.Stacktrace)...)
 		}
 		wm.Metadata.Set(MetadataReason, reason)
 		return out, err

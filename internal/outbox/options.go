@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // RelayOption configures a [Relay].
@@ -23,6 +24,12 @@ func WithLogger(l *slog.Logger) RelayOption {
 // WithMeterProvider makes the relay record its metrics with mp.
 func WithMeterProvider(mp metric.MeterProvider) RelayOption {
 	return func(r *Relay) { r.meter = mp }
+}
+
+// WithTracerProvider makes the relay's spans, one per delivery, with tp;
+// without it, or with nil, otel.GetTracerProvider() makes them.
+func WithTracerProvider(tp trace.TracerProvider) RelayOption {
+	return func(r *Relay) { r.tp = tp }
 }
 
 // WithStopGrace bounds how long the deliveries in flight may go on once the

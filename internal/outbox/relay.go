@@ -11,8 +11,10 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/routerlog"
 )
@@ -31,8 +33,9 @@ var (
 // [Relay.Run] runs a Watermill router with a handler per topic, fed by a
 // subscriber that claims due messages in batches and settles each on its
 // Ack or Nack; [Relay.Drain] delivers what is due in one synchronous pass.
-// Both run each handler under the same router middleware (the outcome's
-// reason and timing, panic recovery, the timeout) and settle its outcome
+// Both run each handler under the same router middleware (a span per
+// delivery, the outcome's reason and timing, panic recovery, the timeout)
+// and settle its outcome
 // the same way: a success is acknowledged, an error is retried after
 // [Backoff], and a message is buried once its topic's [RetryPolicy] is
 // spent ([RelayConfig.MaxAttempts] failures unless
@@ -70,6 +73,10 @@ type Relay struct {
 	log      *slog.Logger
 	meter    metric.MeterProvider
 	metrics  *relayMetrics
+	tp       trace.TracerProvider
+	tracer   trace.Tracer
+	// spanNames are the names of the delivery spans, by topic.
+	spanNames map[string]string
 	breakers *breakers
 	policies map[string]RetryPolicy
 	// stopGrace bounds the deliveries in flight once Run's context ends;
@@ -127,6 +134,14 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 		if err := p.Validate(); err != nil {
 			return nil, fmt.Errorf("outbox: retry policy of %q: %w", topic, err)
 		}
+	}
+	if r.tp == nil {
+		r.tp = otel.GetTracerProvider()
+	}
+	r.tracer = r.tp.Tracer(tracerName)
+	r.spanNames = make(map[string]string, len(topics))
+	for _, topic := range topics {
+		r.spanNames[topic] = spanName(topic)
 	}
 	r.breakers = newBreakers(topics, cfg.Lease, r.log)
 	m, err := newRelayMetrics(r.meter, topics)

@@ -48,7 +48,7 @@ func (r *Relay) release(ctx context.Context, hs []*held) {
 		err := r.store.Retry(WithLease(ctx, l), h.msg.ID, now, "released undelivered")
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
 			r.metrics.storeError(ctx, opRelease)
-			r.log.WarnContext(ctx, "outbox: release", "id", h.msg.ID, "error", err)
+			r.log.WarnContext(ctx, "outbox: release", h.logArgs("error", err)...)
 		}
 		r.settled(h)
 	}
@@ -59,8 +59,11 @@ func (r *Relay) release(ctx context.Context, hs []*held) {
 // which acknowledges it and calls [Relay.settled]; a nack is retried or
 // buried here, with the reason the middleware kept in wm. It returns the
 // outcome.
-func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held)) string {
+//
+// It ends the delivery's span with the outcome.
+func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held)) (outcome string) {
 	defer r.returned.add(-1)
+	defer func() { endDelivery(wm, outcome) }()
 	h.returned.Store(true)
 	m := h.msg
 	took := tookFrom(wm)
@@ -79,14 +82,14 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 		// The stop's grace ran out: the failure is the stop's, not the
 		// destination's, so the breaker hears nothing of it.
 		r.log.InfoContext(ctx, "outbox: delivery cut short by the stop; its message is released, due again at once",
-			"id", m.ID, "topic", m.Topic, "attempts", m.Attempts-1)
+			h.logArgs("attempts", m.Attempts-1)...)
 		r.release(ctx, []*held{h})
 		return outcomeReleased
 	}
 	r.breakers.record(m.Topic, m.ID, false, r.now())
 	sctx, cancel := context.WithTimeout(WithLease(ctx, h.lease), SettleTimeout)
 	defer cancel()
-	outcome := r.fail(sctx, h, reason, r.policy(m.Topic).spent(m, r.now))
+	outcome = r.fail(sctx, h, reason, r.policy(m.Topic).spent(m, r.now))
 	if outcome != outcomeLost {
 		r.metrics.observeDuration(ctx, m.Topic, outcome, took)
 	}
@@ -132,7 +135,7 @@ func (r *Relay) fail(ctx context.Context, h *held, reason string, bury bool) str
 		}
 		r.metrics.buried.Add(ctx, 1, r.metrics.topic(m.Topic))
 		r.settledKeys.add(keyedCreated([]*held{h})...)
-		r.log.ErrorContext(ctx, "outbox: message buried", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
+		r.log.ErrorContext(ctx, "outbox: message buried", h.logArgs("attempts", m.Attempts, "reason", reason)...)
 		return outcomeBuried
 	}
 	at := r.now().Add(Backoff(m.Attempts))
@@ -140,8 +143,19 @@ func (r *Relay) fail(ctx context.Context, h *held, reason string, bury bool) str
 		return r.notRecorded(ctx, h, opRetry, reason, err)
 	}
 	r.metrics.retried.Add(ctx, 1, r.metrics.topic(m.Topic))
-	r.log.WarnContext(ctx, "outbox: delivery failed, will retry", "id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "retry_at", at, "reason", reason)
+	r.log.WarnContext(ctx, "outbox: delivery failed, will retry", h.logArgs("attempts", m.Attempts, "retry_at", at, "reason", reason)...)
 	return outcomeRetried
+}
+
+// logArgs returns the attributes of a log line about h's message: its ID,
+// topic and the request that added it, when known, then more.
+func (h *held) logArgs(more ...any) []any {
+	args := make([]any, 0, 6+len(more))
+	args = append(args, "id", h.msg.ID, "topic", h.msg.Topic)
+	if id := h.origin.RequestID; id != "" {
+		args = append(args, "request_id", id)
+	}
+	return append(args, more...)
 }
 
 // notRecorded logs a failure whose outcome the store did not take. The
@@ -151,11 +165,11 @@ func (r *Relay) notRecorded(ctx context.Context, h *held, op, reason string, err
 	if errors.Is(err, ErrLeaseLost) {
 		r.metrics.leaseLost.Add(ctx, 1, r.metrics.topic(m.Topic))
 		r.log.WarnContext(ctx, "outbox: the message was claimed again meanwhile; this delivery's failure is not recorded",
-			"id", m.ID, "topic", m.Topic, "attempts", m.Attempts, "reason", reason)
+			h.logArgs("attempts", m.Attempts, "reason", reason)...)
 		return outcomeLost
 	}
 	r.metrics.storeError(ctx, op)
 	r.log.ErrorContext(ctx, "outbox: record failed delivery; the message is due again when its lease ends",
-		"id", m.ID, "topic", m.Topic, "operation", op, "reason", reason, "error", err)
+		h.logArgs("operation", op, "reason", reason, "error", err)...)
 	return outcomeLost
 }

@@ -22,8 +22,8 @@ type cancelOnClaim struct {
 	once   sync.Once
 }
 
-func (s *cancelOnClaim) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
-	msgs, err := s.RelayStore.Claim(ctx, now, lease, limit)
+func (s *cancelOnClaim) ClaimWithOrigins(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Claimed, error) {
+	msgs, err := s.RelayStore.ClaimWithOrigins(ctx, now, lease, limit)
 	if len(msgs) > 0 {
 		s.once.Do(s.cancel)
 	}

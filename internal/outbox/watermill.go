@@ -28,10 +28,17 @@ const (
 	// MetadataDuration is how long the handler took, in nanoseconds, set
 	// by a middleware for the relay's outbox.delivery.duration.
 	MetadataDuration = "outbox_duration_ns"
+	// MetadataTraceParent and MetadataTraceState are the W3C trace
+	// context of the message's [Origin], under the names of its headers;
+	// MetadataRequestID is the origin's request ID. Each is set only when
+	// the origin has it.
+	MetadataTraceParent = "traceparent"
+	MetadataTraceState  = "tracestate"
+	MetadataRequestID   = "outbox_request_id"
 )
 
 // toWatermill returns h as a Watermill message on ctx, the message's
-// fields and its lease in the metadata.
+// fields, its origin and its lease in the metadata.
 func toWatermill(h *held, ctx context.Context) *message.Message {
 	m := h.msg
 	wm := message.NewMessage(m.ID.String(), m.Payload)
@@ -41,6 +48,17 @@ func toWatermill(h *held, ctx context.Context) *message.Message {
 	wm.Metadata.Set(MetadataLeaseUntil, h.lease.Until.Format(time.RFC3339Nano))
 	if m.Key != "" {
 		wm.Metadata.Set(MetadataKey, m.Key)
+	}
+	if o := h.origin; !o.IsZero() {
+		if o.TraceParent != "" {
+			wm.Metadata.Set(MetadataTraceParent, o.TraceParent)
+		}
+		if o.TraceState != "" {
+			wm.Metadata.Set(MetadataTraceState, o.TraceState)
+		}
+		if o.RequestID != "" {
+			wm.Metadata.Set(MetadataRequestID, o.RequestID)
+		}
 	}
 	wm.SetContext(ctx)
 	return wm
@@ -87,6 +105,7 @@ func consume(h Handler) message.NoPublishHandlerFunc {
 func (r *Relay) middleware() []message.HandlerMiddleware {
 	return []message.HandlerMiddleware{
 		r.countReturned,
+		r.tracing,
 		timing,
 		r.reason,
 		middleware.Recoverer,

@@ -93,8 +93,8 @@ type claimSpy struct {
 	claims chan int
 }
 
-func (s *claimSpy) Claim(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Message, error) {
-	msgs, err := s.Outbox.Claim(ctx, now, lease, limit)
+func (s *claimSpy) ClaimWithOrigins(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]outbox.Claimed, error) {
+	msgs, err := s.Outbox.ClaimWithOrigins(ctx, now, lease, limit)
 	select {
 	case s.claims <- len(msgs):
 	default:
