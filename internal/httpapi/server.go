@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -61,6 +62,9 @@ type Deps struct {
 	// http.server.request.duration, by route and status); nil records
 	// nothing.
 	Meter metric.Meter
+	// TracerProvider makes a span of each request, named for its route;
+	// nil means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 
 	baseURL *url.URL
 }
@@ -91,9 +95,10 @@ func NewServer(d Deps) http.Handler {
 	}
 	mux := http.NewServeMux()
 	addRoutes(mux, d, nil)
-	var h http.Handler = mux
+	var h http.Handler = nameSpans(mux)
 	h = recoverPanics(d.Log, h)
 	h = observeRequests(d.Log, m, h)
+	h = traceRequests(d.TracerProvider, h)
 	return h
 }
 
