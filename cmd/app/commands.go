@@ -38,6 +38,11 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if !e.cfg.API && !e.cfg.Relay && !e.cfg.Projections {
 		return errors.New("API=false, RELAY=false and PROJECTIONS=false leave nothing to run")
 	}
+	stopTracing, err := e.startTracing(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	db, err := e.openDB(ctx)
 	if err != nil {
 		return err
@@ -284,6 +289,7 @@ func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Se
 			TrustedProxies: e.cfg.TrustedProxies,
 			BaseURL:        e.cfg.BaseURL,
 			Meter:          meter.Meter("github.com/eventsourced/accounts/internal/httpapi"),
+			TracerProvider: e.tracer,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -379,7 +385,15 @@ func printConfig(stdout io.Writer, getenv func(string) string, defaults bool) er
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", v.Name, value, from, v.Description)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil || defaults {
+		return err
+	}
+	// What the OTEL_ variables add up to; a configuration that does not
+	// load says why at the start of a command instead.
+	if cfg, err := config.Load(getenv); err == nil {
+		fmt.Fprintf(stdout, "\ntracing: %s\n", cfg.Tracing.InEffect())
+	}
+	return nil
 }
 
 // outboxDrain delivers what is due now in one synchronous pass.

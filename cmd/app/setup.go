@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
@@ -28,10 +29,13 @@ import (
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
-// env is what every command starts from: the configuration and a logger.
+// env is what every command starts from: the configuration and a logger,
+// and the tracer provider once [env.startTracing] has built it (nil: the
+// global one).
 type env struct {
-	cfg config.Config
-	log *slog.Logger
+	cfg    config.Config
+	log    *slog.Logger
+	tracer trace.TracerProvider
 }
 
 func load(getenv func(string) string, stderr io.Writer) (env, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/publish/webhook"
+	"github.com/eventsourced/accounts/internal/telemetry"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -91,6 +92,9 @@ type Config struct {
 	Policy user.Policy
 	// Outbox tunes the relay.
 	Outbox outbox.RelayConfig `envPrefix:"OUTBOX_"`
+	// Tracing holds the OpenTelemetry variables of tracing, off unless
+	// OTEL_TRACES_EXPORTER is set.
+	Tracing telemetry.Config
 }
 
 // Load reads the configuration through getenv, such as os.Getenv, and
@@ -148,7 +152,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.HTTPRateLimit < 0 {
 		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)
 	}
-	if err := errors.Join(c.Outbox.Validate(), c.Policy.Validate(), c.checkIntegration(), c.checkShutdown()); err != nil {
+	if err := errors.Join(c.Outbox.Validate(), c.Policy.Validate(), c.checkIntegration(), c.checkShutdown(), c.Tracing.Validate()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"go.opentelemetry.io/otel"
+
+	"github.com/eventsourced/accounts/internal/telemetry"
+)
+
+// tracingFlush bounds the last export of spans once a command ends.
+const tracingFlush = 5 * time.Second
+
+// startTracing builds the tracer provider of the OTEL_ variables into
+// e.tracer. When tracing is on it also becomes the global provider, with
+// the W3C trace context and baggage as the global propagator, for
+// libraries that take no provider; when it is off nothing global changes.
+// Its spans of the console exporter go to console. stop exports what is
+// left, waiting at most tracingFlush.
+func (e *env) startTracing(ctx context.Context, console io.Writer) (stop func(), err error) {
+	t, err := telemetry.New(ctx, e.cfg.Tracing, telemetry.Options{Console: console, Version: version()})
+	if err != nil {
+		return nil, err
+	}
+	e.tracer = t.TracerProvider()
+	if !t.Enabled() {
+		return func() {}, nil
+	}
+	otel.SetTracerProvider(t.TracerProvider())
+	otel.SetTextMapPropagator(telemetry.Propagator())
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { e.log.Warn("tracing", "error", err) }))
+	e.log.Info("tracing on", "tracing", e.cfg.Tracing.InEffect())
+	return func() {
+		flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlush)
+		defer cancel()
+		if err := t.Shutdown(flush); err != nil {
+			e.log.Warn("tracing: last export", "error", err)
+		}
+	}, nil
+}
