@@ -91,5 +91,22 @@ func TestAlertRules(t *testing.T) {
 				t.Errorf("docs/operations.md has no section for %s", m[1])
 			}
 		}
+		// Each runbook_url ends in the anchor of a heading of the runbook,
+		// as GitHub and most renderers make it.
+		anchors := map[string]bool{}
+		for _, h := range regexp.MustCompile(`(?m)^#+ (.+)$`).FindAllStringSubmatch(string(runbook), -1) {
+			slug := regexp.MustCompile(`[^a-z0-9 _-]`).ReplaceAllString(strings.ToLower(h[1]), "")
+			anchors[strings.ReplaceAll(slug, " ", "-")] = true
+		}
+		alerts := regexp.MustCompile(`alert: \w+`).FindAllString(string(rules), -1)
+		links := regexp.MustCompile(`runbook_url: .*operations\.md(?:\{\{ end \}\})?#([^'"\s]+)`).FindAllStringSubmatch(string(rules), -1)
+		if len(links) != len(alerts) {
+			t.Errorf("%d alerts, %d runbook_url annotations into docs/operations.md; want one each", len(alerts), len(links))
+		}
+		for _, l := range links {
+			if !anchors[l[1]] {
+				t.Errorf("runbook_url anchor #%s is no heading of docs/operations.md", l[1])
+			}
+		}
 	})
 }
