@@ -24,6 +24,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
+	"github.com/eventsourced/accounts/internal/logctx"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/smtp"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -48,7 +49,8 @@ func load(getenv func(string) string, stderr io.Writer) (env, error) {
 	if cfg.LogFormat == "json" {
 		h = slog.NewJSONHandler(stderr, opts)
 	}
-	log := slog.New(h)
+	// Each line of a request names it, and its trace when there is one.
+	log := slog.New(logctx.New(h))
 	return env{cfg: cfg, log: log}, nil
 }
 
