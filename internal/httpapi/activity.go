@@ -55,7 +55,7 @@ func handleActivity(users Users, activity ActivityReader, log *slog.Logger) http
 		}
 		for name := range q {
 			if name != "limit" && name != "before" {
-				writeProblem(w, http.StatusBadRequest, TypeBadRequest, "unknown parameter "+strconv.Quote(name)+"; want limit and before")
+				writeProblem(w, r, http.StatusBadRequest, TypeBadRequest, "unknown parameter "+strconv.Quote(name)+"; want limit and before")
 				return
 			}
 		}
@@ -63,7 +63,7 @@ func handleActivity(users Users, activity ActivityReader, log *slog.Logger) http
 		if vs, ok := q["limit"]; ok {
 			n, err := strconv.Atoi(vs[0])
 			if len(vs) > 1 || err != nil || n < 1 || n > maxActivityLimit || vs[0] != strconv.Itoa(n) {
-				writeProblem(w, http.StatusBadRequest, TypeBadRequest, "limit must be a whole number from 1 to 100")
+				writeProblem(w, r, http.StatusBadRequest, TypeBadRequest, "limit must be a whole number from 1 to 100")
 				return
 			}
 			limit = n
@@ -72,7 +72,7 @@ func handleActivity(users Users, activity ActivityReader, log *slog.Logger) http
 		if vs, ok := q["before"]; ok {
 			p, err := user.ParseActivityCursor(vs[0])
 			if len(vs) > 1 || err != nil {
-				writeProblem(w, http.StatusBadRequest, TypeBadRequest, "before must be the next cursor of a page")
+				writeProblem(w, r, http.StatusBadRequest, TypeBadRequest, "before must be the next cursor of a page")
 				return
 			}
 			before = &p

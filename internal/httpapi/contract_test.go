@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/eventsourced/accounts/internal/requestid"
 )
 
 // contract is the OpenAPI document, compiled once: OpenAPI 3.1's schemas
@@ -85,13 +87,17 @@ func pointer(s string) string {
 }
 
 // checkContract fails t when the answer to method path is not one the
-// document gives: an undocumented route, status or content type, or a JSON
+// document gives: no valid X-Request-Id (which every answer carries, of a
+// route or not), an undocumented route, status or content type, or a JSON
 // body that does not match its schema; and when a request that succeeded
 // (2xx) sent a body that does not match the document's. A route the
 // document lacks is left to TestOpenAPIDocumentsEveryRoute; a 404 or 405
 // of no route is not an operation.
 func checkContract(t *testing.T, method, path string, reqBody []byte, r response) {
 	t.Helper()
+	if id := r.header.Get(requestid.Header); !requestid.Valid(id) {
+		t.Errorf("%s %s %d: X-Request-Id %q, want a valid request ID on every answer", method, path, r.status, id)
+	}
 	doc, err := contract()
 	if err != nil {
 		t.Fatalf("openapi.json: %v", err)

@@ -87,7 +87,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		return
 	}
 	f.setHeaders(w)
-	writeProblem(w, f.status, f.typ, f.detail)
+	writeProblem(w, r, f.status, f.typ, f.detail)
 }
 
 // bearer returns the token of an Authorization: Bearer header, or "".
@@ -244,13 +244,13 @@ func Ready(ready func(context.Context) error, log *slog.Logger) http.Handler {
 			defer cancel()
 			err := ready(ctx)
 			if errors.Is(err, ErrStopping) {
-				writeProblem(w, http.StatusServiceUnavailable, TypeNotReady, "the service is stopping")
+				writeProblem(w, r, http.StatusServiceUnavailable, TypeNotReady, "the service is stopping")
 				return
 			}
 			if err != nil {
 				log.WarnContext(r.Context(), "not ready", "error", err)
 				// The log says which: the database, or the relay's claims.
-				writeProblem(w, http.StatusServiceUnavailable, TypeNotReady, "the database does not answer or the relay cannot claim messages")
+				writeProblem(w, r, http.StatusServiceUnavailable, TypeNotReady, "the database does not answer or the relay cannot claim messages")
 				return
 			}
 		}

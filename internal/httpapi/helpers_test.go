@@ -24,6 +24,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
@@ -254,6 +255,9 @@ func parseProblem(t *testing.T, what string, r response) (httpapi.Problem, bool)
 	}
 	if p.Title == "" {
 		t.Errorf("%s: problem %s has no title", what, p.Type)
+	}
+	if id := r.header.Get(requestid.Header); p.RequestID != id {
+		t.Errorf("%s: problem request_id %q in an answer whose X-Request-Id is %q", what, p.RequestID, id)
 	}
 	if _, ok := knownTypes[p.Type]; !ok {
 		t.Errorf("%s: unknown problem type %q", what, p.Type)

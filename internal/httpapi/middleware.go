@@ -14,7 +14,25 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/time/rate"
+
+	"github.com/eventsourced/accounts/internal/requestid"
 )
+
+// nameRequests gives each request an ID before anything else runs: the
+// client's X-Request-Id when it is [requestid.Valid], a new one otherwise.
+// The ID goes in the request's context, where the log lines, the unit of
+// work and the problem details read it, and in the response's header,
+// which every answer carries, a panic's and a 404's too.
+func nameRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(requestid.Header)
+		if !requestid.Valid(id) {
+			id = requestid.New()
+		}
+		w.Header().Set(requestid.Header, id)
+		next.ServeHTTP(w, r.WithContext(requestid.With(r.Context(), id)))
+	})
+}
 
 // recoverPanics turns a panic in a handler into a 500 problem and a log line.
 func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
@@ -25,7 +43,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 					panic(p)
 				}
 				log.ErrorContext(r.Context(), "handler panicked", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
-				writeProblem(w, http.StatusInternalServerError, TypeInternal, "")
+				writeProblem(w, r, http.StatusInternalServerError, TypeInternal, "")
 			}
 		}()
 		next.ServeHTTP(w, r)

@@ -5,16 +5,21 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/eventsourced/accounts/internal/requestid"
 )
 
 // Problem is an error response in the form of RFC 9457
 // (application/problem+json). Type is stable per kind of error, so clients
-// can branch on it; Detail is for people.
+// can branch on it; Detail is for people. RequestID, an extension member,
+// is the request's ID, as its X-Request-Id header gives it, for a person
+// who reports the error to quote.
 type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail,omitempty"`
+	RequestID string `json:"request_id"`
 }
 
 // The problem types of the API.
@@ -52,18 +57,20 @@ var titles = map[string]string{
 	TypeInternal:             "Something went wrong on our side.",
 }
 
-// writeProblem writes a problem of typ with status and detail.
-func writeProblem(w http.ResponseWriter, status int, typ, detail string) {
+// writeProblem writes a problem of typ with status and detail, in answer
+// to r.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, typ, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(Problem{Type: typ, Title: titles[typ], Status: status, Detail: detail})
+	_ = json.NewEncoder(w).Encode(Problem{Type: typ, Title: titles[typ], Status: status, Detail: detail,
+		RequestID: requestid.From(r.Context())})
 }
 
 // writeTooMany writes a 429 problem with Retry-After in whole seconds.
-func writeTooMany(w http.ResponseWriter, wait time.Duration, detail string) {
+func writeTooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, detail string) {
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(wait)))
-	writeProblem(w, http.StatusTooManyRequests, TypeTooManyRequests, detail)
+	writeProblem(w, r, http.StatusTooManyRequests, TypeTooManyRequests, detail)
 }
 
 // retryAfterSeconds rounds wait up to the whole seconds of Retry-After,

@@ -26,8 +26,8 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	var paths []string
 	v1 := func(method, path string, h http.HandlerFunc) {
 		declared(method + " " + path)
-		mux.Handle(method+" "+path, limiter.limit(h, func(w http.ResponseWriter, _ *http.Request, wait time.Duration) {
-			writeTooMany(w, wait, "this client sent too many requests")
+		mux.Handle(method+" "+path, limiter.limit(h, func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+			writeTooMany(w, r, wait, "this client sent too many requests")
 		}))
 		if methods[path] == nil {
 			paths = append(paths, path)
@@ -117,7 +117,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 			site.notFound(w, r)
 			return
 		}
-		writeProblem(w, http.StatusNotFound, TypeNotFound, "no route for "+r.URL.Path)
+		writeProblem(w, r, http.StatusNotFound, TypeNotFound, "no route for "+r.URL.Path)
 	})
 }
 
@@ -125,7 +125,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 func methodNotAllowed(allowed string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allowed)
-		writeProblem(w, http.StatusMethodNotAllowed, TypeMethodNotAllowed,
+		writeProblem(w, r, http.StatusMethodNotAllowed, TypeMethodNotAllowed,
 			r.Method+" is not allowed; use "+allowed)
 	})
 }

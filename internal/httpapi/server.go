@@ -99,6 +99,7 @@ func NewServer(d Deps) http.Handler {
 	h = recoverPanics(d.Log, h)
 	h = observeRequests(d.Log, m, h)
 	h = traceRequests(d.TracerProvider, h)
+	h = nameRequests(h)
 	return h
 }
 
