@@ -123,7 +123,7 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
 		if ctx.Err() != nil {
 			err = errors.Join(ctx.Err(), err)
 		}
-		return fmt.Errorf("smtp: send %s to %s: %w", m.MessageID, m.To, err)
+		return fmt.Errorf("smtp: send %s: %w", m.MessageID, redacted{err})
 	}
 	return nil
 }

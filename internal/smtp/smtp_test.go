@@ -83,3 +83,23 @@ func TestSendEndsWithItsContext(t *testing.T) {
 		t.Fatal("Send went on waiting for the server after its context ended")
 	}
 }
+
+func TestSendErrorsKeepNoAddress(t *testing.T) {
+	t.Parallel()
+	srv := smtptest.NewServer(t)
+	srv.Refuse(550, "5.1.1 <ann.refused@example.com> unknown")
+	s, err := smtp.New(srv.URL(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: "ann.refused@example.com", Subject: "s", MessageID: "x@example.com", Text: "t"})
+	if err == nil {
+		t.Fatal("Send to a refused recipient succeeded")
+	}
+	if strings.Contains(err.Error(), "ann.refused") {
+		t.Errorf("Send's error names the recipient: %v", err)
+	}
+	if !strings.Contains(err.Error(), "550") {
+		t.Errorf("Send's error lost the server's reply: %v", err)
+	}
+}
