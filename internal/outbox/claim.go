@@ -15,7 +15,7 @@ type held struct {
 	// and the request its log lines name.
 	origin Origin
 	lease  Lease
-	claim *claim
+	claim  *claim
 	// returned is set once the handler has returned, or when none ran.
 	returned atomic.Bool
 	// overran is set once the handler was found running past the lease.

@@ -35,10 +35,9 @@ var (
 // Ack or Nack; [Relay.Drain] delivers what is due in one synchronous pass.
 // Both run each handler under the same router middleware (a span per
 // delivery, the outcome's reason and timing, panic recovery, the timeout)
-// and settle its outcome
-// the same way: a success is acknowledged, an error is retried after
-// [Backoff], and a message is buried once its topic's [RetryPolicy] is
-// spent ([RelayConfig.MaxAttempts] failures unless
+// and settle its outcome the same way: a success is acknowledged, an error
+// is retried after [Backoff], and a message is buried once its topic's
+// [RetryPolicy] is spent ([RelayConfig.MaxAttempts] failures unless
 // [WithRetryPolicy] says otherwise), when its topic has no handler, or when
 // it was claimed again after its policy was spent without finishing, since
 // it may be what crashes the relay.
@@ -77,8 +76,8 @@ type Relay struct {
 	tracer   trace.Tracer
 	// spanNames are the names of the delivery spans, by topic.
 	spanNames map[string]string
-	breakers *breakers
-	policies map[string]RetryPolicy
+	breakers  *breakers
+	policies  map[string]RetryPolicy
 	// stopGrace bounds the deliveries in flight once Run's context ends;
 	// zero leaves them their timeout.
 	stopGrace   time.Duration
