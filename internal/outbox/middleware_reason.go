@@ -22,11 +22,10 @@ func (r *Relay) reason(h message.HandlerFunc) message.HandlerFunc {
 		var p middleware.RecoveredPanicError
 		if errors.As(err, &p) {
 			reason = fmt.Sprintf("panic: %v", p.V)
-			args := []any{"id", wm.UUID, "topic", wm.Metadata.Get(MetadataTopic)}
-			if id := wm.Metadata.Get(MetadataRequestID); id != "" {
-				args = append(args, "request_id", id)
-			}
-			r.log.ErrorContext(wm.Context(), "outbox: handler panicked", append(args, "panic", p.V, "stack", p.Stacktrace)...)
+			// The message's context carries its request ID ([Relay.tracing]),
+			// which the service's log handler adds to the line.
+			r.log.ErrorContext(wm.Context(), "outbox: handler panicked",
+				"id", wm.UUID, "topic", wm.Metadata.Get(MetadataTopic), "panic", p.V, "stack", p.Stacktrace)
 		}
 		wm.Metadata.Set(MetadataReason, reason)
 		return out, err
