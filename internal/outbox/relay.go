@@ -28,6 +28,12 @@ var (
 	errOverclaimed = errors.New("claimed more often than allowed without finishing")
 )
 
+// HeldBatches is how many batches of messages a relay may hold at once,
+// claimed and not yet settled. Two claims may run at once, and each
+// delivered message keeps its place until its acknowledgement is written,
+// so fewer batches leave the claims waiting for places in a drain.
+const HeldBatches = 8
+
 // Relay delivers the messages of a [Store] to the [Handler] of their topic.
 //
 // [Relay.Run] runs a Watermill router with a handler per topic, fed by a
@@ -52,10 +58,10 @@ var (
 //     counted in outbox.overran and logged with the message ID.
 //   - Every outcome is recorded under the claim's [Lease], so a relay that
 //     has lost its claim changes nothing, whatever its clock says.
-//   - A relay holds at most 4×[RelayConfig.Batch] messages claimed and not
-//     yet settled: it claims the next batch while the previous ones are
-//     delivered and their acknowledgements written, and claims only when a
-//     whole batch fits. Abandoned handlers keep their slot, so they cannot
+//   - A relay holds at most [HeldBatches]×[RelayConfig.Batch] messages
+//     claimed and not yet settled: it claims the next batch while the
+//     previous ones are delivered and their acknowledgements written, and
+//     claims only when a whole batch fits. Abandoned handlers keep their slot, so they cannot
 //     pile up.
 //   - A delivered message is acknowledged at once, with whatever else was
 //     delivered meanwhile, never waiting for the slowest of its batch; a
@@ -114,7 +120,7 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 		now:         time.Now,
 		log:         slog.New(slog.DiscardHandler),
 		meter:       noop.NewMeterProvider(),
-		sem:         newSemaphore(4 * cfg.Batch),
+		sem:         newSemaphore(HeldBatches * cfg.Batch),
 		settledKeys: newSettledKeys(),
 	}
 	topics := make([]string, 0, len(handlers))
