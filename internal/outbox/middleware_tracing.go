@@ -37,7 +37,10 @@ const (
 // trace views; the link keeps the way back to the request.
 func (r *Relay) tracing(h message.HandlerFunc) message.HandlerFunc {
 	return func(wm *message.Message) ([]*message.Message, error) {
-		ctx, span := r.startDelivery(wm)
+		ctx, span := wm.Context(), trace.SpanFromContext(wm.Context())
+		if r.tracer != nil {
+			ctx, span = r.startDelivery(wm)
+		}
 		if id := wm.Metadata.Get(MetadataRequestID); id != "" {
 			ctx = requestid.With(ctx, id)
 		}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/eventsourced/accounts/internal/routerlog"
 )
@@ -79,7 +80,7 @@ type Relay struct {
 	meter    metric.MeterProvider
 	metrics  *relayMetrics
 	tp       trace.TracerProvider
-	tracer   trace.Tracer
+	tracer   trace.Tracer // nil when tp is a no-op provider
 	// spanNames are the names of the delivery spans, by topic.
 	spanNames map[string]string
 	breakers  *breakers
@@ -143,7 +144,9 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 	if r.tp == nil {
 		r.tp = otel.GetTracerProvider()
 	}
-	r.tracer = r.tp.Tracer(tracerName)
+	if _, off := r.tp.(tracenoop.TracerProvider); !off {
+		r.tracer = r.tp.Tracer(tracerName)
+	}
 	r.spanNames = make(map[string]string, len(topics))
 	for _, topic := range topics {
 		r.spanNames[topic] = spanName(topic)

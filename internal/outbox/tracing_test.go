@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/requestid"
@@ -116,6 +117,7 @@ func TestRelayTracing(t *testing.T) {
 	t.Run("BuriedDeliverySaysSo", testTracingBuried)
 	t.Run("MessageWithoutOriginStillDelivers", testTracingWithoutOrigin)
 	t.Run("RunTracesAsDrainDoes", testTracingRun)
+	t.Run("NoopProviderStartsNoSpanAndKeepsTheRequestID", testTracingOff)
 }
 
 // The first delivery joins the request's trace, as a child of the span
@@ -269,5 +271,23 @@ func testTracingRun(t *testing.T) {
 	}
 	if !saw.spans[0].Equal(spans[0].SpanContext()) || saw.reqs[0] != "req-run" {
 		t.Errorf("handler saw span %v and request ID %q, want the delivery's and req-run", saw.spans[0], saw.reqs[0])
+	}
+}
+
+// With a no-op provider, as when tracing is off, the relay starts no span,
+// and the handler still learns the request that added the message.
+func testTracingOff(t *testing.T) {
+	f := newTraced(t, outbox.RelayConfig{MaxAttempts: 3}, outbox.WithTracerProvider(tracenoop.NewTracerProvider()))
+	var saw handlerSaw
+	f.handle = func(ctx context.Context, _ outbox.Message) error { saw.see(ctx); return nil }
+	f.request(t, "req-off")
+	if got := f.drain(t); got.Delivered != 1 {
+		t.Fatalf("drain: %+v, want one delivered", got)
+	}
+	if spans := f.deliveries(t); len(spans) != 0 {
+		t.Errorf("%d delivery spans with a no-op provider, want none", len(spans))
+	}
+	if len(saw.reqs) != 1 || saw.reqs[0] != "req-off" || saw.spans[0].IsValid() {
+		t.Errorf("handler saw request IDs %q and spans %v, want req-off and no span", saw.reqs, saw.spans)
 	}
 }
