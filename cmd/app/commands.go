@@ -78,7 +78,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	var runner *projections.Runner
 	if e.cfg.Projections {
 		if runner, err = projections.NewRunner(db.Log(projections.LogConfig{}), []projections.Projection{activity(db, keys)},
-			projections.WithRunnerLogger(e.log), projections.WithRunnerMeter(meter)); err != nil {
+			projections.WithRunnerLogger(e.log), projections.WithRunnerMeter(meter), projections.WithRunnerTracer(e.tracer)); err != nil {
 			return err
 		}
 		defer runner.Close()

@@ -68,24 +68,25 @@ func (e env) publishers() (*publishers, error) {
 	switch b := e.cfg.Broker(); b.Kind {
 	case "nats":
 		pub, err := natsbroker.New(natsbroker.Config{
-			URLs:     strings.Join(b.Addrs, ","),
-			Stream:   streamName(prefix),
-			Subjects: []string{prefix + ">"},
-			Log:      e.log,
+			URLs:           strings.Join(b.Addrs, ","),
+			Stream:         streamName(prefix),
+			Subjects:       []string{prefix + ">"},
+			Log:            e.log,
+			TracerProvider: e.tracer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
 		p.add(publish.Broker, pub, publish.Subject(prefix))
 	case "kafka":
-		pub, err := kafkabroker.New(kafkabroker.Config{Brokers: b.Addrs})
+		pub, err := kafkabroker.New(kafkabroker.Config{Brokers: b.Addrs, TracerProvider: e.tracer})
 		if err != nil {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
 		p.add(publish.Broker, pub, publish.Category(prefix))
 	}
 	if e.cfg.WebhookURL != "" {
-		pub, err := webhook.New(webhook.Config{URL: e.cfg.WebhookURL, Secret: e.cfg.WebhookSecret})
+		pub, err := webhook.New(webhook.Config{URL: e.cfg.WebhookURL, Secret: e.cfg.WebhookSecret, TracerProvider: e.tracer})
 		if err != nil {
 			_ = p.Close()
 			return nil, err

@@ -92,7 +92,7 @@ func (e env) open(ctx context.Context, existing bool) (backend.Backend, error) {
 func (e env) handlers(meter metric.MeterProvider) (map[string]outbox.Handler, error) {
 	var sender mail.Sender = mail.LogSender{Log: e.log}
 	if e.cfg.SMTPURL != "" {
-		s, err := smtp.New(e.cfg.SMTPURL, e.cfg.SMTPTimeout)
+		s, err := smtp.New(e.cfg.SMTPURL, e.cfg.SMTPTimeout, smtp.WithTracerProvider(e.tracer))
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +133,7 @@ func (e env) relay(db backend.Backend, meter metric.MeterProvider) (relay, error
 	}
 	maps.Copy(handlers, pubs.handlers)
 	r, err := outbox.NewRelay(db.Outbox(), handlers, e.cfg.Outbox,
-		outbox.WithLogger(e.log), outbox.WithMeterProvider(meter),
+		outbox.WithLogger(e.log), outbox.WithMeterProvider(meter), outbox.WithTracerProvider(e.tracer),
 		outbox.WithStopGrace(deliveryGrace(e.cfg.ShutdownGrace)),
 		e.publishPolicy(pubs))
 	if err != nil {
