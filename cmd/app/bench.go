@@ -17,13 +17,14 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/telemetry"
 )
 
 // benchOptions are the flags of the benchmarks.
 type benchOptions struct {
 	messages, rate, events, batch, concurrency, users int
 	duration, poll, timeout                           time.Duration
-	lag, holdXmin                                     bool
+	lag, holdXmin, traceSink                          bool
 	profiles                                          bench.Profiles
 }
 
@@ -45,6 +46,11 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	stopTracing, err := e.benchTracing(ctx, o.traceSink)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	db, drop, err := d.openScratch(ctx, e.log)
 	if err != nil {
 		return err
@@ -73,6 +79,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		Out:    stdout,
 		Timed:  bench.Timed(name, o.profiles, stderr, e.log),
 		Logger: e.log,
+		Tracer: e.tracer,
 	}
 	cfg := e.cfg.Outbox
 	if name == "projection" {
@@ -151,6 +158,34 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 	default:
 		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin, projection or publish", name)
 	}
+}
+
+// benchTracing starts tracing as the OTEL_ variables say, or, with sink,
+// to a [bench.TraceSink] whose count of exports is logged at the end.
+// Every part the benchmark builds takes e.tracer: nothing global changes.
+func (e *env) benchTracing(ctx context.Context, sink bool) (stop func(), err error) {
+	if !sink {
+		_, stop, err := e.buildTracing(ctx, telemetry.Options{})
+		return stop, err
+	}
+	s, err := bench.StartTraceSink()
+	if err != nil {
+		return nil, err
+	}
+	e.cfg.Tracing.Exporter = telemetry.ExporterOTLP
+	e.cfg.Tracing.TracesProtocol, e.cfg.Tracing.TracesEndpoint = telemetry.ProtocolHTTP, s.URL
+	log := e.log // The sign-in benchmark discards e.log's lines later.
+	_, stopTracing, err := e.buildTracing(ctx, telemetry.Options{TracesURL: s.URL})
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return func() {
+		stopTracing()
+		exports, bytes := s.Received()
+		log.Info("trace sink", "exports", exports, "bytes", bytes)
+		_ = s.Close()
+	}, nil
 }
 
 // benchKeyring returns the keyring of DATA_KEY, or, without it, of a master

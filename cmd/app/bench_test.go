@@ -45,6 +45,22 @@ func TestBenchmarks(t *testing.T) {
 			}
 		}
 	})
+	t.Run("TraceSinkTakesTheSpans", func(t *testing.T) {
+		t.Parallel()
+		var stdout, stderr bytes.Buffer
+		args := []string{"bench", "drain", "--messages", "200", "--trace-sink"}
+		if err := run(t.Context(), args, getenv(map[string]string{"DATABASE_URL": pgtest.URL()}), &stdout, &stderr); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+		}
+		if !regexp.MustCompile(`\ndrain: 200 messages in `).MatchString(stdout.String()) {
+			t.Errorf("%v printed %q, want its summary line", args, stdout.String())
+		}
+		// 200 delivery spans make at least one export of some kilobytes.
+		got := regexp.MustCompile(`msg="trace sink" exports=([1-9]\d*) bytes=(\d{4,})`).FindStringSubmatch(stderr.String())
+		if got == nil {
+			t.Errorf("%v logged %q, want the sink's count of exports", args, stderr.String())
+		}
+	})
 	t.Run("ProjectionEndsWithItsSummaryLine", func(t *testing.T) {
 		t.Parallel()
 		env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}

@@ -231,6 +231,7 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 		c.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 		c.Flags().StringVar(&o.profiles.CPU, "cpuprofile", "", "write a CPU profile of the timed part to this file")
 		c.Flags().StringVar(&o.profiles.Trace, "trace", "", "write an execution trace of the timed part to this file (go tool trace)")
+		c.Flags().BoolVar(&o.traceSink, "trace-sink", false, "turn tracing on, exporting over OTLP/HTTP to a receiver in this process that discards the spans (OTEL_TRACES_SAMPLER still applies)")
 		flags(c.Flags(), o)
 		return c
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
@@ -39,6 +41,8 @@ type Bench struct {
 	Timed Timing
 	// Logger takes what goes wrong beside the figure; nil discards it.
 	Logger *slog.Logger
+	// Tracer makes the relay's spans; nil means otel.GetTracerProvider().
+	Tracer trace.TracerProvider
 }
 
 // Timing starts the timed part of a benchmark, whose progress count tells,

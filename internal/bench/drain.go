@@ -41,7 +41,7 @@ func (b Bench) Drain(ctx context.Context, n int) error {
 			}
 			return nil
 		},
-	}, b.Relay)
+	}, b.Relay, outbox.WithTracerProvider(b.Tracer))
 	if err != nil {
 		return err
 	}

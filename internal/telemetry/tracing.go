@@ -23,6 +23,10 @@ type Options struct {
 	Console io.Writer
 	// Version is the resource's service.version; "" leaves it out.
 	Version string
+	// TracesURL, when set, is where OTLP/HTTP spans go whatever the
+	// variables say, for a receiver of the process's own (the benchmarks'
+	// sink).
+	TracesURL string
 }
 
 // Tracing is the tracer provider of a [Config], and what flushes it.
@@ -73,7 +77,10 @@ func newExporter(ctx context.Context, c Config, o Options) (sdktrace.SpanExporte
 	}
 	// Each OTLP exporter reads its endpoint, headers, TLS and timeout
 	// from the OTEL_EXPORTER_OTLP_* variables.
-	if c.protocol() == ProtocolGRPC {
+	switch {
+	case o.TracesURL != "":
+		return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.TracesURL))
+	case c.protocol() == ProtocolGRPC:
 		return otlptracegrpc.New(ctx)
 	}
 	return otlptracehttp.New(ctx)
