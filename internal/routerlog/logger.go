@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v3/pkg/sql"
 )
 
 // Logger is Watermill's slog adapter with its Info lowered to Debug (a
@@ -69,10 +70,14 @@ func (l *Logger) With(fields watermill.LogFields) watermill.LoggerAdapter {
 func (l *Logger) enabled(level slog.Level) bool { return l.log.Enabled(context.Background(), level) }
 
 // all returns the fields of l's With calls, outermost first, and then
-// fields, a later one replacing an earlier of the same key.
+// fields, a later one replacing an earlier of the same key, with no SQL
+// parameters ([withoutParameters]).
 func (l *Logger) all(fields watermill.LogFields) watermill.LogFields {
 	if l.parent == nil && len(fields) == 0 {
 		return nil
+	}
+	if l.parent == nil {
+		return withoutParameters(maps.Clone(fields))
 	}
 	var chain []watermill.LogFields
 	for at := l; at != nil; at = at.parent {
@@ -83,5 +88,26 @@ func (l *Logger) all(fields watermill.LogFields) watermill.LogFields {
 		maps.Copy(out, chain[i])
 	}
 	maps.Copy(out, fields)
-	return out
+	return withoutParameters(out)
+}
+
+// withoutParameters removes from fields the parameters of the SQL
+// statements that watermill-sql's subscriber logs at Debug and trace
+// levels, and keeps the statements: a statement is code, its parameters
+// are data, which may one day be a person's. It drops "query_args", keeps
+// a "query" that is a watermill-sql query as its statement alone, and
+// drops a "query" that is anything but a statement (watermill-sql logs
+// the parameters of its consumed-message query under that key).
+func withoutParameters(fields watermill.LogFields) watermill.LogFields {
+	delete(fields, "query_args")
+	switch q := fields["query"].(type) {
+	case nil, string:
+	case wsql.Query:
+		fields["query"] = q.Query
+	case *wsql.Query:
+		fields["query"] = q.Query
+	default:
+		delete(fields, "query")
+	}
+	return fields
 }
