@@ -501,7 +501,8 @@ func e2eJSON(t *testing.T, v any) string {
 }
 
 // e2eLogs keeps what the app logs and sends the address of the log line
-// `msg="http listening" addr=...` once. Safe for concurrent use.
+// `msg="http listening" addr=...` (or its JSON) once. Safe for concurrent
+// use.
 type e2eLogs struct {
 	mu        sync.Mutex
 	buf       bytes.Buffer
@@ -529,7 +530,7 @@ func (l *e2eLogs) seen(want string) <-chan struct{} {
 	return w.seen
 }
 
-var e2eListening = regexp.MustCompile(`msg="http listening" addr=(\S+)`)
+var e2eListening = regexp.MustCompile(`msg="http listening" addr=(\S+)|"msg":"http listening","addr":"([^"]+)"`)
 
 func newE2ELogs() *e2eLogs { return &e2eLogs{listening: make(chan string, 1)} }
 
@@ -550,7 +551,7 @@ func (l *e2eLogs) Write(p []byte) (int, error) {
 	if !l.found {
 		if m := e2eListening.FindSubmatch(l.buf.Bytes()); m != nil {
 			l.found = true
-			l.listening <- string(m[1])
+			l.listening <- string(m[1]) + string(m[2])
 		}
 	}
 	return len(p), nil

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+// TestLogsSpansAndStoredErrorsKeepNoPersonalData runs the whole app on
+// each backend with JSON logs at every level, every trace exported over OTLP to
+// a receiver of the test, and a mail server that refuses a recipient with
+// a reply that quotes the address, then cannot be reached at all until
+// that mail is buried. A person signs in, changes their address and
+// deletes their account. Then no log line (nor an SQL parameter in one), no exported span (names,
+// attributes, events, links, status, resource) and no stored row holds
+// any of the addresses, codes or tokens the test saw, but for the buried
+// mail's own payload, which keeps its recipient for an operator to
+// requeue until the sweep deletes it.
+//
+// The OTLP exporter reads the process's environment, so the test sets it
+// and runs alone, its backends one after the other.
+func TestLogsSpansAndStoredErrorsKeepNoPersonalData(t *testing.T) {
+	for _, name := range []string{"PostgreSQL", "SQLite"} {
+		t.Run(name, func(t *testing.T) { personalData(t, e2eDatabases[name](t)) })
+	}
+}
+
+// The addresses of the test: each local part is unique, so a search for
+// it finds the address in any case, escaped or encoded.
+const (
+	pdFirst  = "pd.first"  // the account's first address
+	pdSecond = "pd.second" // the address it changes to
+	pdBuried = "pd.buried" // asks for a link the server refuses
+)
+
+func personalData(t *testing.T, database e2eDatabase) {
+	rc := startOTLPReceiver(t)
+	mx := smtptest.NewServer(t)
+	otel := map[string]string{
+		"OTEL_TRACES_EXPORTER":        "otlp",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": rc.url,
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+		"OTEL_TRACES_SAMPLER":         "always_on",
+	}
+	vars := database.env(map[string]string{
+		"DATA_KEY":            testDataKey,
+		"HTTP_ADDR":           "127.0.0.1:0",
+		"SMTP_URL":            mx.URL(),
+		"SMTP_TIMEOUT":        "2s",
+		"BASE_URL":            "http://accounts.test",
+		"MAIL_FROM":           "accounts@accounts.test",
+		"LOG_FORMAT":          "json",
+		"LOG_LEVEL":           "DEBUG-4", // Watermill's trace level, its lowest.
+		"OUTBOX_INTERVAL":     "100ms",
+		"OUTBOX_MAX_ATTEMPTS": "3", // Buried within seconds: backoff 1s, 2s.
+		"SWEEP_INTERVAL":      "0",
+	})
+	for k, v := range otel {
+		t.Setenv(k, v)
+		vars[k] = v
+	}
+	app := e2eStart(t, vars)
+	// Secrets are what must not be seen: the local parts of the addresses,
+	// and each code and token as the test meets it.
+	secrets := []string{pdFirst, pdSecond, pdBuried}
+	mails := 0
+	mailed := func(to, path string) string {
+		t.Helper()
+		mails++
+		m := mx.Wait(t, mails, e2eWait)[mails-1]
+		if len(m.To) != 1 || m.To[0] != to {
+			t.Fatalf("mail %d went to %v, want %s", mails, m.To, to)
+		}
+		code := e2eLinkCode(t, m, "http://accounts.test"+path+"?code=")
+		secrets = append(secrets, code)
+		return code
+	}
+
+	// Sign in, as written by hand: the address is normalised.
+	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"PD.First@Example.com"}`, http.StatusAccepted, nil)
+	var session struct {
+		Token string `json:"token"`
+	}
+	app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mailed(pdFirst+"@example.com", "/sign-in")}), http.StatusCreated, &session)
+	secrets = append(secrets, session.Token)
+	app.expect(t, "GET", "/v1/me", session.Token, "", http.StatusOK, nil)
+
+	// Change the address.
+	app.expect(t, "POST", "/v1/me/email-change", session.Token, e2eJSON(t, map[string]string{"new_email": pdSecond + "@example.com"}), http.StatusAccepted, nil)
+	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": mailed(pdSecond+"@example.com", "/confirm-email")}), http.StatusOK, nil)
+	app.expect(t, "GET", "/v1/me/activity", session.Token, "", http.StatusOK, nil)
+
+	// A link to another address: the server refuses its recipient, quoting
+	// it, then cannot be reached until the mail is buried.
+	retried := app.logs.seen(`"msg":"outbox: delivery failed, will retry"`)
+	buried := app.logs.seen(`"msg":"outbox: message buried"`)
+	mx.Refuse(550, "<"+pdBuried+"@example.com>: no such user")
+	app.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": pdBuried + "@example.com"}), http.StatusAccepted, nil)
+	e2eAwait(t, retried, "the refused mail's retry")
+	mx.Stop()
+	e2eAwait(t, buried, "the mail's burial")
+
+	// Delete the account, and wait for the activity to drop its rows.
+	app.expect(t, "DELETE", "/v1/me", session.Token, "", http.StatusNoContent, nil)
+	app.expect(t, "GET", "/v1/me", session.Token, "", http.StatusUnauthorized, nil)
+	awaitDump(t, database.Direct, "the erasure of the account's activity", func(d string) bool {
+		d = strings.ToLower(d)
+		return !strings.Contains(d, pdFirst) && !strings.Contains(d, pdSecond)
+	})
+	app.stop(t)
+	close(rc.exports)
+
+	// The database: the buried mail's payload alone keeps its recipient
+	// and code, and its stored error neither.
+	rows := dumpRows(t, database.Direct)
+	var payload mail.Link
+	var lastError string
+	for _, r := range rows {
+		if r.table == "outbox_messages" && strings.Contains(r.values["payload"], pdBuried) {
+			if err := json.Unmarshal([]byte(r.values["payload"]), &payload); err != nil {
+				t.Fatalf("the buried mail's payload %q: %v", r.values["payload"], err)
+			}
+			lastError = r.values["last_error"]
+		}
+	}
+	if payload.Code == "" {
+		t.Fatalf("no buried mail with a code to %s in the outbox:\n%s", pdBuried, dumpDatabase(t, database.Direct))
+	}
+	secrets = append(secrets, payload.Code)
+	if lastError == "" {
+		t.Error("the buried mail has no stored error: the test cannot tell")
+	}
+	for _, r := range rows {
+		for col, v := range r.values {
+			if r.table == "outbox_messages" && col == "payload" {
+				continue
+			}
+			// The view of unused codes names the address of each until
+			// the sweep deletes the expired ones.
+			if r.table == "signin_codes" && col == "email" && v == pdBuried+"@example.com" {
+				continue
+			}
+			if s := leaked(v, secrets); s != "" {
+				t.Errorf("%s.%s holds %q: %s", r.table, col, s, v)
+			}
+		}
+	}
+
+	// The log: every line, at every level.
+	logs := app.logs.String()
+	for _, want := range []string{"no such user", `"msg":"outbox: message buried"`, `"msg":"mail: delivered"`, `"msg":"Querying message"`, `"query":"INSERT INTO projection_offsets`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %s: the test cannot tell", want)
+		}
+	}
+	for line := range strings.Lines(logs) {
+		if s := leaked(line, secrets); s != "" {
+			t.Errorf("a log line holds %q: %s", s, line)
+		}
+		// Statements may be logged, their parameters never.
+		if strings.Contains(line, `"query_args"`) || strings.Contains(line, `"Args"`) {
+			t.Errorf("a log line holds SQL parameters: %s", line)
+		}
+	}
+
+	// The spans: every export, whole, as the collector received it.
+	names := map[string]bool{}
+	exports := 0
+	for export := range rc.exports {
+		exports++
+		for _, rs := range export.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					names[s.Name] = true
+					text, err := protojson.Marshal(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if l := leaked(string(text), secrets); l != "" {
+						t.Errorf("span %q holds %q: %s", s.Name, l, text)
+					}
+				}
+			}
+			ss := rs.ScopeSpans
+			rs.ScopeSpans = nil
+			for _, s := range ss {
+				s.Spans = nil
+				text, err := protojson.Marshal(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l := leaked(string(text), secrets); l != "" {
+					t.Errorf("a scope holds %q: %s", l, text)
+				}
+			}
+			text, err := protojson.Marshal(rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l := leaked(string(text), secrets); l != "" {
+				t.Errorf("a resource holds %q: %s", l, text)
+			}
+		}
+	}
+	for _, want := range []string{"POST /v1/sign-in-links", "DELETE /v1/me", "outbox deliver " + mail.TopicLoginLink, "smtp send"} {
+		if !names[want] {
+			t.Errorf("no span %q among the %d exports: the test cannot tell; spans: %v", want, exports, names)
+		}
+	}
+}
+
+// leaked returns the first of secrets that text holds, in any case, or "".
+func leaked(text string, secrets []string) string {
+	text = strings.ToLower(text)
+	for _, s := range secrets {
+		if s != "" && strings.Contains(text, strings.ToLower(s)) {
+			return s
+		}
+	}
+	return ""
+}
+
+// dumpedRow is one row of a table, its values as text by column.
+type dumpedRow struct {
+	table  string
+	values map[string]string
+}
+
+// dumpRows returns every row of every table of the database.
+func dumpRows(t *testing.T, databaseURL string) []dumpedRow {
+	t.Helper()
+	d, err := parseDatabaseURL(databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(v any) string {
+		if b, ok := v.([]byte); ok {
+			return string(b)
+		}
+		if v != nil {
+			if b, err := json.Marshal(v); err == nil && (strings.HasPrefix(string(b), "{") || strings.HasPrefix(string(b), "[")) {
+				return string(b)
+			}
+		}
+		return fmt.Sprint(v)
+	}
+	var out []dumpedRow
+	if d.postgresURL != "" {
+		conn, err := pgx.Connect(t.Context(), d.postgresURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(t.Context())
+		rows, err := conn.Query(t.Context(), `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, table := range tables {
+			rows, err := conn.Query(t.Context(), fmt.Sprintf(`SELECT * FROM %q`, table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				vals, err := rows.Values()
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := dumpedRow{table: table, values: map[string]string{}}
+				for i, f := range rows.FieldDescriptions() {
+					r.values[f.Name] = text(vals[i])
+				}
+				out = append(out, r)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	db, err := sql.Open("sqlite", "file:"+d.sqlitePath+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, table := range sqliteStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1`) {
+		rows, err := db.QueryContext(t.Context(), fmt.Sprintf(`SELECT * FROM %q`, table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			r := dumpedRow{table: table, values: map[string]string{}}
+			for i, c := range cols {
+				r.values[c] = text(vals[i])
+			}
+			out = append(out, r)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	return out
+}
+
+// e2eAwait waits for signal, failing t after e2eWait.
+func e2eAwait(t *testing.T, signal <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-signal:
+	case <-time.After(e2eWait):
+		t.Fatalf("waited %s for %s", e2eWait, what)
+	}
+}
