@@ -346,7 +346,7 @@ func (e env) users(db backend.Backend, keys *keyring.Keyring) (*user.Service, er
 		Outbox: db.Outbox(),
 		Views:  db.Views(),
 		Keys:   keys,
-	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
+	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer))
 }
 
 func migrate(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {

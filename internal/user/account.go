@@ -116,7 +116,7 @@ func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (ac
 // history.
 func (s *Service) Me(ctx context.Context, token string) (User, error) {
 	var u User
-	err := s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err := s.read(ctx, "user.Me", func(ctx context.Context, tx uow.Tx) error {
 		id, _, err := s.session(ctx, tx, token)
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ func (s *Service) Me(ctx context.Context, token string) (User, error) {
 
 // SignOut ends the session of token. It returns [ErrUnauthenticated].
 func (s *Service) SignOut(ctx context.Context, token string) error {
-	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	return s.do(ctx, "user.SignOut", func(ctx context.Context, tx uow.Tx) error {
 		acct, hash, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err

@@ -90,7 +90,7 @@ func (s *Service) EmailChangeOf(ctx context.Context, code string) (from, to stri
 		return "", "", fmt.Errorf("%w: malformed", ErrInvalidCode)
 	}
 	hash := hashSecret(code)
-	err = s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err = s.read(ctx, "user.EmailChangeOf", func(ctx context.Context, tx uow.Tx) error {
 		acct, c, err := s.liveChange(ctx, tx, hash)
 		if err != nil {
 			return err
@@ -119,7 +119,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	return s.do(ctx, "user.RequestEmailChange", func(ctx context.Context, tx uow.Tx) error {
 		acct, _, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err
@@ -180,7 +180,7 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, er
 	}
 	hash := hashSecret(code)
 	var u User
-	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err := s.do(ctx, "user.ConfirmEmailChange", func(ctx context.Context, tx uow.Tx) error {
 		acct, c, err := s.liveChange(ctx, tx, hash)
 		if err != nil {
 			return err

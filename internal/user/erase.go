@@ -95,7 +95,7 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	return s.do(ctx, "user.DeleteAccount", func(ctx context.Context, tx uow.Tx) error {
 		acct, _, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
@@ -125,6 +126,9 @@ type Service struct {
 	names       signInNames
 	// views applies what the commands append to Views.
 	views ViewsProjection
+	// tp is the provider of [WithTracerProvider], tr its tracer.
+	tp trace.TracerProvider
+	tr trace.Tracer
 }
 
 // NewService returns a service whose links point at baseURL, such as
@@ -141,37 +145,55 @@ func NewService(d Deps, p Policy, baseURL string, opts ...Option) (*Service, err
 	for _, o := range opts {
 		o(s)
 	}
+	s.tr = s.tracer()
 	return s, nil
 }
 
 // maxTries bounds how often a command is run again after it lost a race.
 const maxTries = 8
 
-// do runs fn in a unit of work and runs it again, on fresh state, when it
-// lost a race with a concurrent command, after a short random pause that
-// grows with each try so that the racers spread out.
-func (s *Service) do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
+// do runs fn, the command name, in a unit of work and runs it again, on
+// fresh state, when it lost a race with a concurrent command, after a
+// short random pause that grows with each try so that the racers spread
+// out. The command is one span, named name, with an event for each lost
+// race and the number of tries.
+func (s *Service) do(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
+	ctx, span := s.startCommand(ctx, name)
+	tries, err := s.tries(ctx, span, fn)
+	span.SetAttributes(attrTries.Int(tries))
+	endCommand(span, err)
+	return err
+}
+
+// tries runs fn as [Service.do] describes, and returns how often it ran.
+func (s *Service) tries(ctx context.Context, span trace.Span, fn func(ctx context.Context, tx uow.Tx) error) (int, error) {
 	var err error
 	for try := range maxTries {
 		if try > 0 {
+			lostRace(span, try)
 			pause := time.Duration(rand.Int64N(int64(time.Millisecond) << try))
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return try, ctx.Err()
 			case <-time.After(pause):
 			}
 		}
 		err = s.Runner.Do(ctx, withKeys(fn))
 		if !errors.Is(err, eventstore.ErrConcurrency) {
-			return err
+			return try + 1, err
 		}
 	}
-	return fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
+	lostRace(span, maxTries)
+	return maxTries, fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
 }
 
-// read runs fn in a read-only unit of work.
-func (s *Service) read(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
-	return s.Runner.Read(ctx, withKeys(fn))
+// read runs fn, the query name, in a read-only unit of work, as one span
+// named name.
+func (s *Service) read(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
+	ctx, span := s.startCommand(ctx, name)
+	err := s.Runner.Read(ctx, withKeys(fn))
+	endCommand(span, err)
+	return err
 }
 
 // withKeys returns fn run under a context that keeps the keys its unit of

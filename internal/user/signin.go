@@ -69,7 +69,7 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 		return err
 	}
 	stream := signInStream(secret, email)
-	return s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	return s.do(ctx, "user.RequestSignInLink", func(ctx context.Context, tx uow.Tx) error {
 		links, err := s.loadSignInLinks(ctx, tx, stream)
 		if err != nil {
 			return err
@@ -110,7 +110,7 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		return Session{}, err
 	}
 	var session Session
-	err = s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err = s.do(ctx, "user.SignIn", func(ctx context.Context, tx uow.Tx) error {
 		// Queue the sign-ins of this address, so that a crowd of them
 		// (one link opened on several devices at once) wait their turn
 		// instead of failing each other's appends.
@@ -214,7 +214,7 @@ func (s *Service) SignInAddress(ctx context.Context, code string) (string, error
 		return "", err
 	}
 	var email string
-	err = s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err = s.read(ctx, "user.SignInAddress", func(ctx context.Context, tx uow.Tx) error {
 		var err error
 		email, _, _, err = s.liveSignIn(ctx, tx, secret, hash, false)
 		return err

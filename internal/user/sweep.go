@@ -24,7 +24,7 @@ const sweepBatch = 1000
 // SWEEP_INTERVAL, so that the views stay as small as what is live however
 // many links are asked for and never used.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
-	n, err := s.inBatches(ctx, func(ctx context.Context, tx uow.Tx) (int64, error) {
+	n, err := s.inBatches(ctx, "user.Sweep", func(ctx context.Context, tx uow.Tx) (int64, error) {
 		return s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
 	})
 	if err != nil {
@@ -33,13 +33,14 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// inBatches runs batch, a unit of work that deletes up to sweepBatch of
-// something, until it deletes nothing, and returns how many it deleted.
-func (s *Service) inBatches(ctx context.Context, batch func(ctx context.Context, tx uow.Tx) (int64, error)) (int64, error) {
+// inBatches runs batch, a unit of work of the command name that deletes
+// up to sweepBatch of something, until it deletes nothing, and returns how
+// many it deleted.
+func (s *Service) inBatches(ctx context.Context, name string, batch func(ctx context.Context, tx uow.Tx) (int64, error)) (int64, error) {
 	var total int64
 	for {
 		var n int64
-		err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+		err := s.do(ctx, name, func(ctx context.Context, tx uow.Tx) error {
 			var err error
 			n, err = batch(ctx, tx)
 			return err
@@ -73,7 +74,7 @@ func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
 	after := ""
 	for {
 		var streams []string
-		err := s.read(ctx, func(ctx context.Context, tx uow.Tx) error {
+		err := s.read(ctx, "user.ForgetIdleAddresses", func(ctx context.Context, tx uow.Tx) error {
 			var err error
 			streams, err = s.Keys.ExpiredSubjects(ctx, tx, signInPrefix, after, tx.Now().Add(-sweepMargin), sweepBatch)
 			return err
@@ -103,7 +104,7 @@ func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
 // decision needs them any more. It goes a batch per unit of work and
 // returns how many it forgot; the app runs it every SWEEP_INTERVAL.
 func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
-	n, err := s.inBatches(ctx, func(ctx context.Context, tx uow.Tx) (int64, error) {
+	n, err := s.inBatches(ctx, "user.ForgetSettledChanges", func(ctx context.Context, tx uow.Tx) (int64, error) {
 		subjects, err := s.Keys.ExpiredSubjects(ctx, tx, changePrefix, "", tx.Now().Add(-sweepMargin), sweepBatch)
 		for _, subject := range subjects {
 			if err == nil {
@@ -122,7 +123,7 @@ func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
 // was asked for since its keys expired, and reports whether it did.
 func (s *Service) forgetIdle(ctx context.Context, stream string) (bool, error) {
 	var forgot bool
-	err := s.do(ctx, func(ctx context.Context, tx uow.Tx) error {
+	err := s.do(ctx, "user.ForgetIdleAddresses", func(ctx context.Context, tx uow.Tx) error {
 		forgot = false
 		if err := s.Events.Lock(ctx, tx, stream); err != nil {
 			return err

@@ -1,0 +1,115 @@
+package user
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// tracerName names the tracer of the commands: the package's import path.
+const tracerName = "github.com/eventsourced/accounts/internal/user"
+
+// The attributes and events of a command's span.
+//
+// The span names no stream: the sign-in stream of an address is
+// "signin-HASH", a keyed hash of the address ([signInStream]), and a hash
+// of an address is still personal data. It would tie together every
+// trace of one person, stay in the trace store after an erasure, and
+// answer a guess at the address by anyone who holds the key.
+const (
+	// attrTries counts the times a command ran: 1, or more after it lost a
+	// race with a concurrent one.
+	attrTries = attribute.Key("user.command.tries")
+	// attrTry numbers the try that lost, on an eventLostRace.
+	attrTry = attribute.Key("user.command.try")
+	// eventLostRace marks a try that lost a race and is run again.
+	eventLostRace = "lost race"
+)
+
+// WithTracerProvider makes the span of each command and query with tp;
+// without it, or with nil, otel.GetTracerProvider() makes them.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(s *Service) { s.tp = tp }
+}
+
+// tracer returns the tracer of the service's spans.
+func (s *Service) tracer() trace.Tracer {
+	tp := s.tp
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return tp.Tracer(tracerName)
+}
+
+// startCommand starts the span of the command or query name, such as
+// "user.SignIn", a child of the span in ctx.
+func (s *Service) startCommand(ctx context.Context, name string) (context.Context, trace.Span) {
+	return s.tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+}
+
+// lostRace notes on span that try, counted from 1, lost a race.
+func lostRace(span trace.Span, try int) {
+	span.AddEvent(eventLostRace, trace.WithAttributes(attrTry.Int(try)))
+}
+
+// endCommand ends span with the outcome err. Of an error it keeps the
+// type alone ([errorType]): the text of a command's error may quote an
+// address. A refusal (a bad code, a limit, no session, a taken address)
+// is an error too, described as a refusal, so that it can be told from a
+// failure.
+func endCommand(span trace.Span, err error) {
+	if err != nil {
+		what := "command failed"
+		if refused(err) {
+			what = "command refused"
+		}
+		span.SetStatus(codes.Error, what)
+		span.SetAttributes(errorType(err))
+	}
+	span.End()
+}
+
+// refused reports whether err is one by which the domain refuses a
+// command, rather than a failure to run it.
+func refused(err error) bool {
+	for _, r := range []error{ErrInvalidCode, ErrUnauthenticated, ErrEmailTaken, ErrTooManyRequests, ErrBadEmail} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorType is the error.type of err: the name of the error of this
+// package, of the event store or of the unit of work that it wraps, which
+// says more than the type of a wrapped sentinel ("*fmt.wrapError"), or
+// else its type ([semconv.ErrorType]).
+func errorType(err error) attribute.KeyValue {
+	for _, known := range []struct {
+		err  error
+		name string
+	}{
+		{ErrInvalidCode, "user.ErrInvalidCode"},
+		{ErrUnauthenticated, "user.ErrUnauthenticated"},
+		{ErrEmailTaken, "user.ErrEmailTaken"},
+		{ErrTooManyRequests, "user.ErrTooManyRequests"},
+		{ErrBadEmail, "user.ErrBadEmail"},
+		{eventstore.ErrConcurrency, "eventstore.ErrConcurrency"},
+		{uow.ErrUnavailable, "uow.ErrUnavailable"},
+		{context.DeadlineExceeded, "context.DeadlineExceeded"},
+		{context.Canceled, "context.Canceled"},
+	} {
+		if errors.Is(err, known.err) {
+			return semconv.ErrorTypeKey.String(known.name)
+		}
+	}
+	return semconv.ErrorType(err)
+}
