@@ -201,8 +201,8 @@ func spanAttr(s *tracepb.Span, key string) string {
 
 // One request can be followed from the HTTP call through the outbox to
 // the SMTP server and the broker, over OTLP as a collector sees it: the
-// first delivery of a sign-in link and its SMTP send are in the request's
-// trace; a delivery refused once is retried in a trace of its own that
+// command, the first delivery of a sign-in link and its SMTP send are in
+// the request's trace; a delivery refused once is retried in a trace of its own that
 // links to the request's; a sign-in's user.registered reaches JetStream
 // with the sign-in's trace in its traceparent header and CloudEvent
 // attribute; and the request's X-Request-Id is echoed and names it in the
@@ -300,14 +300,21 @@ func TestTraceFollowsARequestThroughTheOutbox(t *testing.T) {
 
 	deliver := "outbox deliver " + mail.TopicLoginLink
 	t.Run("FirstDeliveryIsInTheRequestsTrace", func(t *testing.T) {
-		if got := spans.named(linkTrace, "POST /v1/sign-in-links"); len(got) != 1 {
-			t.Errorf("%d spans POST /v1/sign-in-links in the request's trace, want 1", len(got))
-		}
+		requests := spans.named(linkTrace, "POST /v1/sign-in-links")
+		commands := spans.named(linkTrace, "user.RequestSignInLink")
 		deliveries := spans.named(linkTrace, deliver)
-		if len(deliveries) != 1 {
-			t.Fatalf("%d spans %q in the request's trace, want 1; the trace holds %v", len(deliveries), deliver, spanNames(spans[linkTrace]))
+		if len(requests) != 1 || len(commands) != 1 || len(deliveries) != 1 {
+			t.Fatalf("the request's trace holds %v, want one request, command and delivery", spanNames(spans[linkTrace]))
+		}
+		if !bytes.Equal(commands[0].ParentSpanId, requests[0].SpanId) {
+			t.Errorf("the command's span is not a child of the request's")
 		}
 		d := deliveries[0]
+		// The message keeps the trace context of the unit of work that
+		// added it.
+		if !bytes.Equal(d.ParentSpanId, commands[0].SpanId) {
+			t.Errorf("the delivery's span is not a child of the command's")
+		}
 		if a, o := spanAttr(d, "outbox.attempt"), spanAttr(d, "outbox.outcome"); a != "1" || o != "delivered" {
 			t.Errorf("delivery: attempt %s, outcome %s; want 1, delivered", a, o)
 		}
