@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // acker acknowledges the messages that the deliveries of [Relay.Run]
@@ -148,7 +150,7 @@ func (r *Relay) delivered(ctx context.Context, hs []*held) {
 			r.breakers.record(topic, h.msg.ID, true, now)
 		}
 		n++
-		r.metrics.observeDuration(ctx, topic, outcomeDelivered, h.took)
+		r.metrics.observeDuration(trace.ContextWithSpanContext(ctx, h.span), topic, outcomeDelivered, h.took)
 	}
 	flush()
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // held is a message that the relay has claimed and not yet settled.
@@ -20,8 +21,10 @@ type held struct {
 	returned atomic.Bool
 	// overran is set once the handler was found running past the lease.
 	overran atomic.Bool
-	// took is how long a successful handler took.
+	// took is how long a successful handler took, and span is its
+	// delivery's span, which the duration's exemplar names.
 	took time.Duration
+	span trace.SpanContext
 }
 
 // claim is the messages one claim brought. They share its lease's end and,

@@ -114,7 +114,8 @@ func (m *relayMetrics) topic(t string) metric.MeasurementOption {
 }
 
 // observeDuration records how long one delivery of topic took and how it
-// ended.
+// ended. ctx carries the delivery's span, which the measurement's exemplar
+// names when the span is sampled.
 func (m *relayMetrics) observeDuration(ctx context.Context, topic, outcome string, d time.Duration) {
 	byOutcome := m.outcomes[topic]
 	opt, ok := byOutcome[outcome]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Outcomes of one delivery.
@@ -69,7 +70,7 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 	took := tookFrom(wm)
 	if !failed {
 		// The acknowledgement counts the delivery, with others at once.
-		h.took = took
+		h.took, h.span = took, trace.SpanContextFromContext(wm.Context())
 		ack(h)
 		return outcomeDelivered
 	}
@@ -91,7 +92,7 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 	defer cancel()
 	outcome = r.fail(sctx, h, reason, r.policy(m.Topic).spent(m, r.now))
 	if outcome != outcomeLost {
-		r.metrics.observeDuration(ctx, m.Topic, outcome, took)
+		r.metrics.observeDuration(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(wm.Context())), m.Topic, outcome, took)
 	}
 	r.settled(h)
 	return outcome
