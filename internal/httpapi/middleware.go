@@ -102,7 +102,9 @@ func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) htt
 		}
 		// The mux set the pattern it matched on r. A path of no route
 		// matches the catch-all "/", so that paths cannot grow the series;
-		// "unmatched" is a request the mux never saw.
+		// "unmatched" is a request the mux answered without matching one:
+		// a request-target of "*" (other than OPTIONS *, which net/http
+		// answers itself).
 		route := r.Pattern
 		if route == "" {
 			route = "unmatched"
