@@ -59,7 +59,7 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	meter, metricsHandler, err := newMetrics()
+	meter, metricsHandler, err := newMetrics(e.cfg.Tracing.Enabled())
 	if err != nil {
 		return err
 	}
@@ -407,7 +407,7 @@ func outboxDrain(ctx context.Context, getenv func(string) string, stdout, stderr
 		return err
 	}
 	defer db.Close()
-	meter, _, err := newMetrics()
+	meter, _, err := newMetrics(false)
 	if err != nil {
 		return err
 	}

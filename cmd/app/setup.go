@@ -19,6 +19,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/trace"
 
@@ -151,8 +152,14 @@ func deliveryGrace(grace time.Duration) time.Duration {
 }
 
 // newMetrics returns a meter provider whose metrics the handler serves in
-// the Prometheus text format.
-func newMetrics() (*sdkmetric.MeterProvider, http.Handler, error) {
+// the Prometheus text format, or in OpenMetrics to a scraper that asks for
+// it: only OpenMetrics carries exemplars. When traced, a measurement made
+// inside a sampled span keeps that span's trace and span IDs as an
+// exemplar (the SDK's trace_based filter, which OTEL_METRICS_EXEMPLAR_FILTER
+// may change). Otherwise none is kept: the no-op tracer of tracing off
+// passes an incoming traceparent on, which would name a trace that this
+// service never recorded.
+func newMetrics(traced bool) (*sdkmetric.MeterProvider, http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	// The Go runtime's and the process's own metrics, beside the service's.
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -161,6 +168,10 @@ func newMetrics() (*sdkmetric.MeterProvider, http.Handler, error) {
 		return nil, nil, fmt.Errorf("metrics: %w", err)
 	}
 	res := resource.NewSchemaless(attribute.String("service.name", "accounts"), attribute.String("service.version", version()))
-	return sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res)),
-		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
+	opts := []sdkmetric.Option{sdkmetric.WithReader(exporter), sdkmetric.WithResource(res)}
+	if !traced {
+		opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+	}
+	return sdkmetric.NewMeterProvider(opts...),
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}), nil
 }
