@@ -20,7 +20,9 @@ const alertRules = "../../deploy/prometheus/alerts.yml"
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	// The shipped alert rules pass promtool's check, and its unit tests show
-	// each alert firing on a synthetic series (deploy/prometheus/alerts_test.yml).
+	// each alert firing on a synthetic series (deploy/prometheus/alerts_test.yml);
+	// the configuration of the compose file's Prometheus, which loads the
+	// rules, passes its check too.
 	// promtool comes with Debian's package prometheus, which scripts/test installs.
 	t.Run("PassPromtool", func(t *testing.T) {
 		t.Parallel()
@@ -28,7 +30,7 @@ func TestAlertRules(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v (Debian's package prometheus provides it)", err)
 		}
-		for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
+		for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}, {"check", "config", "prometheus.yml"}} {
 			cmd := exec.CommandContext(t.Context(), promtool, args...)
 			cmd.Dir = filepath.Dir(alertRules)
 			if out, err := cmd.CombinedOutput(); err != nil {

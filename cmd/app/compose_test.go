@@ -3,6 +3,7 @@ package main
 import (
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,6 +21,25 @@ type composeService struct {
 	Command     []string       `yaml:"command"`
 	Environment map[string]any `yaml:"environment"`
 	Ports       []string       `yaml:"ports"`
+	Volumes     []string       `yaml:"volumes"`
+}
+
+// readCompose reads the services of deploy/compose.yaml. Compose fills
+// ${VAR:-default} in from the environment; here, with the default.
+func readCompose(t *testing.T) map[string]composeService {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Services map[string]composeService `yaml:"services"`
+	}
+	b = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`).ReplaceAll(b, []byte("$1"))
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatalf("deploy/compose.yaml: %v", err)
+	}
+	return f.Services
 }
 
 // No engine runs the compose file here, so this reads it: PostgreSQL,
@@ -30,25 +50,13 @@ type composeService struct {
 // an admin listener.
 func TestComposeFileDescribesTheWholeSystem(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../deploy/compose.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Services map[string]composeService `yaml:"services"`
-	}
-	// Compose fills ${VAR:-default} in from the environment; here, with
-	// the default.
-	b = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`).ReplaceAll(b, []byte("$1"))
-	if err := yaml.Unmarshal(b, &f); err != nil {
-		t.Fatalf("deploy/compose.yaml: %v", err)
-	}
+	services := readCompose(t)
 	known := map[string]bool{}
 	for _, v := range config.Describe() {
 		known[v.Name] = true
 	}
 	has := func(prefix string) bool {
-		for _, s := range f.Services {
+		for _, s := range services {
 			if strings.HasPrefix(s.Image, prefix) {
 				return true
 			}
@@ -60,13 +68,13 @@ func TestComposeFileDescribesTheWholeSystem(t *testing.T) {
 			t.Errorf("no service runs %s", image)
 		}
 	}
-	for name, s := range f.Services {
+	for name, s := range services {
 		if strings.HasPrefix(s.Image, "nats:") && !slices.Contains(s.Command, "--jetstream") {
 			t.Errorf("%s runs NATS without --jetstream: %v", name, s.Command)
 		}
 	}
 	var instances, relayOnly, published int
-	for name, s := range f.Services {
+	for name, s := range services {
 		if s.Build == nil {
 			continue
 		}
@@ -81,7 +89,7 @@ func TestComposeFileDescribesTheWholeSystem(t *testing.T) {
 				u, err := url.Parse(v.(string))
 				if err != nil {
 					t.Errorf("service %s: %s %q: %v", name, k, v, err)
-				} else if _, ok := f.Services[u.Hostname()]; !ok {
+				} else if _, ok := services[u.Hostname()]; !ok {
 					t.Errorf("service %s: %s points at %q, which is no service of the file", name, k, u.Hostname())
 				}
 			}
@@ -107,5 +115,78 @@ func TestComposeFileDescribesTheWholeSystem(t *testing.T) {
 	}
 	if instances != 2 || relayOnly != 1 || published != 1 {
 		t.Errorf("%d instances of the app, %d relay-only, %d with the API; want 2, 1 and 1", instances, relayOnly, published)
+	}
+}
+
+// Prometheus in the compose file scrapes every instance of the app on its
+// admin port, and Grafana reads that Prometheus and the shipped dashboard:
+// each file a service mounts is in the repository, and each address
+// names a service of the file.
+func TestComposeFileScrapesAndShowsTheMetrics(t *testing.T) {
+	t.Parallel()
+	services := readCompose(t)
+	for name, s := range services {
+		for _, v := range s.Volumes {
+			src, _, _ := strings.Cut(v, ":")
+			if !strings.HasPrefix(src, "./") {
+				continue // A named volume.
+			}
+			if _, err := os.Stat(filepath.Join("../../deploy", src)); err != nil {
+				t.Errorf("service %s mounts %s: %v", name, src, err)
+			}
+		}
+	}
+	var prom struct {
+		ScrapeConfigs []struct {
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	readYAML(t, "../../deploy/prometheus/prometheus.yml", &prom)
+	var targets []string
+	for _, sc := range prom.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			targets = append(targets, st.Targets...)
+		}
+	}
+	for name, s := range services {
+		if s.Build == nil || slices.Equal(s.Command, []string{"migrate"}) {
+			continue
+		}
+		admin, _ := s.Environment["ADMIN_ADDR"].(string)
+		_, port, _ := strings.Cut(admin, ":")
+		if want := name + ":" + port; !slices.Contains(targets, want) {
+			t.Errorf("Prometheus scrapes %v, not %s, the admin listener of service %s", targets, want, name)
+		}
+	}
+	var grafana struct {
+		Datasources []struct {
+			Type string `yaml:"type"`
+			URL  string `yaml:"url"`
+		} `yaml:"datasources"`
+	}
+	readYAML(t, "../../deploy/grafana/provisioning/datasources/prometheus.yaml", &grafana)
+	if len(grafana.Datasources) != 1 || grafana.Datasources[0].Type != "prometheus" {
+		t.Fatalf("Grafana's data sources: %+v, want one of type prometheus", grafana.Datasources)
+	}
+	u, err := url.Parse(grafana.Datasources[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := services[u.Hostname()]; !ok || !strings.HasPrefix(s.Image, "prom/prometheus:") {
+		t.Errorf("Grafana's data source points at %q, which is no Prometheus service of the compose file", u.Hostname())
+	}
+}
+
+// readYAML decodes the YAML file at path into v.
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }
