@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
@@ -99,6 +101,57 @@ func TestRelayMetrics(t *testing.T) {
 	t.Run("exist at zero from the start", testRelayMetricsExistAtZeroFromTheStart)
 	t.Run("of every topic exist at zero from the start", testEveryTopicCounterExistsAtZeroFromTheStart)
 	t.Run("gauges keep reporting while the database is away", testRelayGaugesKeepReportingWhileTheDatabaseIsAway)
+	t.Run("durations name their deliveries in exemplars", testRelayDurationsNameTheirDeliveries)
+}
+
+// Each delivery's duration is recorded in its span's context, retried as
+// well as delivered, so that the metrics SDK keeps the span's trace as an
+// exemplar.
+func testRelayDurationsNameTheirDeliveries(t *testing.T) {
+	opt, reader := meter()
+	f := newTraced(t, outbox.RelayConfig{MaxAttempts: 3}, opt)
+	failures := 1
+	f.handle = func(context.Context, outbox.Message) error {
+		if failures > 0 {
+			failures--
+			return errors.New("421 busy")
+		}
+		return nil
+	}
+	f.request(t, "req-timed")
+	f.drain(t)
+	f.now = f.now.Add(outbox.Backoff(1))
+	f.drain(t)
+	spans := f.deliveries(t)
+	if len(spans) != 2 {
+		t.Fatalf("%d delivery spans, want 2", len(spans))
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	// The span of each outcome, and the exemplars recorded under it.
+	want := map[string]trace.SpanContext{"retried": spans[0].SpanContext(), "delivered": spans[1].SpanContext()}
+	got := map[string][]metricdata.Exemplar[float64]{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if m.Name != "outbox.delivery.duration" || !ok {
+				continue
+			}
+			for _, p := range h.DataPoints {
+				outcome, _ := p.Attributes.Value("outcome")
+				got[outcome.AsString()] = append(got[outcome.AsString()], p.Exemplars...)
+			}
+		}
+	}
+	for outcome, sc := range want {
+		es := got[outcome]
+		if len(es) != 1 || hex.EncodeToString(es[0].TraceID) != sc.TraceID().String() ||
+			hex.EncodeToString(es[0].SpanID) != sc.SpanID().String() {
+			t.Errorf("outbox.delivery.duration{outcome=%q}: exemplars %+v, want one of the span %s/%s", outcome, es, sc.TraceID(), sc.SpanID())
+		}
+	}
 }
 
 func testRelayCountsOutcomesByTopic(t *testing.T) {
