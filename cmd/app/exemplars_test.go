@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -18,16 +19,18 @@ const openMetrics = "application/openmetrics-text;version=1.0.0"
 
 // A sign-in link request that comes with a sampled traceparent leaves, on
 // /metrics in OpenMetrics, exemplars naming its trace on the request's
-// duration and on its mail's delivery, when tracing is on; with tracing
-// off the same request leaves none, though the no-op tracer passes its
-// traceparent on. Either way a scraper that asks for the Prometheus text
+// duration and on its mail's delivery, when tracing is on, and the sign-in
+// one of its projection batch's trace on the time to apply an event; with
+// tracing off the same requests leave none, though the no-op tracer passes
+// their traceparent on. Either way a scraper that asks for the Prometheus text
 // format gets it. Tracing on sets the global tracer provider, so the test
 // does not run in parallel.
 func TestMetricsCarryExemplarsOfTraces(t *testing.T) {
 	const traceID = "5bf92f3577b34da6a3ce929d0e0e4736"
 	// signIn runs the app with the OTEL_ variables of vars, asks for a
 	// link in trace traceID, waits for the mail's delivery to be counted,
-	// and returns /metrics in OpenMetrics.
+	// signs in with the link's code, waits for the activity projection to
+	// apply the sign-in, and returns /metrics in OpenMetrics.
 	signIn := func(t *testing.T, vars map[string]string) string {
 		t.Helper()
 		mx := smtptest.NewServer(t)
@@ -36,6 +39,7 @@ func TestMetricsCarryExemplarsOfTraces(t *testing.T) {
 			"DATA_KEY":     testDataKey,
 			"HTTP_ADDR":    "127.0.0.1:0",
 			"SMTP_URL":     mx.URL(),
+			"BASE_URL":     "http://accounts.test",
 		}
 		for k, v := range vars {
 			env[k] = v
@@ -55,12 +59,27 @@ func TestMetricsCarryExemplarsOfTraces(t *testing.T) {
 		if resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("POST /v1/sign-in-links: %s, want 202", resp.Status)
 		}
-		mx.Wait(t, 1, e2eWait)
+		code := e2eLinkCode(t, mx.Wait(t, 1, e2eWait)[0], "http://accounts.test/sign-in?code=")
 		// In the Prometheus text format, which awaitMetric checks it is.
 		app.awaitMetric(t, "outbox_delivered_total", mail.TopicLoginLink)
-		body, ct := scrape(t, app.client, app.base+"/metrics", openMetrics)
-		if !strings.HasPrefix(ct, "application/openmetrics-text") || !strings.HasSuffix(body, "# EOF\n") {
-			t.Fatalf("GET /metrics with Accept %s: %q, %.300s...; want OpenMetrics", openMetrics, ct, body)
+		app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": code}), http.StatusCreated, nil)
+		var body string
+		deadline := time.Now().Add(e2eWait)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var ct string
+			body, ct = scrape(t, app.client, app.base+"/metrics", openMetrics)
+			if !strings.HasPrefix(ct, "application/openmetrics-text") || !strings.HasSuffix(body, "# EOF\n") {
+				t.Fatalf("GET /metrics with Accept %s: %q, %.300s...; want OpenMetrics", openMetrics, ct, body)
+			}
+			if strings.Contains(body, "\nprojections_apply_duration_seconds_count{") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no projection applied an event within %s", e2eWait)
+			}
+			<-tick.C
 		}
 		if plain, ct := scrape(t, app.client, app.base+"/metrics", ""); !strings.HasPrefix(ct, "text/plain") || strings.Contains(plain, " # {") {
 			t.Errorf("GET /metrics with no Accept: %q, exemplars %t; want the Prometheus text format, which has none", ct, strings.Contains(plain, " # {"))
@@ -80,6 +99,10 @@ func TestMetricsCarryExemplarsOfTraces(t *testing.T) {
 			if !strings.Contains(strings.Join(traces, " "), traceID) {
 				t.Errorf("%s{%s}: exemplars of traces %q, want one of %s", want.name, want.label, traces, traceID)
 			}
+		}
+		// A projection batch is a trace of its own.
+		if traces := exemplarTraces(body, "projections_apply_duration_seconds_bucket", `projection="`); len(traces) == 0 || len(traces[0]) != 32 {
+			t.Errorf("projections_apply_duration_seconds_bucket: exemplars of traces %q, want some", traces)
 		}
 	})
 	t.Run("OffKeepNone", func(t *testing.T) {
