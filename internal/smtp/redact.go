@@ -1,6 +1,9 @@
 package smtp
 
-import "regexp"
+import (
+	"errors"
+	"regexp"
+)
 
 // addressLike matches anything shaped like an email address.
 var addressLike = regexp.MustCompile(`[^\s<>"'(),;:@\[\]]+@[^\s<>"'(),;:@\[\]]+`)
@@ -15,3 +18,15 @@ type redacted struct{ err error }
 func (r redacted) Error() string { return addressLike.ReplaceAllString(r.err.Error(), "[address]") }
 
 func (r redacted) Unwrap() error { return r.err }
+
+// unquoted returns the cause of go-mail's error about an address that
+// does not parse: go-mail quotes the address, which may be all but
+// well-formed ("ann@@example.com") and so escape [redacted]; the cause,
+// net/mail's, names only what is wrong. Without a cause it returns err
+// redacted.
+func unquoted(err error) error {
+	if cause := errors.Unwrap(err); cause != nil {
+		return redacted{cause}
+	}
+	return redacted{err}
+}

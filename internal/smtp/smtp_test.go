@@ -84,22 +84,35 @@ func TestSendEndsWithItsContext(t *testing.T) {
 	}
 }
 
+// A send's error names no recipient, whether the server quotes it in its
+// reply or the address does not parse.
 func TestSendErrorsKeepNoAddress(t *testing.T) {
 	t.Parallel()
-	srv := smtptest.NewServer(t)
-	srv.Refuse(550, "5.1.1 <ann.refused@example.com> unknown")
-	s, err := smtp.New(srv.URL(), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: "ann.refused@example.com", Subject: "s", MessageID: "x@example.com", Text: "t"})
-	if err == nil {
-		t.Fatal("Send to a refused recipient succeeded")
-	}
-	if strings.Contains(err.Error(), "ann.refused") {
-		t.Errorf("Send's error names the recipient: %v", err)
-	}
-	if !strings.Contains(err.Error(), "550") {
-		t.Errorf("Send's error lost the server's reply: %v", err)
+	for _, tc := range []struct {
+		name, to, want string
+	}{
+		{"RefusedRecipient", "ann.refused@example.com", "550"},
+		{"AddressThatDoesNotParse", "ann.refused@@example.com", "is no address"},
+		{"UnclosedAngleAddress", "Ann <ann.refused@example.com", "is no address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := smtptest.NewServer(t)
+			srv.Refuse(550, "5.1.1 <ann.refused@example.com> unknown")
+			s, err := smtp.New(srv.URL(), time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: tc.to, Subject: "s", MessageID: "x@example.com", Text: "t"})
+			if err == nil {
+				t.Fatal("Send to a refused recipient succeeded")
+			}
+			if strings.Contains(err.Error(), "ann.refused") {
+				t.Errorf("Send's error names the recipient: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Send's error %q lacks %q", err, tc.want)
+			}
+		})
 	}
 }
