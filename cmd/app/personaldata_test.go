@@ -17,15 +17,16 @@ import (
 )
 
 // TestLogsSpansAndStoredErrorsKeepNoPersonalData runs the whole app on
-// each backend with JSON logs at every level, every trace exported over OTLP to
-// a receiver of the test, and a mail server that refuses a recipient with
-// a reply that quotes the address, then cannot be reached at all until
-// that mail is buried. A person signs in, changes their address and
-// deletes their account. Then no log line (nor an SQL parameter in one), no exported span (names,
-// attributes, events, links, status, resource) and no stored row holds
-// any of the addresses, codes or tokens the test saw, but for the buried
-// mail's own payload, which keeps its recipient for an operator to
-// requeue until the sweep deletes it.
+// each backend with JSON logs at every level, every trace exported over
+// OTLP to a receiver of the test, and a mail server that refuses a
+// recipient with a reply that quotes the address, then cannot be reached
+// at all until that mail is buried. A person opens each link, signs in,
+// changes their address and deletes their account. Then no log line, no
+// exported span (names, attributes, events, links, status, scope,
+// resource) and no stored row holds any of the addresses, codes or tokens
+// the test saw, and no log line an SQL parameter; only the buried mail's
+// own payload, which an operator may requeue, and its unused code's row
+// name its recipient.
 //
 // The OTLP exporter reads the process's environment, so the test sets it
 // and runs alone, its backends one after the other.
@@ -83,6 +84,15 @@ func personalData(t *testing.T, database e2eDatabase) {
 		}
 		code := e2eLinkCode(t, m, "http://accounts.test"+path+"?code=")
 		secrets = append(secrets, code)
+		// The person opens the link, whose page does not use the code up.
+		resp, err := app.client.Get(app.base + path + "?code=" + code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
 		return code
 	}
 
@@ -212,7 +222,7 @@ func personalData(t *testing.T, database e2eDatabase) {
 			}
 		}
 	}
-	for _, want := range []string{"POST /v1/sign-in-links", "DELETE /v1/me", "outbox deliver " + mail.TopicLoginLink, "smtp send"} {
+	for _, want := range []string{"POST /v1/sign-in-links", "GET /sign-in", "DELETE /v1/me", "outbox deliver " + mail.TopicLoginLink, "smtp send"} {
 		if !names[want] {
 			t.Errorf("no span %q among the %d exports: the test cannot tell; spans: %v", want, exports, names)
 		}
