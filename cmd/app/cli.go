@@ -42,7 +42,7 @@ Configuration comes from the environment; see 'app config'.`,
 		SilenceErrors: true,
 		Args:          noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), getenv, stderr)
+			return serve(cmd.Context(), getenv, stdout, stderr)
 		},
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
@@ -62,7 +62,7 @@ Configuration comes from the environment; see 'app config'.`,
 
 	root.AddCommand(
 		leaf("serve", "Run the service until SIGINT or SIGTERM (the default)", noArgs,
-			func(ctx context.Context, _ []string) error { return serve(ctx, getenv, stderr) }),
+			func(ctx context.Context, _ []string) error { return serve(ctx, getenv, stdout, stderr) }),
 		leaf("migrate", "Apply the database migrations", noArgs,
 			func(ctx context.Context, _ []string) error { return migrate(ctx, getenv, stdout, stderr) }),
 		configCommand(getenv, stdout, leaf),

@@ -30,10 +30,15 @@ import (
 // serve runs the HTTP API, the relay and the asynchronous projections until
 // ctx is done; API=false, RELAY=false or PROJECTIONS=false leaves a part to
 // other instances.
-func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+//
+// With SMTP_URL unset, mail is printed on stdout if it is a terminal.
+func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	e, err := load(getenv, stderr)
 	if err != nil {
 		return err
+	}
+	if e.cfg.Relay {
+		e.printMailOn(stdout)
 	}
 	if !e.cfg.API && !e.cfg.Relay && !e.cfg.Projections {
 		return errors.New("API=false, RELAY=false and PROJECTIONS=false leave nothing to run")
@@ -402,6 +407,7 @@ func outboxDrain(ctx context.Context, getenv func(string) string, stdout, stderr
 	if err != nil {
 		return err
 	}
+	e.printMailOn(stdout)
 	db, err := e.openDB(ctx)
 	if err != nil {
 		return err

@@ -18,9 +18,10 @@ import (
 )
 
 // TestReadmeWalkthrough runs the README's "Trying it" section as a person
-// would: the app on SQLite with nothing else configured, then each curl
-// command in order, with the code taken from the app's log and the token
-// from the sign-in answer, so the README cannot drift from the code.
+// would: the app on SQLite with nothing else configured, on a terminal,
+// then each curl command in order, with the code taken from the mail the
+// app prints on its terminal and the token from the sign-in answer, so
+// the README cannot drift from the code. The log holds neither.
 func TestReadmeWalkthrough(t *testing.T) {
 	t.Parallel()
 	steps := readmeSteps(t)
@@ -30,6 +31,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 
 	dir := t.TempDir()
 	logs := &addrLog{seen: make(chan string, 1)}
+	screen := openTerminal(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
@@ -38,7 +40,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		done <- run(ctx, nil, getenv(map[string]string{
 			"DATABASE_URL": "sqlite:" + filepath.Join(dir, "accounts.db"),
 			"HTTP_ADDR":    "127.0.0.1:0",
-		}), io.Discard, logs)
+		}), screen.TTY, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -72,7 +74,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		}
 		switch {
 		case strings.Contains(step, "/v1/sign-in-links"):
-			vars["CODE"] = waitForCode(t, logs)
+			vars["CODE"] = waitForCode(t, screen)
 		case strings.Contains(step, "/v1/sessions"):
 			var s struct{ Token string }
 			if err := json.Unmarshal(body, &s); err != nil || s.Token == "" {
@@ -94,6 +96,11 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 	if vars["ME"] == "" || vars["DELETED"] == "" {
 		t.Error("the walkthrough never reached GET /v1/me and DELETE /v1/me")
+	}
+	for _, secret := range []string{vars["CODE"], vars["TOKEN"], "ada@example.com"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log holds %q:\n%s", secret, logs.String())
+		}
 	}
 }
 
@@ -356,22 +363,23 @@ func shellWords(t *testing.T, line string) []string {
 	return words
 }
 
-var codeInLog = regexp.MustCompile(` code=([a-z2-7]{32})\b`)
+var codeOnScreen = regexp.MustCompile(`(?m)^([a-z2-7]{32})\r?$`)
 
-// waitForCode returns the code of the first mail the app logged.
-func waitForCode(t *testing.T, logs *addrLog) string {
+// waitForCode returns the code of the first mail the app printed on its
+// terminal.
+func waitForCode(t *testing.T, screen *terminal) string {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if m := codeInLog.FindStringSubmatch(logs.String()); m != nil {
+		if m := codeOnScreen.FindStringSubmatch(screen.String()); m != nil {
 			return m[1]
 		}
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatalf("no mail with a code in the log within 30s:\n%s", logs.String())
+			t.Fatalf("no mail with a code on the terminal within 30s:\n%s", screen.String())
 		}
 	}
 }

@@ -38,6 +38,9 @@ type env struct {
 	cfg    config.Config
 	log    *slog.Logger
 	tracer trace.TracerProvider
+	// mailOut is the terminal that mail is printed on when SMTP_URL is
+	// unset ([env.printMailOn]); nil: none, and mail is not sent.
+	mailOut io.Writer
 }
 
 func load(getenv func(string) string, stderr io.Writer) (env, error) {
@@ -91,7 +94,12 @@ func (e env) open(ctx context.Context, existing bool) (backend.Backend, error) {
 // topic. A topic missing here is buried by the relay, so no command adds a
 // message for it.
 func (e env) handlers(meter metric.MeterProvider) (map[string]outbox.Handler, error) {
-	var sender mail.Sender = mail.LogSender{Log: e.log}
+	// With SMTP_URL unset, mail goes to a terminal, or nowhere: never to
+	// the log (see docs/personal-data.md).
+	var sender mail.Sender = mail.Unsent{}
+	if e.mailOut != nil {
+		sender = &mail.Console{Out: e.mailOut}
+	}
 	if e.cfg.SMTPURL != "" {
 		s, err := smtp.New(e.cfg.SMTPURL, e.cfg.SMTPTimeout, smtp.WithTracerProvider(e.tracer))
 		if err != nil {

@@ -60,7 +60,7 @@ type Config struct {
 	// TrustedProxies is HTTPTrustedProxies parsed.
 	TrustedProxies []netip.Prefix
 	// SMTPURL is the mail server; empty writes mail to the log.
-	SMTPURL string `env:"SMTP_URL" desc:"smtp://[user:pass@]host:port (STARTTLS when offered) or smtps://...; unset: mails go to the log."`
+	SMTPURL string `env:"SMTP_URL" desc:"smtp://[user:pass@]host:port (STARTTLS when offered) or smtps://...; unset: each mail is printed on the terminal if standard output is one, and otherwise not sent (retried, then buried); never to the log."`
 	// SMTPTimeout bounds each exchange with the mail server.
 	SMTPTimeout time.Duration `env:"SMTP_TIMEOUT" envDefault:"10s" desc:"Longest wait for the mail server at each step."`
 	// MailFrom is the sender address of every mail.

@@ -62,8 +62,9 @@ func testLoadDefaults(t *testing.T) {
 	if c.LogLevel != slog.LevelInfo || !c.Relay {
 		t.Errorf("log level %v, relay %v", c.LogLevel, c.Relay)
 	}
-	// Sign-in codes go to the log when SMTP_URL is unset: with nothing
-	// configured, the service is reachable from this machine only.
+	// Sign-in codes are printed on the terminal when SMTP_URL is unset:
+	// with nothing configured, the service is reachable from this machine
+	// only.
 	host, _, err := net.SplitHostPort(c.HTTPAddr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 		t.Errorf("HTTP_ADDR defaults to %q, want a loopback address", c.HTTPAddr)

@@ -24,12 +24,9 @@ type Mail struct {
 	MessageID string
 	Text      string
 	HTML      string
-	// Link and Code are what the mail carries, for senders that show mail
-	// rather than send it, such as [LogSender].
-	Link, Code string
 }
 
-// Sender sends composed mail, over SMTP or to the log.
+// Sender sends composed mail, over SMTP or to a terminal ([Console]).
 type Sender interface {
 	Send(ctx context.Context, m Mail) error
 }
@@ -112,8 +109,6 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 				MessageID: msgID,
 				Text:      text.String(),
 				HTML:      html.String(),
-				Link:      link.URL,
-				Code:      link.Code,
 			}); err != nil {
 				return err
 			}
@@ -182,18 +177,4 @@ func newNotice(subject, what, next string) letter {
 		text:    texttemplate.Must(texttemplate.New("text").Parse(what + "\n\n" + next + "\n")),
 		html:    template.Must(template.New("html").Parse("<!doctype html>\n<p>" + what + "</p>\n<p>" + next + "</p>\n")),
 	}
-}
-
-// LogSender writes each mail to a log instead of sending it, so a person
-// trying the service sees the link. It is the sender when no SMTP server is
-// configured.
-type LogSender struct {
-	Log *slog.Logger
-}
-
-// Send logs m.
-func (l LogSender) Send(ctx context.Context, m Mail) error {
-	l.Log.InfoContext(ctx, "mail (not sent: SMTP_URL is unset)",
-		"to", m.To, "subject", m.Subject, "link", m.Link, "code", m.Code, "message_id", m.MessageID)
-	return nil
 }

@@ -1,0 +1,73 @@
+package mail_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/user/mail"
+)
+
+// consoleHandlers returns the handlers of a sender, with a log of their
+// own, at Debug, kept in logs.
+func consoleHandlers(t *testing.T, s mail.Sender, logs *bytes.Buffer) map[string]outbox.Handler {
+	t.Helper()
+	handlers, err := mail.Handlers(s, mail.Config{
+		From: "accounts@accounts.test", Domain: "accounts.test",
+		Now: func() time.Time { return now },
+		Log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return handlers
+}
+
+// Console prints each mail, link and code, to its terminal; the log says
+// only that a mail went, by its IDs.
+func TestConsolePrintsTheMailAndLogsNoneOfIt(t *testing.T) {
+	t.Parallel()
+	var screen, logs bytes.Buffer
+	handlers := consoleHandlers(t, &mail.Console{Out: &screen}, &logs)
+	link := mail.Link{To: "ada.console@example.com", URL: "http://accounts.test/sign-in?code=abc234", Code: "abc234", ExpiresAt: now.Add(time.Minute)}
+	m := message(t, mail.TopicLoginLink, link)
+	if err := handlers[mail.TopicLoginLink](context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"to ada.console@example.com", "Subject: Your sign-in link", "\n" + link.URL + "\n", "\nabc234\n", "Message-ID: " + m.ID.String() + "@accounts.test"} {
+		if !strings.Contains(screen.String(), want) {
+			t.Errorf("the console lacks %q:\n%s", want, screen.String())
+		}
+	}
+	if !strings.Contains(logs.String(), `"msg":"mail: delivered"`) {
+		t.Errorf("the log lacks the delivery:\n%s", logs.String())
+	}
+	for _, secret := range []string{"ada.console", "abc234"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the log holds %q:\n%s", secret, logs.String())
+		}
+	}
+}
+
+// Unsent fails every mail, so that the relay retries and then buries it,
+// and neither prints nor logs anything of it.
+func TestUnsentFailsEveryMailAndKeepsItOutOfTheLog(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	handlers := consoleHandlers(t, mail.Unsent{}, &logs)
+	link := mail.Link{To: "ada.unsent@example.com", URL: "http://accounts.test/sign-in?code=abc234", Code: "abc234", ExpiresAt: now.Add(time.Minute)}
+	err := handlers[mail.TopicLoginLink](context.Background(), message(t, mail.TopicLoginLink, link))
+	if !errors.Is(err, mail.ErrNoMailServer) {
+		t.Fatalf("handler: %v, want ErrNoMailServer", err)
+	}
+	for _, secret := range []string{"ada.unsent", "abc234"} {
+		if strings.Contains(err.Error()+logs.String(), secret) {
+			t.Errorf("the error or the log holds %q: %v\n%s", secret, err, logs.String())
+		}
+	}
+}
