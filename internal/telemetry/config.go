@@ -37,6 +37,9 @@ type Config struct {
 	BSPExportTimeout      string `env:"OTEL_BSP_EXPORT_TIMEOUT" envDefault:"30000" desc:"Milliseconds an export may take."`
 	BSPMaxQueueSize       string `env:"OTEL_BSP_MAX_QUEUE_SIZE" envDefault:"2048" desc:"Spans waiting for export at most; past it new spans are dropped."`
 	BSPMaxExportBatchSize string `env:"OTEL_BSP_MAX_EXPORT_BATCH_SIZE" envDefault:"512" desc:"Spans sent in one export at most."`
+	// ExemplarFilter chooses the measurements that keep an exemplar while
+	// tracing is on; the metrics SDK reads it.
+	ExemplarFilter string `env:"OTEL_METRICS_EXEMPLAR_FILTER" envDefault:"trace_based" desc:"Which measurements keep their trace as an exemplar on /metrics (in OpenMetrics) while tracing is on: trace_based (those made in a sampled span), always_on or always_off. With tracing off none does."`
 }
 
 // Exporters and protocols that [New] knows.
@@ -65,7 +68,8 @@ func (c Config) protocol() string {
 
 // Validate reports what [New] could not build: an exporter, a protocol or
 // a sampler it does not know, or a sampler's ratio that is no number from
-// 0 to 1. Each error names its variable.
+// 0 to 1; and an exemplar filter that the metrics SDK would ignore. Each
+// error names its variable.
 func (c Config) Validate() error {
 	var errs []error
 	switch c.Exporter {
@@ -85,6 +89,11 @@ func (c Config) Validate() error {
 	case "", "always_on", "always_off", "traceidratio":
 	default:
 		errs = append(errs, fmt.Errorf("OTEL_TRACES_SAMPLER must be always_on, always_off or traceidratio, alone or after parentbased_, got %q", c.Sampler))
+	}
+	switch strings.ToLower(strings.TrimSpace(c.ExemplarFilter)) {
+	case "", "trace_based", "always_on", "always_off":
+	default:
+		errs = append(errs, fmt.Errorf("OTEL_METRICS_EXEMPLAR_FILTER must be trace_based, always_on or always_off, got %q", c.ExemplarFilter))
 	}
 	if sampler == "traceidratio" && c.SamplerArg != "" {
 		if r, err := strconv.ParseFloat(c.SamplerArg, 64); err != nil || r < 0 || r > 1 {

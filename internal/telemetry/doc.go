@@ -16,8 +16,10 @@
 // the process's environment by the SDK and the exporters themselves: the
 // endpoint and headers by otlptracehttp and otlptracegrpc, the sampler by
 // the SDK's tracer provider, the batch span processor's OTEL_BSP_* by the
-// batch span processor, and OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
-// by the resource, over a service.name of "accounts".
+// batch span processor, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
+// by the resource, over a service.name of "accounts", and
+// OTEL_METRICS_EXEMPLAR_FILTER by the metrics SDK (which the app sets to
+// always_off while tracing is off).
 //
 // [Propagator] is the W3C trace context with baggage, for the global
 // propagator; components that carry a trace context name

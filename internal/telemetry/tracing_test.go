@@ -61,6 +61,7 @@ func TestNew(t *testing.T) {
 			{telemetry.Config{Exporter: "otlp", TracesProtocol: "udp"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
 			{telemetry.Config{Sampler: "sometimes"}, "OTEL_TRACES_SAMPLER"},
 			{telemetry.Config{Sampler: "parentbased_traceidratio", SamplerArg: "2"}, "OTEL_TRACES_SAMPLER_ARG"},
+			{telemetry.Config{ExemplarFilter: "sampled"}, "OTEL_METRICS_EXEMPLAR_FILTER"},
 		} {
 			_, err := telemetry.New(t.Context(), c.cfg, telemetry.Options{})
 			if err == nil || !strings.Contains(err.Error(), c.name) {
