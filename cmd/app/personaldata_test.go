@@ -21,12 +21,12 @@ import (
 // OTLP to a receiver of the test, and a mail server that refuses a
 // recipient with a reply that quotes the address, then cannot be reached
 // at all until that mail is buried. A person opens each link, signs in,
-// changes their address and deletes their account. Then no log line, no
-// exported span (names, attributes, events, links, status, scope,
-// resource) and no stored row holds any of the addresses, codes or tokens
-// the test saw, and no log line an SQL parameter; only the buried mail's
-// own payload, which an operator may requeue, and its unused code's row
-// name its recipient.
+// changes their address, is refused a few times and deletes their
+// account. Then no log line, no exported span (names, attributes, events,
+// links, status, scope, resource) and no stored row holds any of the
+// addresses, codes or tokens the test saw, and no log line an SQL
+// parameter; only the buried mail's own payload, which an operator may
+// requeue, and its unused code's row name its recipient.
 //
 // The OTLP exporter reads the process's environment, so the test sets it
 // and runs alone, its backends one after the other.
@@ -42,6 +42,9 @@ const (
 	pdFirst  = "pd.first"  // the account's first address
 	pdSecond = "pd.second" // the address it changes to
 	pdBuried = "pd.buried" // asks for a link the server refuses
+	pdBad    = "pd.bad"    // is no address
+
+	pdBadCode = "aaaabbbbccccddddeeeeffffgggghhhh" // signs nobody in
 )
 
 func personalData(t *testing.T, database e2eDatabase) {
@@ -73,7 +76,7 @@ func personalData(t *testing.T, database e2eDatabase) {
 	app := e2eStart(t, vars)
 	// Secrets are what must not be seen: the local parts of the addresses,
 	// and each code and token as the test meets it.
-	secrets := []string{pdFirst, pdSecond, pdBuried}
+	secrets := []string{pdFirst, pdSecond, pdBuried, pdBad, pdBadCode}
 	mails := 0
 	mailed := func(to, path string) string {
 		t.Helper()
@@ -109,6 +112,11 @@ func personalData(t *testing.T, database e2eDatabase) {
 	app.expect(t, "POST", "/v1/me/email-change", session.Token, e2eJSON(t, map[string]string{"new_email": pdSecond + "@example.com"}), http.StatusAccepted, nil)
 	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": mailed(pdSecond+"@example.com", "/confirm-email")}), http.StatusOK, nil)
 	app.expect(t, "GET", "/v1/me/activity", session.Token, "", http.StatusOK, nil)
+
+	// Refusals, whose errors quote what was asked for.
+	app.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": pdBad + "@@example.com"}), http.StatusBadRequest, nil)
+	app.expect(t, "POST", "/v1/me/email-change", session.Token, e2eJSON(t, map[string]string{"new_email": pdSecond + "@example.com"}), http.StatusConflict, nil)
+	app.expect(t, "POST", "/v1/sessions", "", `{"code":"`+pdBadCode+`"}`, http.StatusUnauthorized, nil)
 
 	// A link to another address: the server refuses its recipient, quoting
 	// it, then cannot be reached until the mail is buried.
