@@ -295,8 +295,9 @@ func endSpan(span trace.Span, err error) {
 		return
 	}
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		// The error's type, not its text, as every span of the service
+		// keeps (docs/personal-data.md).
+		span.SetStatus(codes.Error, "publish failed")
 		span.SetAttributes(semconv.ErrorType(err))
 	}
 	span.End()

@@ -3,6 +3,7 @@ package kafkabroker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,8 +138,24 @@ func testRefusedRecordsSpanHasTheError(t *testing.T) {
 	}
 	for _, s := range rec.Ended() {
 		if s.Parent().SpanID() == delivery.SpanContext().SpanID() {
-			if s.Status().Code != codes.Error {
-				t.Errorf("span status %v, want an error", s.Status())
+			if s.Status().Code != codes.Error || s.Status().Description != "publish failed" {
+				t.Errorf("span status %v, want an error described as publish failed", s.Status())
+			}
+			// The error's type is kept, its text nowhere.
+			if len(s.Events()) != 0 {
+				t.Errorf("span events %v, want none", s.Events())
+			}
+			var errType string
+			for _, kv := range s.Attributes() {
+				if kv.Key == "error.type" {
+					errType = kv.Value.AsString()
+				}
+				if strings.Contains(kv.Value.Emit(), "response lost") {
+					t.Errorf("attribute %s holds the error's text: %s", kv.Key, kv.Value.Emit())
+				}
+			}
+			if errType == "" {
+				t.Error("span lacks error.type")
 			}
 			return
 		}

@@ -3,10 +3,13 @@ package natsbroker_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill/message"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -19,7 +22,8 @@ import (
 // TestPublishTraceContext holds a publish through [publish.Handler] to the
 // trace of the span in its context: one producer span, a child of it, whose
 // W3C trace context the stored message carries as headers, and the
-// CloudEvent as its tracing extension; outside a trace, neither.
+// CloudEvent as its tracing extension; a failed publish's span keeps the
+// error's type, not its text; outside a trace, neither span nor headers.
 func TestPublishTraceContext(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
@@ -114,6 +118,45 @@ func TestPublishTraceContext(t *testing.T) {
 		}
 		if want := "00-" + traceID + "-" + sc.SpanID().String() + "-01"; ce.TraceParent != want {
 			t.Errorf("CloudEvent traceparent %q, want the delivery's %q", ce.TraceParent, want)
+		}
+	})
+	t.Run("a failed publish", func(t *testing.T) {
+		// No stream takes the subject: JetStream does not answer.
+		ctx, delivery := tp.Tracer("test").Start(t.Context(), "delivery")
+		m := message.NewMessage("0190a3b1-0000-7000-8000-0000000000ff", []byte("{}"))
+		m.SetContext(ctx)
+		err := p.Publish("elsewhere.user.signed_in", m)
+		delivery.End()
+		if err == nil {
+			t.Fatal("a publish to a subject of no stream succeeded")
+		}
+		var span sdktrace.ReadOnlySpan
+		for _, s := range rec.Ended() {
+			if s.Parent().SpanID() == delivery.SpanContext().SpanID() {
+				span = s
+			}
+		}
+		if span == nil {
+			t.Fatal("no span of the publish is a child of the span in ctx")
+		}
+		// The error's type is kept, its text nowhere.
+		if span.Status().Code != codes.Error || span.Status().Description != "publish failed" {
+			t.Errorf("span status %v, want an error described as publish failed", span.Status())
+		}
+		if len(span.Events()) != 0 {
+			t.Errorf("span events %v, want none", span.Events())
+		}
+		var errType string
+		for _, kv := range span.Attributes() {
+			if kv.Key == "error.type" {
+				errType = kv.Value.AsString()
+			}
+			if strings.Contains(kv.Value.Emit(), err.Error()) {
+				t.Errorf("attribute %s holds the error's text: %s", kv.Key, kv.Value.Emit())
+			}
+		}
+		if errType == "" {
+			t.Error("span lacks error.type")
 		}
 	})
 	t.Run("outside a trace", func(t *testing.T) {
