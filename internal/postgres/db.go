@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/eventstore"
@@ -76,6 +77,7 @@ type options struct {
 	log       *slog.Logger
 	pooler    Pooler
 	listenURL string
+	tp        trace.TracerProvider
 }
 
 // WithPooler tells the DB what stands between it and PostgreSQL; by default
@@ -154,6 +156,9 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, 
 	cfg = cfg.Copy()
 	relayCfg := cfg.Copy()
 	relayCfg.ConnConfig.RuntimeParams["application_name"] = "outbox-relay"
+	// The main pool's statements are traced, the relay's are not
+	// ([statementTracer]).
+	traceStatements(cfg.ConnConfig, o.tp)
 	relayCfg.MaxConns = min(cfg.MaxConns, 4)
 	local := prepare(cfg, o.pooler, nil)
 	// The relay's bookkeeping is written with synchronous_commit off (see

@@ -99,6 +99,11 @@ func (t *tx) wakeLog() {
 // or a serialization failure returns an error wrapping
 // [eventstore.ErrConcurrency] too: it changed nothing, and a command tries
 // it again.
+//
+// Do starts no span of its own: in a trace each round trip is a span
+// ([statementTracer]), the BEGIN's and the COMMIT's among them, under the
+// span of the command, so the wait for a connection of the pool is the
+// gap before the first.
 func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
 	conn, err := r.db.pool.Acquire(ctx)
 	if err != nil {
