@@ -13,6 +13,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
 	"github.com/pressly/goose/v3/lock"
+	"go.opentelemetry.io/otel/trace"
 	_ "modernc.org/sqlite" // Registers the driver "sqlite".
 
 	"github.com/eventsourced/accounts/internal/backend"
@@ -38,6 +39,7 @@ type Option func(*options)
 
 type options struct {
 	busyTimeout time.Duration
+	tp          trace.TracerProvider
 }
 
 // WithBusyTimeout makes connections wait up to d for a lock that another
@@ -82,6 +84,8 @@ type DB struct {
 	// wake tells this DB's relays that a unit of work added messages, and
 	// logWake its log's subscribers that one appended events.
 	wake, logWake *wakeup.Fanout
+	// tr traces the units of work ([unitSpan]).
+	tr trace.Tracer
 }
 
 var _ backend.Backend = (*DB)(nil)
@@ -153,7 +157,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		read.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	db := &DB{write: write, read: read, logs: logs, writeDSN: writeDSN, logDSN: logDSN, relaxed: true, wake: wakeup.New(), logWake: wakeup.New()}
+	db := &DB{write: write, read: read, logs: logs, writeDSN: writeDSN, logDSN: logDSN, relaxed: true, wake: wakeup.New(), logWake: wakeup.New(), tr: tracer(o.tp)}
 	if err := ping(ctx, db.read); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))

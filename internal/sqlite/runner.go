@@ -107,7 +107,7 @@ func asTx(t uow.Tx) (*tx, error) {
 // is read from the runner's clock once, in UTC, to the microsecond that the
 // stores keep. After a commit it runs the transaction's after-commit hooks,
 // by which [Outbox.Add] wakes the relays of this process; a rollback runs
-// none.
+// none. In a trace, the unit of work is a span of its own ([unitSpan]).
 //
 // When another process holds the write lock for longer than the busy
 // timeout, the error (of beginning, of fn or of committing) wraps
@@ -120,17 +120,24 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	if err := checkNotNested(ctx, r.db); err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
+	ctx, span := r.db.startUnit(ctx, "sqlite transaction")
+	defer span.end()
 	stx, err := r.db.write.BeginTx(ctx, nil)
 	if err != nil {
+		span.fail("begin failed", err)
 		return fmt.Errorf("sqlite: begin: %w", unavailable(ctx, err))
 	}
+	span.event(eventBegun)
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = stx.Rollback() }()
 	t := &tx{Tx: stx, db: r.db, now: r.clock()}
 	if err := fn(context.WithValue(ctx, unitOfWorkKey{}, r.db), t); err != nil {
+		span.event(eventRollback)
 		return unavailable(ctx, err)
 	}
+	span.event(eventCommit)
 	if err := stx.Commit(); err != nil {
+		span.fail("commit failed", err)
 		return fmt.Errorf("sqlite: commit: %w", unavailable(ctx, err))
 	}
 	for _, fn := range t.afterCommit {
@@ -151,10 +158,14 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 //
 // fn may run units of work of Do: Read holds no connection that they need.
 func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, tx uow.Tx) error) error {
+	ctx, span := r.db.startUnit(ctx, "sqlite read transaction")
+	defer span.end()
 	stx, err := r.db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
+		span.fail("begin failed", err)
 		return fmt.Errorf("sqlite: begin read: %w", err)
 	}
+	span.event(eventBegun)
 	defer func() { _ = stx.Rollback() }()
 	return fn(ctx, &tx{Tx: stx, db: r.db, now: r.clock(), readOnly: true})
 }
