@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
@@ -33,6 +34,9 @@ type database struct {
 	// for PostgreSQL.
 	pooler    postgres.Pooler
 	listenURL string
+	// tracer traces the units of work and statements (nil: the global
+	// provider).
+	tracer trace.TracerProvider
 }
 
 // database returns where the configuration points: DATABASE_URL, and on
@@ -48,12 +52,13 @@ func (e env) database() (database, error) {
 		}
 		d.listenURL = e.cfg.DatabaseListenURL
 	}
+	d.tracer = e.tracer
 	return d, nil
 }
 
 // postgresOptions are the options of the PostgreSQL backend.
 func (d database) postgresOptions(log *slog.Logger) []postgres.Option {
-	return []postgres.Option{postgres.WithLogger(log), postgres.WithPooler(d.pooler), postgres.WithListenURL(d.listenURL)}
+	return []postgres.Option{postgres.WithLogger(log), postgres.WithPooler(d.pooler), postgres.WithListenURL(d.listenURL), postgres.WithTracerProvider(d.tracer)}
 }
 
 // parseDatabaseURL reads DATABASE_URL: postgres:// or postgresql:// selects
@@ -155,7 +160,7 @@ func (d database) connect(ctx context.Context, log *slog.Logger) (backend.Backen
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 	}
-	db, err := sqlite.Open(ctx, d.sqlitePath)
+	db, err := sqlite.Open(ctx, d.sqlitePath, sqlite.WithTracerProvider(d.tracer))
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +192,7 @@ func (d database) openScratch(ctx context.Context, log *slog.Logger) (backend.Ba
 	if err != nil {
 		return nil, nil, err
 	}
-	b, _, err := database{sqlitePath: filepath.Join(dir, "bench.db")}.open(ctx, log)
+	b, _, err := database{sqlitePath: filepath.Join(dir, "bench.db"), tracer: d.tracer}.open(ctx, log)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, err

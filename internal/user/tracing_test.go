@@ -47,10 +47,10 @@ func setupTraced(t *testing.T, backend string, wrap func(eventstore.Store) event
 	b := &traced{clock: testclock.New(start), spans: rec, tp: tp}
 	switch backend {
 	case "PostgreSQL":
-		db := pgtest.New(t)
+		db := pgtest.New(t, postgres.WithTracerProvider(tp))
 		b.deps = user.Deps{Runner: db.Runner(b.clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{}, Keys: keyringtest.New(t, postgres.DataKeys{})}
 	case "SQLite":
-		db := sqlitetest.New(t)
+		db := sqlitetest.New(t, sqlite.WithTracerProvider(tp))
 		b.deps = user.Deps{Runner: db.Runner(b.clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{}, Keys: keyringtest.New(t, sqlite.DataKeys{})}
 	default:
 		t.Fatalf("no backend %q", backend)
@@ -196,6 +196,36 @@ func TestCommandSpans(t *testing.T) {
 			}
 			if typ, _ := attr(refused, "error.type"); typ.AsString() != "user.ErrInvalidCode" {
 				t.Errorf("the refused sign-in: error.type %q, want user.ErrInvalidCode", typ.Emit())
+			}
+			// The backend's spans are children of the command's.
+			for _, command := range append(b.named("user.RequestSignInLink"), signIns...) {
+				children := b.childrenOf(command)
+				if len(children) == 0 {
+					t.Fatalf("%s has no span of its backend", command.Name())
+				}
+				for _, child := range children {
+					if child.SpanKind() != trace.SpanKindClient {
+						t.Errorf("%s: child %q of kind %s, want client", command.Name(), child.Name(), child.SpanKind())
+					}
+					switch backend {
+					case "PostgreSQL":
+						if text, _ := attr(child, "db.query.text"); text.AsString() == "" {
+							t.Errorf("%s: statement span %q has no db.query.text", command.Name(), child.Name())
+						}
+					case "SQLite":
+						want := []string{"begun", "commit"}
+						if command == refused {
+							want = []string{"begun", "rollback"}
+						}
+						var got []string
+						for _, e := range child.Events() {
+							got = append(got, e.Name)
+						}
+						if child.Name() != "sqlite transaction" || strings.Join(got, " ") != strings.Join(want, " ") {
+							t.Errorf("%s: child %q with events %v, want a sqlite transaction with %v", command.Name(), child.Name(), got, want)
+						}
+					}
+				}
 			}
 			checkNothingOf(t, b.spans.Ended(), address, "ada.lovelace", code, s.Token, s.User.ID.String())
 		})
