@@ -2,11 +2,9 @@ package smtp
 
 import (
 	"errors"
-	"regexp"
-)
 
-// addressLike matches anything shaped like an email address.
-var addressLike = regexp.MustCompile(`[^\s<>"'(),;:@\[\]]+@[^\s<>"'(),;:@\[\]]+`)
+	"github.com/eventsourced/accounts/internal/redact"
+)
 
 // redacted is an error whose text keeps no address. A server's reply, and
 // go-mail's own error text, can quote the recipient ("550 <ann@example.com>
@@ -15,7 +13,7 @@ var addressLike = regexp.MustCompile(`[^\s<>"'(),;:@\[\]]+@[^\s<>"'(),;:@\[\]]+`
 // reachable through errors.Is and errors.As.
 type redacted struct{ err error }
 
-func (r redacted) Error() string { return addressLike.ReplaceAllString(r.err.Error(), "[address]") }
+func (r redacted) Error() string { return redact.Addresses(r.err.Error()) }
 
 func (r redacted) Unwrap() error { return r.err }
 

@@ -1,0 +1,27 @@
+package redact_test
+
+import (
+	"testing"
+
+	"github.com/eventsourced/accounts/internal/redact"
+)
+
+func TestAddresses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, in, want string }{
+		{"NoAddress", "550 no such user", "550 no such user"},
+		{"InAngles", "550 <ann@example.com>: no such user", "550 <[address]>: no such user"},
+		{"Bare", "rejected ann.b+x@mail.example.com today", "rejected [address] today"},
+		{"Quoted", `"ann@example.com"`, `"[address]"`},
+		{"InJSON", `{"email":"ann@example.com","id":1}`, `{"email":"[address]","id":1}`},
+		{"InEscapedJSON", `"{\"email\":\"ann@example.com\"}"`, `"{\"email\":\"[address]\"}"`},
+		{"Several", "a@x.org, b@y.org", "[address], [address]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := redact.Addresses(tc.in); got != tc.want {
+				t.Errorf("Addresses(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
