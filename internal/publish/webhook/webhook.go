@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/eventsourced/accounts/internal/redact"
 )
 
 // ErrBadURL is matched, with [errors.Is], by the error [New] returns for a
@@ -221,7 +223,9 @@ func (p *Publisher) post(msg *message.Message) error {
 		b.WriteString(" (redirects are not followed)")
 	}
 	if len(head) > 0 {
-		fmt.Fprintf(&b, ": %q", head)
+		// An endpoint may quote the event it refused, and the event may
+		// name a person; the error goes to the log and the stored reason.
+		fmt.Fprintf(&b, ": %s", redact.Addresses(strconv.Quote(string(head))))
 	}
 	return errors.New(b.String())
 }

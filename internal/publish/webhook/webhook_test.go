@@ -226,6 +226,7 @@ func TestPublish(t *testing.T) {
 	t.Run("delivers signed messages in order", testPublishDeliversSignedMessagesInOrder)
 	t.Run("a retry keeps the ID and stamps each attempt", testPublishRetryKeepsIDAndStampsEachAttempt)
 	t.Run("stops at the first failure", testPublishStopsAtFirstFailure)
+	t.Run("keeps no address of a refusal's answer", testPublishKeepsNoAddressOfARefusalsAnswer)
 	t.Run("refuses a message without a UUID", testPublishRefusesMessageWithoutUUID)
 	t.Run("does not follow redirects", testPublishDoesNotFollowRedirects)
 	t.Run("gives up at the message deadline", testPublishGivesUpAtTheMessageDeadline)
@@ -361,6 +362,30 @@ func testPublishStopsAtFirstFailure(t *testing.T) {
 		t.Errorf("first request is %q, want a", got)
 	}
 	rcv.none(t)
+}
+
+// An endpoint that refuses an event may quote it in its answer, which
+// the error repeats: the addresses in it are redacted, the rest kept.
+func testPublishKeepsNoAddressOfARefusalsAnswer(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, receiverConfig{answer: func(w http.ResponseWriter, n int) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = io.WriteString(w, `{"error":"unknown field","event":{"data":{"email":"ann.hook@example.com"}}}`)
+	}})
+	p := newPublisher(t, webhook.Config{URL: rcv.URL})
+	err := p.Publish("t", message.NewMessage("a", []byte(`{"data":{"email":"ann.hook@example.com"}}`)))
+	if err == nil {
+		t.Fatal("Publish succeeded against a refusing endpoint")
+	}
+	rcv.next(t)
+	if strings.Contains(err.Error(), "ann.hook") {
+		t.Errorf("the error names the address: %v", err)
+	}
+	for _, want := range []string{"422", "unknown field", "[address]"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q lacks %q", err, want)
+		}
+	}
 }
 
 func testPublishRefusesMessageWithoutUUID(t *testing.T) {
