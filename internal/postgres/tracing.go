@@ -37,7 +37,10 @@ func traceStatements(cfg *pgx.ConnConfig, tp trace.TracerProvider) {
 	if _, off := tp.(noop.TracerProvider); off {
 		return
 	}
-	var t pgx.QueryTracer = statementTracer{tr: tp.Tracer(tracerName)}
+	var t pgx.QueryTracer = statementTracer{tr: tp.Tracer(tracerName), server: []attribute.KeyValue{
+		semconv.DBSystemNamePostgreSQL, semconv.DBNamespace(cfg.Database),
+		semconv.ServerAddress(cfg.Host), semconv.ServerPort(int(cfg.Port)),
+	}}
 	if cfg.Tracer != nil {
 		t = multitracer.New(cfg.Tracer, t)
 	}
@@ -66,7 +69,13 @@ func traceStatements(cfg *pgx.ConnConfig, tp trace.TracerProvider) {
 // may end a batch twice (once when SendBatch fails early, again when its
 // results are closed), so a span ends once whatever pgx calls. A Query's
 // span ends when its rows are closed, as pgx traces it.
-type statementTracer struct{ tr trace.Tracer }
+type statementTracer struct {
+	tr trace.Tracer
+	// server are the attributes of every span: the system, the database
+	// and the server of the pool's configuration, read once, since
+	// [pgx.Conn.Config] copies it.
+	server []attribute.KeyValue
+}
 
 var (
 	_ pgx.QueryTracer = statementTracer{}
@@ -83,8 +92,11 @@ type statementSpan struct {
 	failed, ended bool
 }
 
-func (t statementTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	return t.startOne(ctx, conn, data.SQL)
+func (t statementTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	if !inTrace(ctx) {
+		return ctx
+	}
+	return t.startOne(ctx, data.SQL)
 }
 
 func (t statementTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
@@ -93,29 +105,29 @@ func (t statementTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pg
 	}
 }
 
-func (t statementTracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+func (t statementTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	if !inTrace(ctx) {
+		return ctx
+	}
 	queued := data.Batch.QueuedQueries
 	if len(queued) == 1 {
-		return t.startOne(ctx, conn, queued[0].SQL)
+		return t.startOne(ctx, queued[0].SQL)
 	}
 	texts, ops := make([]string, len(queued)), make([]string, 0, len(queued))
-	same := true
 	for i, q := range queued {
 		texts[i] = q.SQL
-		op := operation(q.SQL)
-		same = same && op == operation(queued[0].SQL)
-		if len(ops) == 0 || ops[len(ops)-1] != op {
+		if op := operation(q.SQL); len(ops) == 0 || ops[len(ops)-1] != op {
 			ops = append(ops, op)
 		}
 	}
 	name := "BATCH"
-	if same {
+	if len(ops) == 1 {
 		name += " " + ops[0]
 	}
 	// The summary, the span's name, lists the kinds of statement in
 	// order, a run of alike ones once: "BEGIN; INSERT; COMMIT".
 	summary := strings.Join(ops, "; ")
-	return t.start(ctx, conn, summary,
+	return t.start(ctx, summary,
 		semconv.DBQueryText(strings.Join(texts, "; ")), semconv.DBQuerySummary(summary),
 		semconv.DBOperationName(name), semconv.DBOperationBatchSize(len(queued)))
 }
@@ -134,24 +146,22 @@ func (t statementTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, data pg
 
 // startOne starts the span of the one statement sql, named for its
 // operation.
-func (t statementTracer) startOne(ctx context.Context, conn *pgx.Conn, sql string) context.Context {
+func (t statementTracer) startOne(ctx context.Context, sql string) context.Context {
 	op := operation(sql)
 	if op == "postgresql" {
-		return t.start(ctx, conn, op, semconv.DBQueryText(sql))
+		return t.start(ctx, op, semconv.DBQueryText(sql))
 	}
-	return t.start(ctx, conn, op, semconv.DBQueryText(sql), semconv.DBOperationName(op))
+	return t.start(ctx, op, semconv.DBQueryText(sql), semconv.DBOperationName(op))
 }
 
-// start starts the client span name of a statement on conn, when ctx is
-// in a trace, and returns the context that carries it.
-func (t statementTracer) start(ctx context.Context, conn *pgx.Conn, name string, attrs ...attribute.KeyValue) context.Context {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return ctx
-	}
-	cfg := conn.Config()
-	attrs = append(attrs, semconv.DBSystemNamePostgreSQL, semconv.DBNamespace(cfg.Database),
-		semconv.ServerAddress(cfg.Host), semconv.ServerPort(int(cfg.Port)))
-	ctx, span := t.tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+// inTrace reports whether ctx is in a trace, where a statement is traced.
+func inTrace(ctx context.Context) bool { return trace.SpanContextFromContext(ctx).IsValid() }
+
+// start starts the client span name of a statement and returns the
+// context that carries it.
+func (t statementTracer) start(ctx context.Context, name string, attrs ...attribute.KeyValue) context.Context {
+	ctx, span := t.tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(t.server...), trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, statementKey{}, &statementSpan{span: span})
 }
 

@@ -133,6 +133,11 @@ func TestStatementSpans(t *testing.T) {
 				t.Errorf("span %q: status %+v, want unset", s.Name(), s.Status())
 			}
 		}
+		// The first statement went in one batch with the BEGIN.
+		first := attrs(spans[0])
+		if spans[0].Name() != "BEGIN; SELECT" || first["db.operation.name"].AsString() != "BATCH" || first["db.operation.batch.size"].AsInt64() != 2 {
+			t.Errorf("the first span %q, %v; want the batch BEGIN; SELECT of 2", spans[0].Name(), first)
+		}
 		if !sawBegin || !sawCommit {
 			t.Errorf("the statements' texts hold a BEGIN: %t, a COMMIT: %t; want both", sawBegin, sawCommit)
 		}
