@@ -193,13 +193,18 @@ func personalData(t *testing.T, database e2eDatabase) {
 
 	// The spans: every export, whole, as the collector received it.
 	names := map[string]bool{}
-	exports := 0
+	exports, statements := 0, 0
 	for export := range rc.exports {
 		exports++
 		for _, rs := range export.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
 					names[s.Name] = true
+					for _, a := range s.Attributes {
+						if a.Key == "db.query.text" {
+							statements++
+						}
+					}
 					text, err := protojson.Marshal(s)
 					if err != nil {
 						t.Fatal(err)
@@ -230,7 +235,10 @@ func personalData(t *testing.T, database e2eDatabase) {
 			}
 		}
 	}
-	for _, want := range []string{"POST /v1/sign-in-links", "GET /sign-in", "DELETE /v1/me", "outbox deliver " + mail.TopicLoginLink, "smtp send"} {
+	if strings.HasPrefix(database.Direct, "postgres") && statements == 0 {
+		t.Error("no span of a statement (db.query.text): the test cannot tell")
+	}
+	for _, want := range []string{"POST /v1/sign-in-links", "GET /sign-in", "user.SignIn", "DELETE /v1/me", "outbox deliver " + mail.TopicLoginLink, "smtp send"} {
 		if !names[want] {
 			t.Errorf("no span %q among the %d exports: the test cannot tell; spans: %v", want, exports, names)
 		}
