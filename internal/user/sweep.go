@@ -24,7 +24,11 @@ const sweepBatch = 1000
 // SWEEP_INTERVAL, so that the views stay as small as what is live however
 // many links are asked for and never used.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
-	n, err := s.inBatches(ctx, "user.Sweep", func(ctx context.Context, tx uow.Tx) (int64, error) {
+	return s.job(ctx, "user.Sweep", s.sweep)
+}
+
+func (s *Service) sweep(ctx context.Context) (int64, error) {
+	n, err := s.inBatches(ctx, "user.Sweep batch", func(ctx context.Context, tx uow.Tx) (int64, error) {
 		return s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
 	})
 	if err != nil {
@@ -70,11 +74,15 @@ func (s *Service) inBatches(ctx context.Context, name string, batch func(ctx con
 // since keeps its stream and its keys, and one asked for while the unit of
 // work runs fails the marker's append, which is then tried again.
 func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
+	return s.job(ctx, "user.ForgetIdleAddresses", s.forgetIdleAddresses)
+}
+
+func (s *Service) forgetIdleAddresses(ctx context.Context) (int64, error) {
 	var total int64
 	after := ""
 	for {
 		var streams []string
-		err := s.read(ctx, "user.ForgetIdleAddresses", func(ctx context.Context, tx uow.Tx) error {
+		err := s.read(ctx, "user.ForgetIdleAddresses batch", func(ctx context.Context, tx uow.Tx) error {
 			var err error
 			streams, err = s.Keys.ExpiredSubjects(ctx, tx, signInPrefix, after, tx.Now().Add(-sweepMargin), sweepBatch)
 			return err
@@ -104,7 +112,11 @@ func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
 // decision needs them any more. It goes a batch per unit of work and
 // returns how many it forgot; the app runs it every SWEEP_INTERVAL.
 func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
-	n, err := s.inBatches(ctx, "user.ForgetSettledChanges", func(ctx context.Context, tx uow.Tx) (int64, error) {
+	return s.job(ctx, "user.ForgetSettledChanges", s.forgetSettledChanges)
+}
+
+func (s *Service) forgetSettledChanges(ctx context.Context) (int64, error) {
+	n, err := s.inBatches(ctx, "user.ForgetSettledChanges batch", func(ctx context.Context, tx uow.Tx) (int64, error) {
 		subjects, err := s.Keys.ExpiredSubjects(ctx, tx, changePrefix, "", tx.Now().Add(-sweepMargin), sweepBatch)
 		for _, subject := range subjects {
 			if err == nil {
@@ -123,7 +135,7 @@ func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
 // was asked for since its keys expired, and reports whether it did.
 func (s *Service) forgetIdle(ctx context.Context, stream string) (bool, error) {
 	var forgot bool
-	err := s.do(ctx, "user.ForgetIdleAddresses", func(ctx context.Context, tx uow.Tx) error {
+	err := s.do(ctx, "user.ForgetIdleAddresses forget", func(ctx context.Context, tx uow.Tx) error {
 		forgot = false
 		if err := s.Events.Lock(ctx, tx, stream); err != nil {
 			return err

@@ -30,6 +30,8 @@ const (
 	attrTries = attribute.Key("user.command.tries")
 	// attrTry numbers the try that lost, on an eventLostRace.
 	attrTry = attribute.Key("user.command.try")
+	// attrDone counts what a job ([Service.job]) deleted or forgot.
+	attrDone = attribute.Key("user.job.done")
 	// eventLostRace marks a try that lost a race and is run again.
 	eventLostRace = "lost race"
 )
@@ -53,6 +55,17 @@ func (s *Service) tracer() trace.Tracer {
 // "user.SignIn", a child of the span in ctx.
 func (s *Service) startCommand(ctx context.Context, name string) (context.Context, trace.Span) {
 	return s.tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+}
+
+// job runs fn, a job of many units of work such as a sweep, as one span
+// named name, so that its units of work are one trace and not one each,
+// with the number fn returns of what it deleted or forgot.
+func (s *Service) job(ctx context.Context, name string, fn func(ctx context.Context) (int64, error)) (int64, error) {
+	ctx, span := s.startCommand(ctx, name)
+	n, err := fn(ctx)
+	span.SetAttributes(attrDone.Int64(n))
+	endCommand(span, err)
+	return n, err
 }
 
 // lostRace notes on span that try, counted from 1, lost a race.

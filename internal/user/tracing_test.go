@@ -291,3 +291,40 @@ func TestCommandSpanCountsLostRaces(t *testing.T) {
 	}
 	checkNothingOf(t, b.spans.Ended(), address, "grace")
 }
+
+// Each sweep is one trace: a span of the job, with how much it did, over
+// the spans of its units of work.
+func TestSweepSpans(t *testing.T) {
+	t.Parallel()
+	b := setupTraced(t, "SQLite", nil)
+	ctx := t.Context()
+	for _, job := range []struct {
+		name string
+		run  func(context.Context) (int64, error)
+	}{
+		{"user.Sweep", b.svc.Sweep},
+		{"user.ForgetIdleAddresses", b.svc.ForgetIdleAddresses},
+		{"user.ForgetSettledChanges", b.svc.ForgetSettledChanges},
+	} {
+		if _, err := job.run(ctx); err != nil {
+			t.Fatalf("%s: %v", job.name, err)
+		}
+		spans := b.named(job.name)
+		if len(spans) != 1 {
+			t.Fatalf("%d spans named %s, want 1", len(spans), job.name)
+		}
+		span := spans[0]
+		if done, ok := attr(span, "user.job.done"); !ok || done.AsInt64() != 0 {
+			t.Errorf("%s: user.job.done %s (set: %t), want 0", job.name, done.Emit(), ok)
+		}
+		batches := b.named(job.name + " batch")
+		if len(batches) == 0 {
+			t.Fatalf("%s ran no batch", job.name)
+		}
+		for _, batch := range batches {
+			if batch.Parent().SpanID() != span.SpanContext().SpanID() {
+				t.Errorf("%s: a batch is not a child of the job's span", job.name)
+			}
+		}
+	}
+}
