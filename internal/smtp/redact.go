@@ -2,6 +2,7 @@ package smtp
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/eventsourced/accounts/internal/redact"
 )
@@ -11,9 +12,27 @@ import (
 // unknown"), and an error's text ends up in logs and in a buried message's
 // stored reason, which an erasure does not reach. The error it wraps stays
 // reachable through errors.Is and errors.As.
-type redacted struct{ err error }
+//
+// The mail's own Message-ID, which is shaped like an address
+// (ID@MAIL_DOMAIN) and names no one, is kept: go-mail repeats it ("affected
+// message ID"), and an operator follows a mail by it.
+type redacted struct {
+	err       error
+	messageID string
+}
 
-func (r redacted) Error() string { return redact.Addresses(r.err.Error()) }
+func (r redacted) Error() string {
+	text := r.err.Error()
+	if r.messageID == "" {
+		return redact.Addresses(text)
+	}
+	// The parts around each Message-ID are redacted, the IDs kept.
+	parts := strings.Split(text, r.messageID)
+	for i, p := range parts {
+		parts[i] = redact.Addresses(p)
+	}
+	return strings.Join(parts, r.messageID)
+}
 
 func (r redacted) Unwrap() error { return r.err }
 
@@ -24,7 +43,7 @@ func (r redacted) Unwrap() error { return r.err }
 // redacted.
 func unquoted(err error) error {
 	if cause := errors.Unwrap(err); cause != nil {
-		return redacted{cause}
+		return redacted{err: cause}
 	}
-	return redacted{err}
+	return redacted{err: err}
 }

@@ -123,7 +123,7 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
 		if ctx.Err() != nil {
 			err = errors.Join(ctx.Err(), err)
 		}
-		return fmt.Errorf("smtp: send %s: %w", m.MessageID, redacted{err})
+		return fmt.Errorf("smtp: send %s: %w", m.MessageID, redacted{err: err, messageID: m.MessageID})
 	}
 	return nil
 }

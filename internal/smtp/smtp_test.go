@@ -85,15 +85,16 @@ func TestSendEndsWithItsContext(t *testing.T) {
 }
 
 // A send's error names no recipient, whether the server quotes it in its
-// reply or the address does not parse.
+// reply or the address does not parse, and keeps the mail's Message-ID.
 func TestSendErrorsKeepNoAddress(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, to, want string
+		ids            int // go-mail repeats the Message-ID of a refusal
 	}{
-		{"RefusedRecipient", "ann.refused@example.com", "550"},
-		{"AddressThatDoesNotParse", "ann.refused@@example.com", "is no address"},
-		{"UnclosedAngleAddress", "Ann <ann.refused@example.com", "is no address"},
+		{"RefusedRecipient", "ann.refused@example.com", "550", 2},
+		{"AddressThatDoesNotParse", "ann.refused@@example.com", "is no address", 1},
+		{"UnclosedAngleAddress", "Ann <ann.refused@example.com", "is no address", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -103,7 +104,7 @@ func TestSendErrorsKeepNoAddress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: tc.to, Subject: "s", MessageID: "x@example.com", Text: "t"})
+			err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: tc.to, Subject: "s", MessageID: "0190a3b1-77@accounts.test", Text: "t"})
 			if err == nil {
 				t.Fatal("Send to a refused recipient succeeded")
 			}
@@ -112,6 +113,11 @@ func TestSendErrorsKeepNoAddress(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Send's error %q lacks %q", err, tc.want)
+			}
+			// The mail's Message-ID, shaped like an address, names no one
+			// and is kept wherever the error repeats it.
+			if got := strings.Count(err.Error(), "0190a3b1-77@accounts.test"); got != tc.ids {
+				t.Errorf("Send's error %q names the Message-ID %d times, want %d", err, got, tc.ids)
 			}
 		})
 	}
