@@ -92,10 +92,21 @@ func (p recording) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Ev
 // returns their IDs.
 func appendEvents(t *testing.T, db *postgres.DB, stream, typ string, n int) []uuid.UUID {
 	t.Helper()
+	types := make([]string, n)
+	for i := range types {
+		types[i] = typ
+	}
+	return appendTyped(t, db, stream, types...)
+}
+
+// appendTyped appends an event of each of types to stream in one unit of
+// work, so that the log sees all of them at once, and returns their IDs.
+func appendTyped(t *testing.T, db *postgres.DB, stream string, types ...string) []uuid.UUID {
+	t.Helper()
 	var ids []uuid.UUID
 	err := db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		events := make([]eventstore.Event, n)
-		for i := range events {
+		events := make([]eventstore.Event, len(types))
+		for i, typ := range types {
 			e, err := eventstore.NewEvent(typ, map[string]int{"i": i}, eventstore.Metadata{})
 			if err != nil {
 				return err
@@ -129,9 +140,11 @@ func testRunnerTracesEachBatch(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	sink := newApplied(t, db)
-	appendEvents(t, db, "s-1", "test.good", 3)
-	bad := appendEvents(t, db, "s-1", "test.bad", 1)
-	appendEvents(t, db, "s-1", "test.good", 2)
+	// One unit of work: the log, which reads only below the oldest
+	// transaction still open anywhere on the server, sees all six in its
+	// first batch however busy the server is.
+	ids := appendTyped(t, db, "s-1", "test.good", "test.good", "test.good", "test.bad", "test.good", "test.good")
+	bad := ids[3:4]
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, ResendInterval: time.Millisecond})
 	p := recording{sink: sink, fail: func(e eventstore.Event) bool { return e.Type == "test.bad" }}
 	rec := tracetest.NewSpanRecorder()
