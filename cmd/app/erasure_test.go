@@ -1,8 +1,6 @@
 package main
 
 import (
-	"database/sql"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/config"
-	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
@@ -184,126 +181,4 @@ func sweepLater(t *testing.T, vars map[string]string, d time.Duration) {
 	if n, err := users.ForgetIdleAddresses(t.Context()); err != nil || n == 0 {
 		t.Fatalf("ForgetIdleAddresses = %d, %v; want the addresses that asked for links", n, err)
 	}
-}
-
-// awaitDump waits until the dump of the database satisfies ok.
-func awaitDump(t *testing.T, databaseURL, what string, ok func(dump string) bool) {
-	t.Helper()
-	deadline := time.Now().Add(e2eWait)
-	for !ok(dumpDatabase(t, databaseURL)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", e2eWait, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// dumpDatabase returns every row of every table of the database, one line
-// per row, its values as text separated by tabs.
-func dumpDatabase(t *testing.T, databaseURL string) string {
-	t.Helper()
-	d, err := parseDatabaseURL(databaseURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sb strings.Builder
-	if d.postgresURL != "" {
-		db, err := postgres.Open(t.Context(), d.postgresURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		rows, err := db.Pool().Query(t.Context(), `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tables []string
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				t.Fatal(err)
-			}
-			tables = append(tables, name)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		for _, table := range tables {
-			rows, err := db.Pool().Query(t.Context(), fmt.Sprintf(`SELECT t::text FROM %q t`, table))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					t.Fatal(err)
-				}
-				sb.WriteString(table + "\t" + strings.ReplaceAll(line, ",", "\t") + "\n")
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return sb.String()
-	}
-	db, err := sql.Open("sqlite", "file:"+d.sqlitePath+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tables := sqliteStrings(t, db, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1`)
-	for _, table := range tables {
-		rows, err := db.QueryContext(t.Context(), fmt.Sprintf(`SELECT * FROM %q`, table))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			sb.WriteString(table)
-			for _, v := range vals {
-				if b, ok := v.([]byte); ok {
-					v = string(b)
-				}
-				fmt.Fprintf(&sb, "\t%v", v)
-			}
-			sb.WriteString("\n")
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
-	}
-	return sb.String()
-}
-
-func sqliteStrings(t *testing.T, db *sql.DB, q string) []string {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
