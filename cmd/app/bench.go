@@ -40,17 +40,18 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 	if err != nil {
 		return err
 	}
-	d, err := e.database()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	// Before the database, which takes e.tracer for its statements.
 	stopTracing, err := e.benchTracing(ctx, o.traceSink)
 	if err != nil {
 		return err
 	}
 	defer stopTracing()
+	d, err := e.database()
+	if err != nil {
+		return err
+	}
 	db, drop, err := d.openScratch(ctx, e.log)
 	if err != nil {
 		return err
@@ -182,8 +183,8 @@ func (e *env) benchTracing(ctx context.Context, sink bool) (stop func(), err err
 	}
 	return func() {
 		stopTracing()
-		exports, bytes := s.Received()
-		log.Info("trace sink", "exports", exports, "bytes", bytes)
+		exports, bytes, spans := s.Received()
+		log.Info("trace sink", "exports", exports, "bytes", bytes, "spans", spans)
 		_ = s.Close()
 	}, nil
 }

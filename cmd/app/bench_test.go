@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -47,19 +48,42 @@ func TestBenchmarks(t *testing.T) {
 	})
 	t.Run("TraceSinkTakesTheSpans", func(t *testing.T) {
 		t.Parallel()
-		var stdout, stderr bytes.Buffer
-		args := []string{"bench", "drain", "--messages", "200", "--trace-sink"}
-		if err := run(t.Context(), args, getenv(map[string]string{"DATABASE_URL": pgtest.URL()}), &stdout, &stderr); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+		sink := regexp.MustCompile(`msg="trace sink" exports=[1-9]\d* bytes=\d{4,} spans=(\d+)\b`)
+		// bench runs args with --trace-sink and returns its summary line
+		// and the count of spans the sink took.
+		bench := func(t *testing.T, args ...string) (summary string, spans int) {
+			t.Helper()
+			var stdout, stderr bytes.Buffer
+			args = append([]string{"bench"}, append(args, "--trace-sink")...)
+			if err := run(t.Context(), args, getenv(map[string]string{"DATABASE_URL": pgtest.URL()}), &stdout, &stderr); err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+			}
+			got := sink.FindStringSubmatch(stderr.String())
+			if got == nil {
+				t.Fatalf("%v logged %q, want the sink's counts", args, stderr.String())
+			}
+			spans, _ = strconv.Atoi(got[1])
+			return stdout.String(), spans
 		}
-		if !regexp.MustCompile(`\ndrain: 200 messages in `).MatchString(stdout.String()) {
-			t.Errorf("%v printed %q, want its summary line", args, stdout.String())
-		}
-		// 200 delivery spans make at least one export of some kilobytes.
-		got := regexp.MustCompile(`msg="trace sink" exports=([1-9]\d*) bytes=(\d{4,})`).FindStringSubmatch(stderr.String())
-		if got == nil {
-			t.Errorf("%v logged %q, want the sink's count of exports", args, stderr.String())
-		}
+		t.Run("Drain", func(t *testing.T) {
+			t.Parallel()
+			out, spans := bench(t, "drain", "--messages", "200")
+			if !strings.Contains(out, "\ndrain: 200 messages in ") || spans != 200 {
+				t.Errorf("printed %q and exported %d spans, want its summary and a span per delivery", out, spans)
+			}
+		})
+		t.Run("SignIn", func(t *testing.T) {
+			t.Parallel()
+			out, spans := bench(t, "signin", "--duration", "300ms", "--concurrency", "2")
+			m := regexp.MustCompile(`\nsignin: (\d+) requests`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("printed %q, want its summary", out)
+			}
+			// The request's, the command's and at least one statement's.
+			if n, _ := strconv.Atoi(m[1]); spans < 3*n {
+				t.Errorf("%d spans for %d requests, want at least 3 each", spans, n)
+			}
+		})
 	})
 	t.Run("ProjectionEndsWithItsSummaryLine", func(t *testing.T) {
 		t.Parallel()
