@@ -159,6 +159,7 @@ const maxTries = 8
 // race and the number of tries.
 func (s *Service) do(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
 	ctx, span := s.startCommand(ctx, name)
+	defer endOnPanic(span)
 	tries, err := s.tries(ctx, span, fn)
 	span.SetAttributes(attrTries.Int(tries))
 	endCommand(span, err)
@@ -191,6 +192,7 @@ func (s *Service) tries(ctx context.Context, span trace.Span, fn func(ctx contex
 // named name.
 func (s *Service) read(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
 	ctx, span := s.startCommand(ctx, name)
+	defer endOnPanic(span)
 	err := s.Runner.Read(ctx, withKeys(fn))
 	endCommand(span, err)
 	return err

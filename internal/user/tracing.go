@@ -62,10 +62,22 @@ func (s *Service) startCommand(ctx context.Context, name string) (context.Contex
 // with the number fn returns of what it deleted or forgot.
 func (s *Service) job(ctx context.Context, name string, fn func(ctx context.Context) (int64, error)) (int64, error) {
 	ctx, span := s.startCommand(ctx, name)
+	defer endOnPanic(span)
 	n, err := fn(ctx)
 	span.SetAttributes(attrDone.Int64(n))
 	endCommand(span, err)
 	return n, err
+}
+
+// endOnPanic ends span as failed when its command panics, and panics
+// again; a command defers it, so that a panic, which net/http recovers,
+// leaves no span open.
+func endOnPanic(span trace.Span) {
+	if p := recover(); p != nil {
+		span.SetStatus(codes.Error, "command panicked")
+		span.End()
+		panic(p)
+	}
 }
 
 // lostRace notes on span that try, counted from 1, lost a race.
@@ -90,38 +102,43 @@ func endCommand(span trace.Span, err error) {
 	span.End()
 }
 
+// knownErrors are the errors a command's span names by their own name
+// ([errorType]), which says more than the type of a wrapped sentinel
+// ("*fmt.wrapError"); refusal marks those by which the domain refuses a
+// command, rather than fails to run it.
+var knownErrors = []struct {
+	err     error
+	name    string
+	refusal bool
+}{
+	{ErrInvalidCode, "user.ErrInvalidCode", true},
+	{ErrUnauthenticated, "user.ErrUnauthenticated", true},
+	{ErrEmailTaken, "user.ErrEmailTaken", true},
+	{ErrTooManyRequests, "user.ErrTooManyRequests", true},
+	{ErrBadEmail, "user.ErrBadEmail", true},
+	{eventstore.ErrConcurrency, "eventstore.ErrConcurrency", false},
+	{uow.ErrUnavailable, "uow.ErrUnavailable", false},
+	{context.DeadlineExceeded, "context.DeadlineExceeded", false},
+	{context.Canceled, "context.Canceled", false},
+}
+
 // refused reports whether err is one by which the domain refuses a
 // command, rather than a failure to run it.
 func refused(err error) bool {
-	for _, r := range []error{ErrInvalidCode, ErrUnauthenticated, ErrEmailTaken, ErrTooManyRequests, ErrBadEmail} {
-		if errors.Is(err, r) {
+	for _, k := range knownErrors {
+		if k.refusal && errors.Is(err, k.err) {
 			return true
 		}
 	}
 	return false
 }
 
-// errorType is the error.type of err: the name of the error of this
-// package, of the event store or of the unit of work that it wraps, which
-// says more than the type of a wrapped sentinel ("*fmt.wrapError"), or
-// else its type ([semconv.ErrorType]).
+// errorType is the error.type of err: the name of the first of
+// [knownErrors] that it wraps, or else its type ([semconv.ErrorType]).
 func errorType(err error) attribute.KeyValue {
-	for _, known := range []struct {
-		err  error
-		name string
-	}{
-		{ErrInvalidCode, "user.ErrInvalidCode"},
-		{ErrUnauthenticated, "user.ErrUnauthenticated"},
-		{ErrEmailTaken, "user.ErrEmailTaken"},
-		{ErrTooManyRequests, "user.ErrTooManyRequests"},
-		{ErrBadEmail, "user.ErrBadEmail"},
-		{eventstore.ErrConcurrency, "eventstore.ErrConcurrency"},
-		{uow.ErrUnavailable, "uow.ErrUnavailable"},
-		{context.DeadlineExceeded, "context.DeadlineExceeded"},
-		{context.Canceled, "context.Canceled"},
-	} {
-		if errors.Is(err, known.err) {
-			return semconv.ErrorTypeKey.String(known.name)
+	for _, k := range knownErrors {
+		if errors.Is(err, k.err) {
+			return semconv.ErrorTypeKey.String(k.name)
 		}
 	}
 	return semconv.ErrorType(err)

@@ -292,6 +292,32 @@ func TestCommandSpanCountsLostRaces(t *testing.T) {
 	checkNothingOf(t, b.spans.Ended(), address, "grace")
 }
 
+// panickingEvents is an event store whose LoadSince panics.
+type panickingEvents struct{ eventstore.Store }
+
+func (panickingEvents) LoadSince(context.Context, uow.Tx, string, time.Time) ([]eventstore.Event, int64, error) {
+	panic("the event store broke")
+}
+
+// A command that panics ends its span as failed before the panic goes on,
+// so that no span stays open behind the HTTP server's recovery.
+func TestCommandSpanEndsWhenTheCommandPanics(t *testing.T) {
+	t.Parallel()
+	b := setupTraced(t, "SQLite", func(s eventstore.Store) eventstore.Store { return panickingEvents{s} })
+	func() {
+		defer func() {
+			if p := recover(); p != "the event store broke" {
+				t.Errorf("recovered %v, want the event store's panic", p)
+			}
+		}()
+		_ = b.svc.RequestSignInLink(t.Context(), "ada@example.com")
+	}()
+	spans := b.named("user.RequestSignInLink")
+	if len(spans) != 1 || spans[0].Status().Code != codes.Error {
+		t.Fatalf("%d ended spans of the command, want 1 that failed", len(spans))
+	}
+}
+
 // Each sweep is one trace: a span of the job, with how much it did, over
 // the spans of its units of work.
 func TestSweepSpans(t *testing.T) {
