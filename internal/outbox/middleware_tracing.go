@@ -37,7 +37,9 @@ const (
 // trace views; the link keeps the way back to the request.
 func (r *Relay) tracing(h message.HandlerFunc) message.HandlerFunc {
 	return func(wm *message.Message) ([]*message.Message, error) {
-		ctx, span := wm.Context(), trace.SpanFromContext(wm.Context())
+		// With tracing off there is no span of the delivery, and a span
+		// in wm's context is someone else's: it is left alone.
+		ctx, span := wm.Context(), trace.Span(nil)
 		if r.tracer != nil {
 			ctx, span = r.startDelivery(wm)
 		}
@@ -46,7 +48,7 @@ func (r *Relay) tracing(h message.HandlerFunc) message.HandlerFunc {
 		}
 		wm.SetContext(ctx)
 		out, err := h(wm)
-		if err != nil {
+		if err != nil && span != nil {
 			// The error's text may name a recipient: only its type is kept.
 			span.SetStatus(codes.Error, "handler failed")
 			span.SetAttributes(semconv.ErrorType(err))
@@ -88,8 +90,12 @@ func (r *Relay) startDelivery(wm *message.Message) (context.Context, trace.Span)
 // spanName is the name of the span of a delivery of topic.
 func spanName(topic string) string { return "outbox deliver " + topic }
 
-// endDelivery ends the span of wm's delivery with its outcome.
-func endDelivery(wm *message.Message, outcome string) {
+// endDelivery ends the span of wm's delivery with its outcome, if the
+// relay started one.
+func (r *Relay) endDelivery(wm *message.Message, outcome string) {
+	if r.tracer == nil {
+		return
+	}
 	span := trace.SpanFromContext(wm.Context())
 	span.SetAttributes(attrOutcome.String(outcome))
 	span.End()

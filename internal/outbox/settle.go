@@ -64,7 +64,7 @@ func (r *Relay) release(ctx context.Context, hs []*held) {
 // It ends the delivery's span with the outcome.
 func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held)) (outcome string) {
 	defer r.returned.add(-1)
-	defer func() { endDelivery(wm, outcome) }()
+	defer func() { r.endDelivery(wm, outcome) }()
 	h.returned.Store(true)
 	m := h.msg
 	took := tookFrom(wm)

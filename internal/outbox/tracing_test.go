@@ -275,19 +275,28 @@ func testTracingRun(t *testing.T) {
 }
 
 // With a no-op provider, as when tracing is off, the relay starts no span,
-// and the handler still learns the request that added the message.
+// leaves alone a span of the caller's that its context carries, and the
+// handler still learns the request that added the message.
 func testTracingOff(t *testing.T) {
 	f := newTraced(t, outbox.RelayConfig{MaxAttempts: 3}, outbox.WithTracerProvider(tracenoop.NewTracerProvider()))
 	var saw handlerSaw
-	f.handle = func(ctx context.Context, _ outbox.Message) error { saw.see(ctx); return nil }
+	f.handle = func(ctx context.Context, _ outbox.Message) error { saw.see(ctx); return errors.New("refused") }
 	f.request(t, "req-off")
-	if got := f.drain(t); got.Delivered != 1 {
-		t.Fatalf("drain: %+v, want one delivered", got)
+	ctx, caller := f.tp.Tracer("test").Start(t.Context(), "caller")
+	got, err := f.relay.Drain(ctx)
+	if err != nil || got.Retried != 1 {
+		t.Fatalf("drain: %+v, %v; want one retried", got, err)
 	}
 	if spans := f.deliveries(t); len(spans) != 0 {
 		t.Errorf("%d delivery spans with a no-op provider, want none", len(spans))
 	}
-	if len(saw.reqs) != 1 || saw.reqs[0] != "req-off" || saw.spans[0].IsValid() {
-		t.Errorf("handler saw request IDs %q and spans %v, want req-off and no span", saw.reqs, saw.spans)
+	for _, s := range f.spans.Ended() {
+		if s.Name() == "caller" {
+			t.Errorf("the relay ended its caller's span, status %+v", s.Status())
+		}
+	}
+	caller.End()
+	if len(saw.reqs) != 1 || saw.reqs[0] != "req-off" {
+		t.Errorf("handler saw request IDs %q, want req-off", saw.reqs)
 	}
 }
