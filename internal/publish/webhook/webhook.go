@@ -45,6 +45,8 @@ const (
 
 	// maxErrorBody is how much of a failed answer's body an error repeats.
 	maxErrorBody = 512
+	// maxAddress is the longest an email address can be (RFC 5321).
+	maxAddress = 254
 	// maxDrain is how much of an answer's body is read and thrown away so
 	// that the connection can be used again; past it the connection is
 	// closed instead.
@@ -216,16 +218,20 @@ func (p *Publisher) post(msg *message.Message) error {
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
 	}
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	// An endpoint may quote the event it refused, and the event may name
+	// a person; the error goes to the log and the stored reason. The
+	// answer is redacted before it is cut, so that an address the cut
+	// falls in is still whole, and known for one, when it is redacted.
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+maxAddress))
+	quoted := redact.Addresses(string(head))
+	quoted = quoted[:min(len(quoted), maxErrorBody)]
 	var b strings.Builder
 	fmt.Fprintf(&b, "webhook: post %s: %s", id, resp.Status)
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
 		b.WriteString(" (redirects are not followed)")
 	}
-	if len(head) > 0 {
-		// An endpoint may quote the event it refused, and the event may
-		// name a person; the error goes to the log and the stored reason.
-		fmt.Fprintf(&b, ": %s", redact.Addresses(strconv.Quote(string(head))))
+	if len(quoted) > 0 {
+		fmt.Fprintf(&b, ": %s", strconv.Quote(quoted))
 	}
 	return errors.New(b.String())
 }

@@ -368,22 +368,32 @@ func testPublishStopsAtFirstFailure(t *testing.T) {
 // the error repeats: the addresses in it are redacted, the rest kept.
 func testPublishKeepsNoAddressOfARefusalsAnswer(t *testing.T) {
 	t.Parallel()
-	rcv := newReceiver(t, receiverConfig{answer: func(w http.ResponseWriter, n int) {
-		w.WriteHeader(http.StatusUnprocessableEntity)
-		_, _ = io.WriteString(w, `{"error":"unknown field","event":{"data":{"email":"ann.hook@example.com"}}}`)
-	}})
-	p := newPublisher(t, webhook.Config{URL: rcv.URL})
-	err := p.Publish("t", message.NewMessage("a", []byte(`{"data":{"email":"ann.hook@example.com"}}`)))
-	if err == nil {
-		t.Fatal("Publish succeeded against a refusing endpoint")
-	}
-	rcv.next(t)
-	if strings.Contains(err.Error(), "ann.hook") {
-		t.Errorf("the error names the address: %v", err)
-	}
-	for _, want := range []string{"422", "unknown field", "[address]"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the error %q lacks %q", err, want)
+	// The second answer is cut, at 512 bytes, inside the address, after
+	// "ann.ho", where no redaction knows it for one.
+	head := `{"error":"unknown field","pad":"`
+	tail := `","email":"`
+	cut := head + strings.Repeat(" ", 512-len(head)-len(tail)-len("ann.ho")) + tail + `ann.hook@example.com"}`
+	for _, answer := range []string{
+		`{"error":"unknown field","event":{"data":{"email":"ann.hook@example.com"}}}`,
+		cut,
+	} {
+		rcv := newReceiver(t, receiverConfig{answer: func(w http.ResponseWriter, n int) {
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = io.WriteString(w, answer)
+		}})
+		p := newPublisher(t, webhook.Config{URL: rcv.URL})
+		err := p.Publish("t", message.NewMessage("a", []byte(`{"data":{"email":"ann.hook@example.com"}}`)))
+		if err == nil {
+			t.Fatal("Publish succeeded against a refusing endpoint")
+		}
+		rcv.next(t)
+		if strings.Contains(err.Error(), "ann.ho") {
+			t.Errorf("the error names the address: %v", err)
+		}
+		for _, want := range []string{"422", "unknown field"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error %q lacks %q", err, want)
+			}
 		}
 	}
 }
