@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,8 +35,17 @@ import (
 // otlpReceiver is an OTLP/HTTP receiver of spans: it decodes each export
 // as a collector does and hands it to the test.
 type otlpReceiver struct {
-	url     string
-	exports chan *coltracepb.ExportTraceServiceRequest
+	url string
+
+	mu  sync.Mutex
+	got []*coltracepb.ExportTraceServiceRequest
+}
+
+// exports returns what the receiver has taken so far.
+func (rc *otlpReceiver) exports() []*coltracepb.ExportTraceServiceRequest {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.got)
 }
 
 func startOTLPReceiver(t *testing.T) *otlpReceiver {
@@ -43,7 +54,7 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := &otlpReceiver{url: "http://" + ln.Addr().String(), exports: make(chan *coltracepb.ExportTraceServiceRequest, 100)}
+	rc := &otlpReceiver{url: "http://" + ln.Addr().String()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -56,7 +67,9 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 			http.Error(w, "bad export", http.StatusBadRequest)
 			return
 		}
-		rc.exports <- req
+		rc.mu.Lock()
+		rc.got = append(rc.got, req)
+		rc.mu.Unlock()
 		resp, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(resp)
@@ -96,11 +109,10 @@ func TestTracingExportsOverOTLPByTheStandardVariables(t *testing.T) {
 	_ = resp.Body.Close()
 	// The stop exports what the batch processor still holds.
 	app.stop(t)
-	close(rc.exports)
 
 	var found *tracepb.Span
 	var service string
-	for export := range rc.exports {
+	for _, export := range rc.exports() {
 		for _, rs := range export.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
@@ -147,7 +159,7 @@ type exportedSpans map[string][]*tracepb.Span
 
 func (rc *otlpReceiver) spans() exportedSpans {
 	got := exportedSpans{}
-	for export := range rc.exports {
+	for _, export := range rc.exports() {
 		for _, rs := range export.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
@@ -295,7 +307,6 @@ func TestTraceFollowsARequestThroughTheOutbox(t *testing.T) {
 
 	// The stop exports what the batch processor still holds.
 	app.stop(t)
-	close(rc.exports)
 	spans := rc.spans()
 
 	deliver := "outbox deliver " + mail.TopicLoginLink
