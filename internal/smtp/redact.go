@@ -36,14 +36,9 @@ func (r redacted) Error() string {
 
 func (r redacted) Unwrap() error { return r.err }
 
-// unquoted returns the cause of go-mail's error about an address that
-// does not parse: go-mail quotes the address, which may be all but
-// well-formed ("ann@@example.com") and so escape [redacted]; the cause,
-// net/mail's, names only what is wrong. Without a cause it returns err
-// redacted.
-func unquoted(err error) error {
-	if cause := errors.Unwrap(err); cause != nil {
-		return redacted{err: cause}
-	}
-	return redacted{err: err}
-}
+// unparsed is what a send's error says of a recipient that does not parse,
+// instead of go-mail's and net/mail's errors: go-mail quotes the address,
+// which may be all but well-formed ("ann@@example.com") and so escape
+// [redacted], and net/mail's can quote the rest of it ("expected single
+// address, got ...").
+var unparsed = errors.New("it does not parse")

@@ -95,7 +95,7 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
 		return fmt.Errorf("smtp: from %q: %w", m.From, err)
 	}
 	if err := msg.To(m.To); err != nil {
-		return fmt.Errorf("smtp: send %s: the recipient is no address: %w", m.MessageID, unquoted(err))
+		return fmt.Errorf("smtp: send %s: the recipient is no address: %w", m.MessageID, unparsed)
 	}
 	msg.Subject(m.Subject)
 	msg.SetMessageIDWithValue(m.MessageID)
