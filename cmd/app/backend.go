@@ -34,9 +34,9 @@ type database struct {
 	// for PostgreSQL.
 	pooler    postgres.Pooler
 	listenURL string
-	// tracer traces the units of work and statements (nil: the global
+	// tracerProvider traces the units of work and statements (nil: the global
 	// provider).
-	tracer trace.TracerProvider
+	tracerProvider trace.TracerProvider
 }
 
 // database returns where the configuration points: DATABASE_URL, and on
@@ -52,13 +52,13 @@ func (e env) database() (database, error) {
 		}
 		d.listenURL = e.cfg.DatabaseListenURL
 	}
-	d.tracer = e.tracer
+	d.tracerProvider = e.tracer
 	return d, nil
 }
 
 // postgresOptions are the options of the PostgreSQL backend.
 func (d database) postgresOptions(log *slog.Logger) []postgres.Option {
-	return []postgres.Option{postgres.WithLogger(log), postgres.WithPooler(d.pooler), postgres.WithListenURL(d.listenURL), postgres.WithTracerProvider(d.tracer)}
+	return []postgres.Option{postgres.WithLogger(log), postgres.WithPooler(d.pooler), postgres.WithListenURL(d.listenURL), postgres.WithTracerProvider(d.tracerProvider)}
 }
 
 // parseDatabaseURL reads DATABASE_URL: postgres:// or postgresql:// selects
@@ -160,7 +160,7 @@ func (d database) connect(ctx context.Context, log *slog.Logger) (backend.Backen
 			return nil, fmt.Errorf("sqlite: %w", err)
 		}
 	}
-	db, err := sqlite.Open(ctx, d.sqlitePath, sqlite.WithTracerProvider(d.tracer))
+	db, err := sqlite.Open(ctx, d.sqlitePath, sqlite.WithTracerProvider(d.tracerProvider))
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (d database) openScratch(ctx context.Context, log *slog.Logger) (backend.Ba
 	if err != nil {
 		return nil, nil, err
 	}
-	b, _, err := database{sqlitePath: filepath.Join(dir, "bench.db"), tracer: d.tracer}.open(ctx, log)
+	b, _, err := database{sqlitePath: filepath.Join(dir, "bench.db"), tracerProvider: d.tracerProvider}.open(ctx, log)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, nil, err

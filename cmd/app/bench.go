@@ -73,14 +73,14 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		defer release()
 	}
 	b := bench.Bench{
-		Runner: db.Runner(nil),
-		Outbox: db.Outbox(),
-		Events: db.Events(),
-		Relay:  e.cfg.Outbox,
-		Out:    stdout,
-		Timed:  bench.Timed(name, o.profiles, stderr, e.log),
-		Logger: e.log,
-		Tracer: e.tracer,
+		Runner:         db.Runner(nil),
+		Outbox:         db.Outbox(),
+		Events:         db.Events(),
+		Relay:          e.cfg.Outbox,
+		Out:            stdout,
+		Timed:          bench.Timed(name, o.profiles, stderr, e.log),
+		Logger:         e.log,
+		TracerProvider: e.tracer,
 	}
 	cfg := e.cfg.Outbox
 	if name == "projection" {
@@ -174,6 +174,8 @@ func (e *env) benchTracing(ctx context.Context, sink bool) (stop func(), err err
 		return nil, err
 	}
 	e.cfg.Tracing.Exporter = telemetry.ExporterOTLP
+	// Options.TracesURL sends the spans there; the configuration says so
+	// too, for the "tracing on" line.
 	e.cfg.Tracing.TracesProtocol, e.cfg.Tracing.TracesEndpoint = telemetry.ProtocolHTTP, s.URL
 	log := e.log // The sign-in benchmark discards e.log's lines later.
 	_, stopTracing, err := e.buildTracing(ctx, telemetry.Options{TracesURL: s.URL})

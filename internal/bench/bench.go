@@ -41,8 +41,9 @@ type Bench struct {
 	Timed Timing
 	// Logger takes what goes wrong beside the figure; nil discards it.
 	Logger *slog.Logger
-	// Tracer makes the relay's spans; nil means otel.GetTracerProvider().
-	Tracer trace.TracerProvider
+	// TracerProvider makes the relay's spans; nil means
+	// otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 }
 
 // Timing starts the timed part of a benchmark, whose progress count tells,

@@ -41,7 +41,7 @@ func (b Bench) Drain(ctx context.Context, n int) error {
 			}
 			return nil
 		},
-	}, b.Relay, outbox.WithTracerProvider(b.Tracer))
+	}, b.Relay, outbox.WithTracerProvider(b.TracerProvider))
 	if err != nil {
 		return err
 	}

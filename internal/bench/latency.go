@@ -48,7 +48,7 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration) error {
 			}
 			return nil
 		},
-	}, b.Relay, outbox.WithTracerProvider(b.Tracer))
+	}, b.Relay, outbox.WithTracerProvider(b.TracerProvider))
 	if err != nil {
 		return err
 	}

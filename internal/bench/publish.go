@@ -74,7 +74,7 @@ func (b Bench) Publish(ctx context.Context, p Publishing, n, users int) error {
 			return nil
 		}
 	}
-	relay, err := outbox.NewRelay(b.Outbox, handlers, b.Relay, append([]outbox.RelayOption{outbox.WithTracerProvider(b.Tracer)}, p.Options...)...)
+	relay, err := outbox.NewRelay(b.Outbox, handlers, b.Relay, append([]outbox.RelayOption{outbox.WithTracerProvider(b.TracerProvider)}, p.Options...)...)
 	if err != nil {
 		return err
 	}
