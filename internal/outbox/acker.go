@@ -150,7 +150,13 @@ func (r *Relay) delivered(ctx context.Context, hs []*held) {
 			r.breakers.record(topic, h.msg.ID, true, now)
 		}
 		n++
-		r.metrics.observeDuration(trace.ContextWithSpanContext(ctx, h.span), topic, outcomeDelivered, h.took)
+		mctx := ctx
+		if h.span.IsValid() {
+			// Only a delivery's span makes an exemplar: with tracing off
+			// there is none, and no context is made per message.
+			mctx = trace.ContextWithSpanContext(ctx, h.span)
+		}
+		r.metrics.observeDuration(mctx, topic, outcomeDelivered, h.took)
 	}
 	flush()
 }
