@@ -102,6 +102,19 @@ type Store interface {
 	// back. Under [Any] an append can still lose a race with a concurrent
 	// one and return ErrConcurrency.
 	Append(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
+	// AppendLater is Append for a unit of work that is run again as a
+	// whole on ErrConcurrency: a backend may send the append with tx's
+	// next statement or with its commit instead of waiting for it, which
+	// saves a round trip to a database server. Under [NoStream] or
+	// [Exactly] it returns the events numbered from expected before they
+	// are stored; under [Any] it waits for the version, as Append does. A
+	// sent-later append that cannot be stored fails the call that sent it,
+	// or the commit, and with it tx, which writes nothing: with
+	// ErrConcurrency when the stream is not at expected or another unit of
+	// work appended at that version first, with ErrDuplicateEvent when an
+	// event's ID is stored already, even when all of them are in the
+	// stream (which Append answers with the stored events).
+	AppendLater(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.
 	Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]Event, error)

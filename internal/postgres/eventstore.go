@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
@@ -112,6 +113,105 @@ RETURNING id, version`
 	}
 	wakeLogOnCommit(t)
 	return appended, nil
+}
+
+// AppendLater adds events to stream as [eventstore.Store.AppendLater]
+// describes. Under [eventstore.NoStream] or [eventstore.Exactly] it is one
+// INSERT that goes to the server with the unit of work's next statement or
+// its commit ([tx.later]), and the events are numbered from expected
+// without asking. The statement checks the number itself: when the stream
+// is not at expected it numbers the events NULL, which the column refuses,
+// and a version or an ID that another transaction took breaks a unique
+// constraint; either error fails the transaction, and [appendLaterError]
+// tells them apart. Under [eventstore.Any] it is [EventStore.Append].
+func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
+	if expected == eventstore.Any {
+		return s.Append(ctx, t, stream, expected, events...)
+	}
+	pt, err := asTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	ids, err := eventstore.CheckAppend(stream, expected, events)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	now := t.Now()
+	metadata := make([]string, len(events))
+	for i, e := range events {
+		md, err := json.Marshal(e.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("eventstore: append %s: encode metadata of %s: %w", stream, e.ID, err)
+		}
+		metadata[i] = string(md)
+	}
+	var args []any
+	q := appendLaterOneQuery
+	if len(events) == 1 {
+		e := events[0]
+		args = []any{stream, int64(expected), now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0]}
+	} else {
+		types := make([]string, len(events))
+		data := make([]string, len(events))
+		for i, e := range events {
+			types[i], data[i] = e.Type, string(e.Data)
+		}
+		q, args = appendLaterQuery, []any{stream, int64(expected), now, ids, types, data, metadata}
+	}
+	wrap := func(err error) error { return fmt.Errorf("eventstore: append %s: %w", stream, appendLaterError(err)) }
+	if err := pt.later(ctx, q, args, wrap); err != nil {
+		return nil, err
+	}
+	appended := make([]eventstore.Event, len(events))
+	for i, e := range events {
+		e.Stream, e.Version, e.RecordedAt, e.Position = stream, int64(expected)+int64(i)+1, now, eventstore.Position{}
+		appended[i] = e
+	}
+	wakeLogOnCommit(t)
+	return appended, nil
+}
+
+// appendLaterQuery and appendLaterOneQuery are the statements of
+// [EventStore.AppendLater], for several events and for one: the version of
+// an event is NULL unless the stream's head is the expected version ($2).
+const (
+	appendLaterQuery = `
+INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
+SELECT e.id, $1, CASE WHEN head.version = $2 THEN $2 + e.n END, e.type, e.data::jsonb, e.metadata::jsonb, $3
+FROM (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1) AS head,
+	unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+ORDER BY e.n`
+	appendLaterOneQuery = `
+INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
+SELECT $4::uuid, $1, CASE WHEN head.version = $2 THEN $2 + 1 END, $5::text, $6::text::jsonb, $7::text::jsonb, $3
+FROM (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1) AS head`
+)
+
+// notNullViolation is PostgreSQL's SQLSTATE for a NULL in a NOT NULL column.
+const notNullViolation = "23502"
+
+// appendLaterError returns err, the error of an [EventStore.AppendLater]
+// statement, wrapped with what it means: [eventstore.ErrConcurrency] for a
+// NULL version (the stream was not at the expected version) or a version
+// taken in the primary key (another transaction appended there first),
+// [eventstore.ErrDuplicateEvent] for an ID taken; other errors as they are.
+func appendLaterError(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch {
+	case pgErr.Code == notNullViolation && pgErr.ColumnName == "version":
+		return fmt.Errorf("%w: the stream is not at the expected version: %w", eventstore.ErrConcurrency, err)
+	case pgErr.Code == uniqueViolation && pgErr.ConstraintName == "events_pkey":
+		return fmt.Errorf("%w: another transaction appended at that version: %w", eventstore.ErrConcurrency, err)
+	case pgErr.Code == uniqueViolation && pgErr.ConstraintName == "events_id_key":
+		return fmt.Errorf("%w: an event's ID is stored already: %w", eventstore.ErrDuplicateEvent, err)
+	}
+	return err
 }
 
 // appendOneQuery is the statement of [EventStore.Append] for one event,

@@ -26,6 +26,7 @@ func TestEventStore(t *testing.T) {
 	t.Parallel()
 	t.Run("ForeignTx", testEventStoreForeignTx)
 	t.Run("AppendBlockedByOpenTx", testEventStoreAppendBlockedByOpenTx)
+	t.Run("AppendLaterBlockedByOpenTx", testEventStoreAppendLaterBlockedByOpenTx)
 	t.Run("LockMakesWritersWait", testEventStoreLockMakesWritersWait)
 	t.Run("LoadSinceUsesIndexes", testEventStoreLoadSinceUsesIndexes)
 }
@@ -163,6 +164,95 @@ func testEventStoreAppendBlockedByOpenTx(t *testing.T) {
 			}
 			if len(stored) != 1 || stored[0].ID != first.ID {
 				t.Fatalf("stream holds %d events %v, want only the first", len(stored), stored)
+			}
+		})
+	}
+}
+
+// testEventStoreAppendLaterBlockedByOpenTx sends an AppendLater at commit
+// while an open transaction holds the version or the ID it inserts, so
+// that its INSERT waits for that one and then breaks the unique constraint:
+// the version's is ErrConcurrency, the ID's ErrDuplicateEvent, and the
+// unit of work writes nothing.
+func testEventStoreAppendLaterBlockedByOpenTx(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		stream  string
+		sameID  bool
+		wantErr error
+	}{
+		{name: "the version is taken", stream: "s", wantErr: eventstore.ErrConcurrency},
+		{name: "the ID is taken", stream: "other", sameID: true, wantErr: eventstore.ErrDuplicateEvent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.New(t)
+			runner, store := db.Runner(nil), db.Events()
+			first := newEventForTest(t)
+			second := newEventForTest(t)
+			if tc.sameID {
+				second.ID = first.ID
+			}
+			release := make(chan struct{})
+			releaseA := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(releaseA) // Before pgtest's cleanup, which waits for connections.
+			aAppended, aDone := make(chan error, 1), make(chan error, 1)
+			go func() {
+				aDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+					_, err := store.Append(ctx, tx, "s", eventstore.NoStream, first)
+					aAppended <- err
+					<-release
+					return err
+				})
+			}()
+			if err := <-aAppended; err != nil {
+				t.Fatalf("first append: %v", err)
+			}
+			pid, bDone := make(chan uint32, 1), make(chan error, 1)
+			go func() {
+				bDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+					ptx, err := postgres.PgxTx(tx)
+					if err != nil {
+						return err
+					}
+					var p uint32
+					if err := ptx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p); err != nil {
+						return err
+					}
+					pid <- p
+					_, err = store.AppendLater(ctx, tx, tc.stream, eventstore.NoStream, second)
+					return err
+				})
+			}()
+			var bPID uint32
+			select {
+			case bPID = <-pid:
+			case err := <-bDone:
+				t.Fatalf("second unit of work ended early: %v", err)
+			}
+			waitUntilLockWait(t, db, bPID)
+			releaseA()
+			if err := <-aDone; err != nil {
+				t.Fatalf("first unit of work: %v", err)
+			}
+			if err := <-bDone; !errors.Is(err, tc.wantErr) {
+				t.Fatalf("the unit of work of the blocked AppendLater: %v, want %v", err, tc.wantErr)
+			}
+			err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+				for stream, want := range map[string]int{"s": 1, "other": 0} {
+					stored, err := store.Load(ctx, tx, stream, 0)
+					if err != nil {
+						return err
+					}
+					if len(stored) != want {
+						t.Errorf("stream %s holds %d events, want %d", stream, len(stored), want)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -117,6 +117,13 @@ FROM events WHERE id IN (SELECT value FROM json_each(?2))`
 	return appended, nil
 }
 
+// AppendLater is [EventStore.Append]: a unit of work holds SQLite's write
+// lock and sends nothing over a network, so waiting for the append costs
+// nothing to save.
+func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
+	return s.Append(ctx, t, stream, expected, events...)
+}
+
 // stored returns the events with the IDs of the JSON array idList, all of
 // which are in stream, as an idempotent append returns them.
 func (s *EventStore) stored(ctx context.Context, st *tx, stream, idList string) ([]eventstore.Event, error) {

@@ -88,6 +88,11 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "Truncate/KeepsTheVersion", run: testTruncateKeepsTheVersion},
 		{name: "Truncate/GoneForEveryReader", run: testTruncateGoneForEveryReader},
 		{name: "Truncate/ReadOnlyRefuses", run: testTruncateReadOnly},
+		{name: "AppendLater/Numbers", run: testAppendLaterNumbers},
+		{name: "AppendLater/Conflicts", run: testAppendLaterConflicts},
+		{name: "AppendLater/Duplicates", run: testAppendLaterDuplicates},
+		{name: "AppendLater/WhileOtherOpen", concurrent: true, run: testAppendLaterWhileOtherOpen},
+		{name: "AppendLater/Refused", run: testAppendLaterRefused},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
