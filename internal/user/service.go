@@ -211,9 +211,12 @@ func event(typ string, data any) (eventstore.Event, error) {
 }
 
 // appendAndApply appends events to stream at expected, updates the views,
-// and returns the events as appended, with their versions.
+// and returns the events as appended, with their versions. The append may
+// reach the database only with the unit of work's next statement or its
+// commit ([eventstore.Store.AppendLater]): a race it loses then fails the
+// unit of work, which [Service.do] runs again as it does any lost race.
 func (s *Service) appendAndApply(ctx context.Context, tx uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
-	appended, err := s.Events.Append(ctx, tx, stream, expected, events...)
+	appended, err := s.Events.AppendLater(ctx, tx, stream, expected, events...)
 	if err != nil {
 		return nil, err
 	}
