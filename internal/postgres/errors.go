@@ -15,6 +15,12 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
+// PostgreSQL's SQLSTATEs that this package tells apart.
+const (
+	uniqueViolation  = "23505" // a duplicate key
+	notNullViolation = "23502" // a NULL in a NOT NULL column
+)
+
 // unavailable returns err wrapped with [uow.ErrUnavailable] when it says
 // that the database cannot be reached or is busy, and err as it is
 // otherwise. An error of a context that the caller cancelled stays as it

@@ -60,15 +60,14 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 		}
 		return appended, err
 	}
+	metadata, err := encodeMetadata(events)
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+	}
 	types := make([]string, len(events))
 	data := make([]string, len(events))
-	metadata := make([]string, len(events))
 	for i, e := range events {
-		md, err := json.Marshal(e.Metadata)
-		if err != nil {
-			return nil, fmt.Errorf("eventstore: append %s: encode metadata of %s: %w", stream, e.ID, err)
-		}
-		types[i], data[i], metadata[i] = e.Type, string(e.Data), string(md)
+		types[i], data[i] = e.Type, string(e.Data)
 	}
 	// The common case takes one statement: it reads the stream's version,
 	// inserts only if that is the expected one, and skips rows whose version
@@ -115,39 +114,32 @@ RETURNING id, version`
 	return appended, nil
 }
 
-// AppendLater adds events to stream as [eventstore.Store.AppendLater]
-// describes. Under [eventstore.NoStream] or [eventstore.Exactly] it is one
-// INSERT that goes to the server with the unit of work's next statement or
-// its commit ([tx.later]), and the events are numbered from expected
-// without asking. The statement checks the number itself: when the stream
-// is not at expected it numbers the events NULL, which the column refuses,
-// and a version or an ID that another transaction took breaks a unique
-// constraint; either error fails the transaction, and [appendLaterError]
-// tells them apart. Under [eventstore.Any] it is [EventStore.Append].
+// AppendLater is [eventstore.Store.AppendLater]: under [eventstore.Any] it
+// is [EventStore.Append], otherwise one INSERT held for the unit of work's
+// next statement or its commit, whose errors [appendLaterError] reads.
 func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
 	if expected == eventstore.Any {
 		return s.Append(ctx, t, stream, expected, events...)
 	}
+	fail := func(err error) error {
+		return fmt.Errorf("eventstore: append %s at version %d: %w", stream, expected, err)
+	}
 	pt, err := asTx(t)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		return nil, fail(err)
 	}
 	ids, err := eventstore.CheckAppend(stream, expected, events)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		return nil, fail(err)
 	}
 	if len(events) == 0 {
 		return nil, nil
 	}
-	now := t.Now()
-	metadata := make([]string, len(events))
-	for i, e := range events {
-		md, err := json.Marshal(e.Metadata)
-		if err != nil {
-			return nil, fmt.Errorf("eventstore: append %s: encode metadata of %s: %w", stream, e.ID, err)
-		}
-		metadata[i] = string(md)
+	metadata, err := encodeMetadata(events)
+	if err != nil {
+		return nil, fail(err)
 	}
+	now := t.Now()
 	var args []any
 	q := appendLaterOneQuery
 	if len(events) == 1 {
@@ -161,8 +153,7 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 		}
 		q, args = appendLaterQuery, []any{stream, int64(expected), now, ids, types, data, metadata}
 	}
-	wrap := func(err error) error { return fmt.Errorf("eventstore: append %s: %w", stream, appendLaterError(err)) }
-	if err := pt.later(ctx, q, args, wrap); err != nil {
+	if err := pt.later(ctx, q, args, func(err error) error { return fail(appendLaterError(err)) }); err != nil {
 		return nil, err
 	}
 	appended := make([]eventstore.Event, len(events))
@@ -170,48 +161,68 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 		e.Stream, e.Version, e.RecordedAt, e.Position = stream, int64(expected)+int64(i)+1, now, eventstore.Position{}
 		appended[i] = e
 	}
-	wakeLogOnCommit(t)
+	pt.wakeLog()
 	return appended, nil
 }
 
 // appendLaterQuery and appendLaterOneQuery are the statements of
-// [EventStore.AppendLater], for several events and for one: the version of
-// an event is NULL unless the stream's head is the expected version ($2).
+// [EventStore.AppendLater], for several events and for one. They check
+// what Append asks before it writes: an event's version is NULL, which
+// the column refuses, unless the stream's head is the expected version
+// ($2) or an event's ID is stored already, and then the ID's unique index
+// refuses the row. A version that another transaction inserts meanwhile
+// breaks the primary key.
 const (
 	appendLaterQuery = `
+WITH head AS (
+	SELECT coalesce(max(version), 0) AS version,
+		EXISTS (SELECT 1 FROM events WHERE id = ANY($4::uuid[])) AS stored
+	FROM events WHERE stream = $1)
 INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT e.id, $1, CASE WHEN head.version = $2 THEN $2 + e.n END, e.type, e.data::jsonb, e.metadata::jsonb, $3
-FROM (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1) AS head,
-	unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+SELECT e.id, $1, CASE WHEN head.version = $2 OR head.stored THEN head.version + e.n END,
+	e.type, e.data::jsonb, e.metadata::jsonb, $3
+FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
 ORDER BY e.n`
 	appendLaterOneQuery = `
+WITH head AS (
+	SELECT coalesce(max(version), 0) AS version,
+		EXISTS (SELECT 1 FROM events WHERE id = $4::uuid) AS stored
+	FROM events WHERE stream = $1)
 INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT $4::uuid, $1, CASE WHEN head.version = $2 THEN $2 + 1 END, $5::text, $6::text::jsonb, $7::text::jsonb, $3
-FROM (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1) AS head`
+SELECT $4::uuid, $1, CASE WHEN head.version = $2 OR head.stored THEN head.version + 1 END,
+	$5::text, $6::text::jsonb, $7::text::jsonb, $3
+FROM head`
 )
 
-// notNullViolation is PostgreSQL's SQLSTATE for a NULL in a NOT NULL column.
-const notNullViolation = "23502"
-
 // appendLaterError returns err, the error of an [EventStore.AppendLater]
-// statement, wrapped with what it means: [eventstore.ErrConcurrency] for a
-// NULL version (the stream was not at the expected version) or a version
-// taken in the primary key (another transaction appended there first),
-// [eventstore.ErrDuplicateEvent] for an ID taken; other errors as they are.
+// statement, wrapped with the error of [eventstore.Store] it means, or as
+// it is.
 func appendLaterError(err error) error {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
+	if !errors.As(err, &pgErr) || pgErr.TableName != "events" {
 		return err
 	}
 	switch {
-	case pgErr.Code == notNullViolation && pgErr.ColumnName == "version":
-		return fmt.Errorf("%w: the stream is not at the expected version: %w", eventstore.ErrConcurrency, err)
-	case pgErr.Code == uniqueViolation && pgErr.ConstraintName == "events_pkey":
-		return fmt.Errorf("%w: another transaction appended at that version: %w", eventstore.ErrConcurrency, err)
+	case pgErr.Code == notNullViolation && pgErr.ColumnName == "version",
+		pgErr.Code == uniqueViolation && pgErr.ConstraintName == "events_pkey":
+		return fmt.Errorf("%w: %w", eventstore.ErrConcurrency, err)
 	case pgErr.Code == uniqueViolation && pgErr.ConstraintName == "events_id_key":
-		return fmt.Errorf("%w: an event's ID is stored already: %w", eventstore.ErrDuplicateEvent, err)
+		return fmt.Errorf("%w: %w", eventstore.ErrDuplicateEvent, err)
 	}
 	return err
+}
+
+// encodeMetadata returns the metadata of each of events in JSON.
+func encodeMetadata(events []eventstore.Event) ([]string, error) {
+	metadata := make([]string, len(events))
+	for i, e := range events {
+		md, err := json.Marshal(e.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("encode metadata of %s: %w", e.ID, err)
+		}
+		metadata[i] = string(md)
+	}
+	return metadata, nil
 }
 
 // appendOneQuery is the statement of [EventStore.Append] for one event,

@@ -27,6 +27,7 @@ func TestEventStore(t *testing.T) {
 	t.Run("ForeignTx", testEventStoreForeignTx)
 	t.Run("AppendBlockedByOpenTx", testEventStoreAppendBlockedByOpenTx)
 	t.Run("AppendLaterBlockedByOpenTx", testEventStoreAppendLaterBlockedByOpenTx)
+	t.Run("AppendLaterGoesWithTheCommit", testEventStoreAppendLaterGoesWithTheCommit)
 	t.Run("LockMakesWritersWait", testEventStoreLockMakesWritersWait)
 	t.Run("LoadSinceUsesIndexes", testEventStoreLoadSinceUsesIndexes)
 }
@@ -42,6 +43,10 @@ func testEventStoreForeignTx(t *testing.T) {
 	_, err = store.Append(ctx, eventStoreForeignTx{}, "s", eventstore.Any, e)
 	if !errors.Is(err, uow.ErrForeignTx) {
 		t.Errorf("Append error = %v, want ErrForeignTx", err)
+	}
+	_, err = store.AppendLater(ctx, eventStoreForeignTx{}, "s", eventstore.NoStream, e)
+	if !errors.Is(err, uow.ErrForeignTx) {
+		t.Errorf("AppendLater error = %v, want ErrForeignTx", err)
 	}
 	_, err = store.Load(ctx, eventStoreForeignTx{}, "s", 0)
 	if !errors.Is(err, uow.ErrForeignTx) {
@@ -166,6 +171,33 @@ func testEventStoreAppendBlockedByOpenTx(t *testing.T) {
 				t.Fatalf("stream holds %d events %v, want only the first", len(stored), stored)
 			}
 		})
+	}
+}
+
+// testEventStoreAppendLaterGoesWithTheCommit counts the round trips of a
+// unit of work that loads a stream and appends to it, in the statement
+// spans of a traced pool: BEGIN with the load, then the append with the
+// COMMIT (a statement that starts WITH), and nothing between.
+func testEventStoreAppendLaterGoesWithTheCommit(t *testing.T) {
+	t.Parallel()
+	d := setupTracedDB(t)
+	store := d.db.Events()
+	err := d.db.Runner(nil).Do(d.ctx, func(ctx context.Context, tx uow.Tx) error {
+		if _, err := store.Load(ctx, tx, "s", 0); err != nil {
+			return err
+		}
+		_, err := store.AppendLater(ctx, tx, "s", eventstore.NoStream, newEventForTest(t), newEventForTest(t))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range d.statements() {
+		names = append(names, s.Name())
+	}
+	if want := []string{"BEGIN; SELECT", "WITH; COMMIT"}; !slices.Equal(names, want) {
+		t.Errorf("the unit of work's round trips are %q, want %q", names, want)
 	}
 }
 

@@ -30,9 +30,6 @@ type UserViews struct{}
 
 var _ user.Views = UserViews{}
 
-// uniqueViolation is PostgreSQL's SQLSTATE for a duplicate key.
-const uniqueViolation = "23505"
-
 // PutUser adds u, as [user.Views] describes.
 func (UserViews) PutUser(ctx context.Context, t uow.Tx, u user.User) error {
 	return writeNow(ctx, t, "put user", `INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3)`, u.ID, u.Email, u.CreatedAt)

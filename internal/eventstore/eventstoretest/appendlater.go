@@ -38,12 +38,30 @@ func testAppendLaterNumbers(t *testing.T, h Harness) {
 	var returned []eventstore.Event
 	for _, step := range steps {
 		events := newEvents(t, step.n)
+		for i := range events {
+			events[i].Metadata = eventstore.Metadata{CorrelationID: fmt.Sprintf("c-%d", i), Extra: map[string]string{"n": fmt.Sprint(i)}}
+		}
 		got, err := appendLater(t, h, "s", step.expected, events...)
 		if err != nil {
 			t.Fatalf("AppendLater(s, %d) of %d: %v", step.expected, step.n, err)
 		}
 		assertIDs(t, fmt.Sprintf("AppendLater(s, %d)", step.expected), got, events...)
 		returned = append(returned, got...)
+	}
+	// Two appends to the stream in one unit of work, the second at the
+	// version the first returned.
+	err := h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		for range 2 {
+			got, err := h.Store.AppendLater(ctx, tx, "s", eventstore.Exactly(returned[len(returned)-1].Version), newEvents(t, 1)...)
+			if err != nil {
+				return err
+			}
+			returned = append(returned, got...)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("two AppendLater in one unit of work: %v", err)
 	}
 	stored := load(t, h, "s", 0)
 	if len(stored) != len(returned) {
@@ -67,18 +85,22 @@ func testAppendLaterConflicts(t *testing.T, h Harness) {
 		name     string
 		stream   string
 		expected eventstore.Expected
+
+		n int
 	}{
-		{"behind", "s", eventstore.Exactly(1)},
-		{"ahead", "s", eventstore.Exactly(5)},
-		{"no stream", "s", eventstore.NoStream},
-		{"missing stream", "new", eventstore.Exactly(1)},
+		{"behind", "s", eventstore.Exactly(1), 1},
+		{"behind, several events", "s", eventstore.Exactly(1), 3},
+		{"ahead", "s", eventstore.Exactly(5), 1},
+		{"ahead, several events", "s", eventstore.Exactly(5), 2},
+		{"no stream", "s", eventstore.NoStream, 1},
+		{"missing stream", "new", eventstore.Exactly(1), 1},
 	} {
 		other := fmt.Sprintf("other-%d", i)
 		err := h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 			if _, err := h.Store.AppendLater(ctx, tx, other, eventstore.NoStream, newEvents(t, 1)...); err != nil {
 				return err
 			}
-			_, err := h.Store.AppendLater(ctx, tx, tc.stream, tc.expected, newEvents(t, 1)...)
+			_, err := h.Store.AppendLater(ctx, tx, tc.stream, tc.expected, newEvents(t, tc.n)...)
 			return err
 		})
 		if !errors.Is(err, eventstore.ErrConcurrency) {
@@ -100,20 +122,56 @@ func testAppendLaterDuplicates(t *testing.T, h Harness) {
 		t.Errorf("AppendLater(b) of an event of a: %v, want ErrDuplicateEvent", err)
 	}
 	assertStream(t, h, "b")
-	got, err := appendLater(t, h, "a", eventstore.Exactly(1), stored...)
-	switch {
-	case errors.Is(err, eventstore.ErrDuplicateEvent):
-	case err != nil:
-		t.Errorf("AppendLater(a) of its own event: %v, want the stored event or ErrDuplicateEvent", err)
-	default:
-		assertIDs(t, "AppendLater(a) of its own event", got, stored...)
+	for _, expected := range []eventstore.Expected{eventstore.Exactly(1), eventstore.NoStream} {
+		// At NoStream, the version the event was first appended at, as a
+		// command run again with the same event would.
+		got, err := appendLater(t, h, "a", expected, stored...)
+		switch {
+		case errors.Is(err, eventstore.ErrDuplicateEvent):
+		case err != nil:
+			t.Errorf("AppendLater(a, %d) of its own event: %v, want the stored event or ErrDuplicateEvent", expected, err)
+		default:
+			assertIDs(t, fmt.Sprintf("AppendLater(a, %d) of its own event", expected), got, stored...)
+		}
 	}
 	assertStream(t, h, "a", stored...)
+	// An ID stored elsewhere, appended at a version the stream has passed.
+	moved := mustAppend(t, h, "c", eventstore.NoStream, newEvents(t, 2)...)
+	if _, err := appendLater(t, h, "c", eventstore.Exactly(1), stored...); !errors.Is(err, eventstore.ErrDuplicateEvent) {
+		t.Errorf("AppendLater(c) behind, of an event of a: %v, want ErrDuplicateEvent", err)
+	}
+	assertStream(t, h, "c", moved...)
+}
+
+// testAppendLaterFailsALaterCall makes a conflicting append's error come
+// from the next statement of its unit of work, a Load: the unit of work
+// fails with ErrConcurrency, writes nothing, and the store works after.
+func testAppendLaterFailsALaterCall(t *testing.T, h Harness) {
+	first := mustAppend(t, h, "s", eventstore.NoStream, newEvents(t, 2)...)
+	err := h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		if _, err := h.Store.AppendLater(ctx, tx, "other", eventstore.NoStream, newEvents(t, 1)...); err != nil {
+			return err
+		}
+		if _, err := h.Store.AppendLater(ctx, tx, "s", eventstore.Exactly(1), newEvents(t, 1)...); err != nil {
+			return err
+		}
+		_, err := h.Store.Load(ctx, tx, "s", 0)
+		return err
+	})
+	if !errors.Is(err, eventstore.ErrConcurrency) {
+		t.Errorf("unit of work = %v, want ErrConcurrency", err)
+	}
+	assertStream(t, h, "other")
+	more := mustAppend(t, h, "s", eventstore.Exactly(2), newEvents(t, 1)...)
+	assertStream(t, h, "s", append(first, more...)...)
 }
 
 // testAppendLaterWhileOtherOpen appends at a version that a unit of work
 // still open has taken: once that commits, the second fails with
-// ErrConcurrency, whether it learns it at the append or at its commit.
+// ErrConcurrency, whether it learns it at the append or at its commit. A
+// backend that sends the append with the commit may meet the other's row
+// still open or committed; both must be ErrConcurrency. (PostgreSQL's own
+// tests make the insert wait on the open row.)
 func testAppendLaterWhileOtherOpen(t *testing.T, h Harness) {
 	first := mustAppend(t, h, "s", eventstore.NoStream, newEvents(t, 1)...)
 	a := hold(t, h, "s", eventstore.Exactly(1))

@@ -91,6 +91,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "AppendLater/Numbers", run: testAppendLaterNumbers},
 		{name: "AppendLater/Conflicts", run: testAppendLaterConflicts},
 		{name: "AppendLater/Duplicates", run: testAppendLaterDuplicates},
+		{name: "AppendLater/FailsALaterCall", run: testAppendLaterFailsALaterCall},
 		{name: "AppendLater/WhileOtherOpen", concurrent: true, run: testAppendLaterWhileOtherOpen},
 		{name: "AppendLater/Refused", run: testAppendLaterRefused},
 	}
