@@ -10,15 +10,17 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// ErrConcurrency is returned by [Store.Append] when the stream is not at the
-// expected version, including when a concurrent transaction appended to it
-// first. Retry the unit of work on the stream's new state.
+// ErrConcurrency is returned by [Store.Append] and [Store.AppendLater] when
+// the stream is not at the expected version, including when a concurrent
+// transaction appended to it first. Retry the unit of work on the stream's
+// new state.
 var ErrConcurrency = errors.New("eventstore: stream changed concurrently")
 
 // ErrDuplicateEvent is returned by [Store.Append] when an event's ID is
 // already stored in another stream, or when only some of the appended events
 // are already in the stream. Appending events that are all already in the
-// stream is not an error: it changes nothing.
+// stream is not an error: it changes nothing ([Store.AppendLater] may
+// return ErrDuplicateEvent then).
 var ErrDuplicateEvent = errors.New("eventstore: event already stored")
 
 // ErrInvalidEvent is returned by [Store.Append] for an event that cannot be
@@ -103,17 +105,15 @@ type Store interface {
 	// one and return ErrConcurrency.
 	Append(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
 	// AppendLater is Append for a unit of work that is run again as a
-	// whole on ErrConcurrency: a backend may send the append with tx's
-	// next statement or with its commit instead of waiting for it, which
-	// saves a round trip to a database server. Under [NoStream] or
-	// [Exactly] it returns the events numbered from expected before they
-	// are stored; under [Any] it waits for the version, as Append does. A
-	// sent-later append that cannot be stored fails the call that sent it,
-	// or the commit, and with it tx, which writes nothing: with
-	// ErrConcurrency when the stream is not at expected or another unit of
-	// work appended at that version first, with ErrDuplicateEvent when an
-	// event's ID is stored already, even when all of them are in the
-	// stream (which Append answers with the stored events).
+	// whole when it returns ErrConcurrency. Under [NoStream] or [Exactly]
+	// a backend may send the append with tx's next statement or its
+	// commit, to save a round trip to the database: it then returns the
+	// events numbered from expected, and a conflict is returned by
+	// whichever later call of tx, of any store, sends the append, or by
+	// the commit, and rolls tx back: ErrConcurrency when the stream is not
+	// at expected, ErrDuplicateEvent when an event's ID is stored already
+	// (where Append would return the stored events). Return any error of
+	// tx's later calls as it is. Under [Any] it is Append.
 	AppendLater(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.

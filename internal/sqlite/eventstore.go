@@ -117,9 +117,7 @@ FROM events WHERE id IN (SELECT value FROM json_each(?2))`
 	return appended, nil
 }
 
-// AppendLater is [EventStore.Append]: a unit of work holds SQLite's write
-// lock and sends nothing over a network, so waiting for the append costs
-// nothing to save.
+// AppendLater is [EventStore.Append]: SQLite has no round trip to save.
 func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
 	return s.Append(ctx, t, stream, expected, events...)
 }
