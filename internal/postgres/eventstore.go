@@ -167,29 +167,26 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 
 // appendLaterQuery and appendLaterOneQuery are the statements of
 // [EventStore.AppendLater], for several events and for one. They check
-// what Append asks before it writes: an event's version is NULL, which
-// the column refuses, unless the stream's head is the expected version
-// ($2) or an event's ID is stored already, and then the ID's unique index
-// refuses the row. A version that another transaction inserts meanwhile
-// breaks the primary key.
+// what Append asks before it writes: the events follow the stream's head
+// when it is the expected version ($2), or when an event's ID is stored
+// already, so that the ID's unique index refuses the row; otherwise their
+// version is NULL, which the column refuses. PostgreSQL runs the ID's
+// probe only when the head is not the expected version. A version that
+// another transaction inserts meanwhile breaks the primary key.
 const (
 	appendLaterQuery = `
-WITH head AS (
-	SELECT coalesce(max(version), 0) AS version,
-		EXISTS (SELECT 1 FROM events WHERE id = ANY($4::uuid[])) AS stored
-	FROM events WHERE stream = $1)
+WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
 INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT e.id, $1, CASE WHEN head.version = $2 OR head.stored THEN head.version + e.n END,
+SELECT e.id, $1,
+	CASE WHEN head.version = $2 OR EXISTS (SELECT 1 FROM events WHERE id = ANY($4::uuid[])) THEN head.version + e.n END,
 	e.type, e.data::jsonb, e.metadata::jsonb, $3
 FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
 ORDER BY e.n`
 	appendLaterOneQuery = `
-WITH head AS (
-	SELECT coalesce(max(version), 0) AS version,
-		EXISTS (SELECT 1 FROM events WHERE id = $4::uuid) AS stored
-	FROM events WHERE stream = $1)
+WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
 INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT $4::uuid, $1, CASE WHEN head.version = $2 OR head.stored THEN head.version + 1 END,
+SELECT $4::uuid, $1,
+	CASE WHEN head.version = $2 OR EXISTS (SELECT 1 FROM events WHERE id = $4::uuid) THEN head.version + 1 END,
 	$5::text, $6::text::jsonb, $7::text::jsonb, $3
 FROM head`
 )
