@@ -96,57 +96,17 @@ func testEventStoreAppendBlockedByOpenTx(t *testing.T) {
 			runner, store := db.Runner(nil), db.Events()
 			second := tc.second(t)
 
-			release := make(chan struct{})
-			releaseA := sync.OnceFunc(func() { close(release) })
-			// Runs before pgtest's cleanup, which waits for connections.
-			t.Cleanup(releaseA)
-			aAppended, aDone := make(chan error, 1), make(chan error, 1)
-			go func() {
-				aDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-					_, err := store.Append(ctx, tx, "s", eventstore.NoStream, first)
-					aAppended <- err
-					<-release
-					return err
-				})
-			}()
-			if err := <-aAppended; err != nil {
-				t.Fatalf("first append: %v", err)
-			}
-
-			pid := make(chan uint32, 1)
 			type result struct {
 				events []eventstore.Event
 				err    error
 			}
-			bResult, bDone := make(chan result, 1), make(chan error, 1)
-			go func() {
-				bDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-					ptx, err := postgres.PgxTx(tx)
-					if err != nil {
-						return err
-					}
-					var p uint32
-					if err := ptx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p); err != nil {
-						return err
-					}
-					pid <- p
-					events, err := store.Append(ctx, tx, "s", eventstore.NoStream, second...)
-					bResult <- result{events, err}
-					return nil // Commit anyway: a failed append must leave nothing.
-				})
-			}()
-			var bPID uint32
-			select {
-			case bPID = <-pid:
-			case err := <-bDone:
-				t.Fatalf("second unit of work ended early: %v", err)
-			}
-			waitUntilLockWait(t, db, bPID)
-			releaseA()
-			if err := <-aDone; err != nil {
-				t.Fatalf("first unit of work: %v", err)
-			}
-			if err := <-bDone; err != nil {
+			bResult := make(chan result, 1)
+			err := blockOnOpenAppend(t, db, first, func(ctx context.Context, tx uow.Tx) error {
+				events, err := store.Append(ctx, tx, "s", eventstore.NoStream, second...)
+				bResult <- result{events, err}
+				return nil // Commit anyway: a failed append must leave nothing.
+			})
+			if err != nil {
 				t.Fatalf("second unit of work: %v", err)
 			}
 			got := <-bResult
@@ -159,7 +119,7 @@ func testEventStoreAppendBlockedByOpenTx(t *testing.T) {
 			}
 
 			var stored []eventstore.Event
-			err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			err = runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 				var err error
 				stored, err = store.Load(ctx, tx, "s", 0)
 				return err
@@ -226,52 +186,14 @@ func testEventStoreAppendLaterBlockedByOpenTx(t *testing.T) {
 			if tc.sameID {
 				second.ID = first.ID
 			}
-			release := make(chan struct{})
-			releaseA := sync.OnceFunc(func() { close(release) })
-			t.Cleanup(releaseA) // Before pgtest's cleanup, which waits for connections.
-			aAppended, aDone := make(chan error, 1), make(chan error, 1)
-			go func() {
-				aDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-					_, err := store.Append(ctx, tx, "s", eventstore.NoStream, first)
-					aAppended <- err
-					<-release
-					return err
-				})
-			}()
-			if err := <-aAppended; err != nil {
-				t.Fatalf("first append: %v", err)
-			}
-			pid, bDone := make(chan uint32, 1), make(chan error, 1)
-			go func() {
-				bDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-					ptx, err := postgres.PgxTx(tx)
-					if err != nil {
-						return err
-					}
-					var p uint32
-					if err := ptx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p); err != nil {
-						return err
-					}
-					pid <- p
-					_, err = store.AppendLater(ctx, tx, tc.stream, eventstore.NoStream, second)
-					return err
-				})
-			}()
-			var bPID uint32
-			select {
-			case bPID = <-pid:
-			case err := <-bDone:
-				t.Fatalf("second unit of work ended early: %v", err)
-			}
-			waitUntilLockWait(t, db, bPID)
-			releaseA()
-			if err := <-aDone; err != nil {
-				t.Fatalf("first unit of work: %v", err)
-			}
-			if err := <-bDone; !errors.Is(err, tc.wantErr) {
+			err := blockOnOpenAppend(t, db, first, func(ctx context.Context, tx uow.Tx) error {
+				_, err := store.AppendLater(ctx, tx, tc.stream, eventstore.NoStream, second)
+				return err
+			})
+			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("the unit of work of the blocked AppendLater: %v, want %v", err, tc.wantErr)
 			}
-			err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			err = runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 				for stream, want := range map[string]int{"s": 1, "other": 0} {
 					stored, err := store.Load(ctx, tx, stream, 0)
 					if err != nil {
@@ -288,6 +210,63 @@ func testEventStoreAppendLaterBlockedByOpenTx(t *testing.T) {
 			}
 		})
 	}
+}
+
+// blockOnOpenAppend appends first to stream s at NoStream in a unit of work
+// A that it holds open, runs b in a unit of work B until B's backend waits
+// for a lock (on A's rows), then lets A commit, and returns B's outcome.
+func blockOnOpenAppend(t *testing.T, db *postgres.DB, first eventstore.Event, b func(ctx context.Context, tx uow.Tx) error) error {
+	t.Helper()
+	runner, store := db.Runner(nil), db.Events()
+	release := make(chan struct{})
+	releaseA := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseA) // Before pgtest's cleanup, which waits for connections.
+	aAppended, aDone := make(chan error, 1), make(chan error, 1)
+	go func() {
+		aDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			_, err := store.Append(ctx, tx, "s", eventstore.NoStream, first)
+			aAppended <- err
+			<-release
+			return err
+		})
+	}()
+	if err := <-aAppended; err != nil {
+		t.Fatalf("first append: %v", err)
+	}
+	pid, bDone := startReportingPID(t, runner, b)
+	select {
+	case p := <-pid:
+		waitUntilLockWait(t, db, p)
+	case err := <-bDone:
+		t.Fatalf("second unit of work ended early: %v", err)
+	}
+	releaseA()
+	if err := <-aDone; err != nil {
+		t.Fatalf("first unit of work: %v", err)
+	}
+	return <-bDone
+}
+
+// startReportingPID runs fn in a unit of work of runner, in a goroutine,
+// after sending its backend's process ID on pid; done receives its
+// outcome.
+func startReportingPID(t *testing.T, runner uow.Runner, fn func(ctx context.Context, tx uow.Tx) error) (pid <-chan uint32, done <-chan error) {
+	p, d := make(chan uint32, 1), make(chan error, 1)
+	go func() {
+		d <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			ptx, err := postgres.PgxTx(tx)
+			if err != nil {
+				return err
+			}
+			var id uint32
+			if err := ptx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&id); err != nil {
+				return err
+			}
+			p <- id
+			return fn(ctx, tx)
+		})
+	}()
+	return p, d
 }
 
 // waitUntilLockWait waits until the backend with process ID pid waits for a
@@ -347,22 +326,9 @@ func testEventStoreLockMakesWritersWait(t *testing.T) {
 		})
 	}()
 	<-locked
-	pid := make(chan uint32, 1)
-	bDone := make(chan error, 1)
-	go func() {
-		bDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			ptx, err := postgres.PgxTx(tx)
-			if err != nil {
-				return err
-			}
-			var p uint32
-			if err := ptx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&p); err != nil {
-				return err
-			}
-			pid <- p
-			return store.Lock(ctx, tx, "hot")
-		})
-	}()
+	pid, bDone := startReportingPID(t, runner, func(ctx context.Context, tx uow.Tx) error {
+		return store.Lock(ctx, tx, "hot")
+	})
 	waitUntilLockWait(t, db, <-pid)
 	releaseA()
 	if err := <-aDone; err != nil {
