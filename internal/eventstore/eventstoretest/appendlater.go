@@ -135,10 +135,27 @@ func testAppendLaterDuplicates(t *testing.T, h Harness) {
 		}
 	}
 	assertStream(t, h, "a", stored...)
-	// An ID stored elsewhere, appended at a version the stream has passed.
+	// An ID stored elsewhere, appended at a version the stream has passed,
+	// alone and among new events; and the stream's own events appended
+	// again at the version they were first appended at.
 	moved := mustAppend(t, h, "c", eventstore.NoStream, newEvents(t, 2)...)
-	if _, err := appendLater(t, h, "c", eventstore.Exactly(1), stored...); !errors.Is(err, eventstore.ErrDuplicateEvent) {
-		t.Errorf("AppendLater(c) behind, of an event of a: %v, want ErrDuplicateEvent", err)
+	for _, tc := range []struct {
+		name     string
+		expected eventstore.Expected
+		events   []eventstore.Event
+	}{
+		{"an event of a", eventstore.Exactly(1), stored},
+		{"a new event and an event of a", eventstore.Exactly(1), append(newEvents(t, 1), stored...)},
+		{"its own events", eventstore.NoStream, moved},
+	} {
+		got, err := appendLater(t, h, "c", tc.expected, tc.events...)
+		switch {
+		case errors.Is(err, eventstore.ErrDuplicateEvent):
+		case err == nil && tc.name == "its own events":
+			assertIDs(t, "AppendLater(c) of its own events", got, moved...)
+		default:
+			t.Errorf("AppendLater(c, %d) behind, of %s: %v, want ErrDuplicateEvent", tc.expected, tc.name, err)
+		}
 	}
 	assertStream(t, h, "c", moved...)
 }
@@ -177,10 +194,11 @@ func testAppendLaterWhileOtherOpen(t *testing.T, h Harness) {
 	a := hold(t, h, "s", eventstore.Exactly(1))
 	bDone := make(chan error, 1)
 	bStarted := make(chan struct{})
+	second := newEvents(t, 1)
 	go func() {
 		bDone <- h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 			close(bStarted)
-			_, err := h.Store.AppendLater(ctx, tx, "s", eventstore.Exactly(1), newEvents(t, 1)...)
+			_, err := h.Store.AppendLater(ctx, tx, "s", eventstore.Exactly(1), second...)
 			return err
 		})
 	}()
