@@ -5,8 +5,9 @@
 // are optimistic: the caller states the version it decided on ([Any],
 // [NoStream] or an exact version), and a stream that moved meanwhile makes
 // [Store.Append] return [ErrConcurrency], so the unit of work can be retried
-// on fresh state; [Store.AppendLater] may return it from the unit of work's
-// commit instead, and saves a round trip. The log is what projections follow: [Store.ReadAll] returns
+// on fresh state; [Store.AppendLater] may return it from the unit of
+// work's next statement or its commit instead, and saves a round trip.
+// The log is what projections follow: [Store.ReadAll] returns
 // events in one order that never changes once read (the order of their
 // transactions, then of the events within them), and never passes over an
 // event whose transaction was still in flight. That order is the commit

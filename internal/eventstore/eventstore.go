@@ -16,11 +16,11 @@ import (
 // new state.
 var ErrConcurrency = errors.New("eventstore: stream changed concurrently")
 
-// ErrDuplicateEvent is returned by [Store.Append] when an event's ID is
-// already stored in another stream, or when only some of the appended events
-// are already in the stream. Appending events that are all already in the
-// stream is not an error: it changes nothing ([Store.AppendLater] may
-// return ErrDuplicateEvent then).
+// ErrDuplicateEvent is returned by [Store.Append] and [Store.AppendLater]
+// when an event's ID is already stored in another stream, or when only some
+// of the appended events are already in the stream. Appending events that
+// are all already in the stream is not an error for Append: it changes
+// nothing.
 var ErrDuplicateEvent = errors.New("eventstore: event already stored")
 
 // ErrInvalidEvent is returned by [Store.Append] for an event that cannot be
@@ -108,12 +108,15 @@ type Store interface {
 	// whole when it returns ErrConcurrency. Under [NoStream] or [Exactly]
 	// a backend may send the append with tx's next statement or its
 	// commit, to save a round trip to the database: it then returns the
-	// events numbered from expected, and a conflict is returned by
-	// whichever later call of tx, of any store, sends the append, or by
-	// the commit, and rolls tx back: ErrConcurrency when the stream is not
-	// at expected, ErrDuplicateEvent when an event's ID is stored already
-	// (where Append would return the stored events). Return any error of
-	// tx's later calls as it is. Under [Any] it is Append.
+	// events numbered from expected at once, and a conflict fails
+	// whichever later call of tx sends the append, of any store, or the
+	// commit, and the whole unit of work with it: ErrConcurrency when the
+	// stream is not at expected, ErrDuplicateEvent when an event's ID is
+	// stored already, even where Append would return the stored events
+	// (an ID that another unit of work is still appending may be
+	// ErrConcurrency). The unit of work must therefore return, or wrap
+	// with %w, the error of every call of tx after it. Under [Any] it is
+	// Append.
 	AppendLater(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.

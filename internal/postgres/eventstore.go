@@ -116,7 +116,8 @@ RETURNING id, version`
 
 // AppendLater is [eventstore.Store.AppendLater]: under [eventstore.Any] it
 // is [EventStore.Append], otherwise one INSERT held for the unit of work's
-// next statement or its commit, whose errors [appendLaterError] reads.
+// next statement or its commit (sent at once in a read-only unit of work,
+// which refuses it), whose errors [appendLaterError] reads.
 func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
 	if expected == eventstore.Any {
 		return s.Append(ctx, t, stream, expected, events...)
@@ -170,9 +171,14 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 // what Append asks before it writes: the events follow the stream's head
 // when it is the expected version ($2), or when an event's ID is stored
 // already, so that the ID's unique index refuses the row; otherwise their
-// version is NULL, which the column refuses. PostgreSQL runs the ID's
-// probe only when the head is not the expected version. A version that
-// another transaction inserts meanwhile breaks the primary key.
+// version is NULL, which the column refuses. The ID's probe is an
+// uncorrelated EXISTS, so an InitPlan, which PostgreSQL runs only when
+// the head is not the expected version; correlated with each row it would
+// run for every event. A version that another transaction inserts
+// meanwhile breaks the primary key once that one commits (the INSERT
+// waits for it). A truncation that deletes a probed ID between the probe
+// and the insert would let the events in at the head; only a replay of
+// an event being truncated meets that.
 const (
 	appendLaterQuery = `
 WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
