@@ -491,6 +491,24 @@ func e2eLinkCode(t *testing.T, m smtptest.Message, prefix string) string {
 	return code
 }
 
+// e2eMails reads the mails an SMTP server of the tests received, in order.
+type e2eMails struct {
+	mx   *smtptest.Server
+	read int
+}
+
+// nextCode waits for the next mail, checks that it went to to alone, and
+// returns the code of its link to path.
+func (m *e2eMails) nextCode(t *testing.T, to, path string) string {
+	t.Helper()
+	m.read++
+	mail := m.mx.Wait(t, m.read, e2eWait)[m.read-1]
+	if len(mail.To) != 1 || mail.To[0] != to {
+		t.Fatalf("mail %d went to %v, want %s", m.read, mail.To, to)
+	}
+	return e2eLinkCode(t, mail, "http://accounts.test"+path+"?code=")
+}
+
 func e2eJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -48,17 +48,7 @@ func erasure(t *testing.T, database e2eDatabase) {
 		"SWEEP_INTERVAL":  "0",  // The test sweeps, on a clock an hour on.
 	})
 	app := e2eStart(t, vars)
-	mails := 0
-	// mailed waits for the next mail and returns its link's code.
-	mailed := func(to, path string) string {
-		t.Helper()
-		mails++
-		m := mx.Wait(t, mails, e2eWait)[mails-1]
-		if len(m.To) != 1 || m.To[0] != to {
-			t.Fatalf("mail %d went to %v, want %s", mails, m.To, to)
-		}
-		return e2eLinkCode(t, m, "http://accounts.test"+path+"?code=")
-	}
+	mails := &e2eMails{mx: mx}
 	type session struct {
 		Token string `json:"token"`
 		User  struct {
@@ -69,19 +59,19 @@ func erasure(t *testing.T, database e2eDatabase) {
 		t.Helper()
 		a.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
 		var s session
-		a.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mailed(email, "/sign-in")}), http.StatusCreated, &s)
+		a.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
 		return s
 	}
 
 	ada := signIn(app, "ada@example.com")
 	app.expect(t, "POST", "/v1/me/email-change", ada.Token, `{"new_email":"ada.lovelace@example.com"}`, http.StatusAccepted, nil)
-	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": mailed("ada.lovelace@example.com", "/confirm-email")}), http.StatusOK, nil)
+	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, "ada.lovelace@example.com", "/confirm-email")}), http.StatusOK, nil)
 	app.expect(t, "POST", "/v1/me/email-change", ada.Token, `{"new_email":"ada.byron@example.com"}`, http.StatusAccepted, nil)
-	pending := mailed("ada.byron@example.com", "/confirm-email")
+	pending := mails.nextCode(t, "ada.byron@example.com", "/confirm-email")
 	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"ada.lovelace@example.com"}`, http.StatusAccepted, nil)
-	unused := mailed("ada.lovelace@example.com", "/sign-in")
+	unused := mails.nextCode(t, "ada.lovelace@example.com", "/sign-in")
 	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"link.only@example.com"}`, http.StatusAccepted, nil)
-	mailed("link.only@example.com", "/sign-in")
+	mails.nextCode(t, "link.only@example.com", "/sign-in")
 	bob := signIn(app, "bob@example.com")
 	dump := dumpDatabase(t, databaseURL)
 	for _, address := range []string{"ada.lovelace@example.com", "bob@example.com"} {
@@ -123,7 +113,7 @@ func erasure(t *testing.T, database e2eDatabase) {
 	}
 	// Bob asks for a change, to confirm it after the rotation.
 	app.expect(t, "POST", "/v1/me/email-change", bob.Token, `{"new_email":"bob.new@example.com"}`, http.StatusAccepted, nil)
-	bobChange := mailed("bob.new@example.com", "/confirm-email")
+	bobChange := mails.nextCode(t, "bob.new@example.com", "/confirm-email")
 	app.stop(t)
 
 	// Rotate: a new master key first, the old one to unwrap; then serve

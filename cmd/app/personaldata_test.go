@@ -74,15 +74,10 @@ func personalData(t *testing.T, database e2eDatabase) {
 	// Secrets are what must not be seen: the local parts of the addresses,
 	// and each code and token as the test meets it.
 	secrets := []string{pdFirst, pdSecond, pdBuried, pdBad, pdBadCode}
-	mails := 0
+	mails := &e2eMails{mx: mx}
 	mailed := func(to, path string) string {
 		t.Helper()
-		mails++
-		m := mx.Wait(t, mails, e2eWait)[mails-1]
-		if len(m.To) != 1 || m.To[0] != to {
-			t.Fatalf("mail %d went to %v, want %s", mails, m.To, to)
-		}
-		code := e2eLinkCode(t, m, "http://accounts.test"+path+"?code=")
+		code := mails.nextCode(t, to, path)
 		secrets = append(secrets, code)
 		// The person opens the link, whose page does not use the code up.
 		resp, err := app.client.Get(app.base + path + "?code=" + code)

@@ -59,12 +59,11 @@ func TestLogicalRestoreIntoAnotherCluster(t *testing.T) {
 			"PROJECTIONS":     fmt.Sprint(projections),
 		}
 	}
-	mails := 0
+	mails := &e2eMails{mx: mx}
 	signIn := func(a *e2eApp, email string) string {
 		t.Helper()
 		a.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
-		mails++
-		code := e2eLinkCode(t, mx.Wait(t, mails, e2eWait)[mails-1], "http://accounts.test/sign-in?code=")
+		code := mails.nextCode(t, email, "/sign-in")
 		var s struct {
 			Token string `json:"token"`
 		}
