@@ -112,6 +112,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "InFlightIsNeverSkipped", concurrent: true, run: testInFlightIsNeverSkipped},
 		{name: "NackLeavesNoWrite", run: testNackLeavesNoWrite},
 		{name: "WakesOnCommit", run: testWakesOnCommit},
+		{name: "WakesOnCommitAfterAppendLater", run: testWakesOnCommitAfterAppendLater},
 		{name: "Behind", run: testBehind},
 		{name: "AckDeadlineMidBatchLosesNothing", run: testAckDeadlineMidBatch},
 		{name: "ExactlyOnceAcrossACrash", run: testExactlyOnceAcrossACrash},
@@ -703,13 +704,33 @@ func ids(events []eventstore.Event) []uuid.UUID {
 // WakesOnCommit: a subscriber that reads the log once an hour still applies
 // an event at once, because the commit that appended it wakes it.
 func testWakesOnCommit(t *testing.T, h Harness) {
+	testWakesOnCommitOf(t, h, func(t *testing.T, e eventstore.Event) {
+		mustAppend(t, h, "wake-1", e)
+	})
+}
+
+// WakesOnCommitAfterAppendLater: so does the commit of a unit of work that
+// appended with AppendLater, whose append may go with the commit itself.
+func testWakesOnCommitAfterAppendLater(t *testing.T, h Harness) {
+	testWakesOnCommitOf(t, h, func(t *testing.T, e eventstore.Event) {
+		do(t, h, func(ctx context.Context, tx uow.Tx) error {
+			_, err := h.Store.AppendLater(ctx, tx, "wake-1", eventstore.NoStream, e)
+			return err
+		})
+	})
+}
+
+// testWakesOnCommitOf checks that an event that commit appends reaches a
+// subscriber of h.Hourly that waits for its next read.
+func testWakesOnCommitOf(t *testing.T, h Harness, commit func(t *testing.T, e eventstore.Event)) {
 	if h.Hourly == nil {
 		t.Fatal("Harness.Hourly is nil")
 	}
 	c := consume(t, h, h.Hourly, group, nil, nil)
 	// Its first read, at start, found nothing: it waits now.
 	c.waitPolled(t, 1)
-	e := mustAppend(t, h, "wake-1", newEvent(t, "logtest.a"))[0]
+	e := newEvent(t, "logtest.a")
+	commit(t, e)
 	waitRecorded(t, h, 1, c)
 	if got := recorded(t, h); !slices.Equal(got, []uuid.UUID{e.ID}) {
 		t.Fatalf("the sink holds %v, want only %s", got, e.ID)
