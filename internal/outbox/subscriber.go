@@ -22,8 +22,8 @@ import (
 // added messages), when keyed messages were settled (the next of their
 // keys are due), when a breaker's probe is due, or after
 // [RelayConfig.Interval]; up to two claims at once (see loop). Since the
-// semaphore holds four batches, it claims the next batches while the
-// previous ones are delivered and acknowledged.
+// semaphore holds [HeldBatches] batches, it claims the next batches while
+// the previous ones are delivered and acknowledged.
 // It never holds a database transaction while a handler runs.
 //
 // One claiming loop serves every topic, unlike most Watermill subscribers,
