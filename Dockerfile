@@ -31,6 +31,10 @@ USER 65532:65532
 # Loopback is the binary's default; in a container the API must listen on
 # every interface to be reached through the published port.
 ENV HTTP_ADDR=:8080
+# The live heap is a few megabytes: at Go's default GOGC of 100 the
+# collector runs dozens of times a second under load, at 400 a fourth as
+# often, for a heap of tens of megabytes (docs/operations.md).
+ENV GOGC=400
 EXPOSE 8080
 ENTRYPOINT ["/app"]
 CMD ["serve"]

@@ -70,6 +70,7 @@ func TestDockerfileFinalStage(t *testing.T) {
 	want := map[string]*regexp.Regexp{
 		"a user that is not root":       regexp.MustCompile(`^USER ([1-9]\d*|nonroot)(:\d+)?$`),
 		"the public address":            regexp.MustCompile(`^ENV HTTP_ADDR=:8080$`),
+		"the collector's target":        regexp.MustCompile(`^ENV GOGC=[1-9]\d*$`),
 		"the binary as entry point":     regexp.MustCompile(`^ENTRYPOINT \["/app"\]$`),
 		"the binary of the build stage": regexp.MustCompile(`^COPY --from=build /out/app /app$`),
 	}
