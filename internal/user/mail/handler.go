@@ -52,8 +52,9 @@ type Config struct {
 //
 // A link that expired before its message was delivered is dropped rather
 // than sent, since it would only fail: the handler acknowledges it, counts
-// it and logs it; so is one whose code the sweep redacted. Delivery is at least once; the Message-ID taken from the
-// outbox message's ID lets a mail system recognise a resend.
+// it and logs it; so is one whose code the sweep redacted. Delivery is at
+// least once; the Message-ID taken from the outbox message's ID lets a
+// mail system recognise a resend.
 func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now

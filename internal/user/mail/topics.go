@@ -1,6 +1,3 @@
-// Package mail sends the user domain's mail: the sign-in link and the
-// confirmation of a new address. It holds the outbox topics, the payloads
-// the user commands add for them, and the handlers that deliver them.
 package mail
 
 import "time"

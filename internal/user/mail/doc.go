@@ -1,0 +1,14 @@
+// Package mail sends the user domain's mail: the sign-in link, the
+// confirmation of a new address, and the notice to the owner of an address
+// that another account asked for. It holds the outbox topics ([Topics]),
+// the payload that the user commands add for them ([Link]), and the outbox
+// handlers that compose each mail and send it through a [Sender]
+// ([Handlers]).
+//
+// Delivery is the relay's, at least once, so a mail may arrive twice: its
+// Message-ID comes from the outbox message's ID, the same on every resend,
+// so that a mail system can tell a resend. A link that expired before its
+// message was delivered, or whose code the sweep removed, is dropped
+// rather than sent. The plain code lives only in the outbox message and
+// the mail; [Console] prints it on a terminal, never in a log.
+package mail
