@@ -13,23 +13,29 @@ import (
 // stored reason, which an erasure does not reach. The error it wraps stays
 // reachable through errors.Is and errors.As.
 //
+// A server may also quote the recipient's mailbox without its domain
+// ("user ann.b unknown"), so the local part of the recipient goes too.
+//
 // The mail's own Message-ID, which is shaped like an address
 // (ID@MAIL_DOMAIN) and names no one, is kept: go-mail repeats it ("affected
 // message ID"), and an operator follows a mail by it.
 type redacted struct {
 	err       error
 	messageID string
+	// local is the part of the recipient's address before its @.
+	local string
 }
 
 func (r redacted) Error() string {
 	text := r.err.Error()
+	clean := func(s string) string { return redact.LocalPart(redact.Addresses(s), r.local) }
 	if r.messageID == "" {
-		return redact.Addresses(text)
+		return clean(text)
 	}
 	// The parts around each Message-ID are redacted, the IDs kept.
 	parts := strings.Split(text, r.messageID)
 	for i, p := range parts {
-		parts[i] = redact.Addresses(p)
+		parts[i] = clean(p)
 	}
 	return strings.Join(parts, r.messageID)
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	netmail "net/mail"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,7 +125,7 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
 		if ctx.Err() != nil {
 			err = errors.Join(ctx.Err(), err)
 		}
-		return fmt.Errorf("smtp: send %s: %w", m.MessageID, redacted{err: err, messageID: m.MessageID})
+		return fmt.Errorf("smtp: send %s: %w", m.MessageID, redacted{err: err, messageID: m.MessageID, local: localPart(m.To)})
 	}
 	return nil
 }
@@ -173,4 +175,17 @@ func (c *stopConn) SetWriteDeadline(t time.Time) error {
 func (c *stopConn) Close() error {
 	c.stop()
 	return c.Conn.Close()
+}
+
+// localPart returns the part of address before its last @, or "" when it
+// has none.
+func localPart(address string) string {
+	if a, err := netmail.ParseAddress(address); err == nil {
+		address = a.Address
+	}
+	at := strings.LastIndexByte(address, '@')
+	if at < 0 {
+		return ""
+	}
+	return address[:at]
 }
