@@ -53,6 +53,33 @@ func TestDecoding(t *testing.T) {
 	t.Run("strict", testStrictDecoding)
 	t.Run("the body limit", testBodyLimitBoundary)
 	t.Run("email change checks the token first", testEmailChangeChecksTokenFirst)
+	t.Run("a malformed query string without a body", testMalformedQueryWithoutBody)
+}
+
+// malformedQueries are query strings that url.ParseQuery refuses.
+var malformedQueries = []string{"?%zz", "?a;b", "?email=%"}
+
+// testMalformedQueryWithoutBody: the routes that take no body refuse a
+// query string that does not parse too, and change nothing; the account
+// and its session are still there after the DELETEs.
+func testMalformedQueryWithoutBody(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	token := e.signIn(t, "ada@example.com").Token
+	for _, path := range []string{"/v1/me", "/v1/sessions/current"} {
+		for _, method := range []string{http.MethodGet, http.MethodDelete} {
+			if method == http.MethodGet && path != "/v1/me" {
+				continue
+			}
+			for _, q := range malformedQueries {
+				before := e.snapshot(t)
+				r := e.send(t, request{method: method, path: path + q, token: token})
+				wantProblem(t, method+" "+path+q, r, 400, httpapi.TypeBadRequest)
+				e.unchanged(t, method+" "+path+q, before)
+			}
+		}
+	}
+	wantStatus(t, "GET /v1/me after them", e.send(t, request{method: http.MethodGet, path: "/v1/me", token: token}), http.StatusOK)
 }
 
 // testStrictDecoding sends every JSON endpoint each kind of malformed body,
@@ -145,6 +172,14 @@ func testStrictDecoding(t *testing.T) {
 					header: map[string]string{"Content-Type": ct}})
 				wantProblem(t, ep.path+" as "+ct, r, http.StatusUnsupportedMediaType, httpapi.TypeUnsupportedMediaType)
 				e.unchanged(t, ep.path+" as "+ct, before)
+			}
+
+			// The right body behind a query string that does not parse.
+			for _, q := range malformedQueries {
+				before := e.snapshot(t)
+				r := e.send(t, request{method: http.MethodPost, path: ep.path + q, token: token, body: good})
+				wantProblem(t, ep.path+q, r, 400, httpapi.TypeBadRequest)
+				e.unchanged(t, ep.path+q, before)
 			}
 
 			// The body that all of the above spoiled works.

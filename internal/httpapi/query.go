@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"log/slog"
 	"net/http"
 	"net/url"
 )
@@ -15,4 +16,17 @@ func query(r *http.Request) (url.Values, error) {
 			"the query string cannot be parsed: " + err.Error()}
 	}
 	return q, nil
+}
+
+// wellFormedQuery refuses, as [query] does, a request whose query string
+// cannot be parsed, before h sees it: a route that reads no parameter
+// would otherwise act on a request that its client built wrongly.
+func wellFormedQuery(h http.HandlerFunc, log *slog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, err := query(r); err != nil {
+			writeError(w, r, log, err, 0)
+			return
+		}
+		h(w, r)
+	}
 }

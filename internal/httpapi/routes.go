@@ -26,7 +26,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	var paths []string
 	v1 := func(method, path string, h http.HandlerFunc) {
 		declared(method + " " + path)
-		mux.Handle(method+" "+path, limiter.limit(h, func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+		mux.Handle(method+" "+path, limiter.limit(wellFormedQuery(h, d.Log), func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 			writeTooMany(w, r, wait, "this client sent too many requests")
 		}))
 		if methods[path] == nil {
