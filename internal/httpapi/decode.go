@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -121,6 +122,7 @@ func decodeFailure(err error) *decodeError {
 	var tooLarge *http.MaxBytesError
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
+	var netErr net.Error
 	switch {
 	case errors.As(err, &tooLarge):
 		return &decodeError{http.StatusRequestEntityTooLarge, TypeBodyTooLarge,
@@ -134,6 +136,13 @@ func decodeFailure(err error) *decodeError {
 	case errors.As(err, &typeErr):
 		return &decodeError{http.StatusBadRequest, TypeBadRequest,
 			fmt.Sprintf("field %q must be a JSON %s", typeErr.Field, typeErr.Type)}
+	case errors.As(err, &netErr):
+		// The connection's error names the server's address and the
+		// client's: say what happened instead.
+		if netErr.Timeout() {
+			return &decodeError{http.StatusBadRequest, TypeBadRequest, "the body did not arrive in time"}
+		}
+		return &decodeError{http.StatusBadRequest, TypeBadRequest, "the body could not be read"}
 	default:
 		// Unknown fields and other refusals of encoding/json.
 		return &decodeError{http.StatusBadRequest, TypeBadRequest, err.Error()}

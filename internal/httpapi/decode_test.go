@@ -1,9 +1,13 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -54,6 +58,47 @@ func TestDecoding(t *testing.T) {
 	t.Run("the body limit", testBodyLimitBoundary)
 	t.Run("email change checks the token first", testEmailChangeChecksTokenFirst)
 	t.Run("a malformed query string without a body", testMalformedQueryWithoutBody)
+	t.Run("a body that stops arriving", testBodyThatStopsArriving)
+}
+
+// testBodyThatStopsArriving: a body cut short by the server's read timeout
+// is refused with a detail that says so, not the socket's error, which
+// names the server's address and the client's.
+func testBodyThatStopsArriving(t *testing.T) {
+	t.Parallel()
+	e := setupWith(t, options{readTimeout: 200 * time.Millisecond})
+	before := e.snapshot(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The body promises 28 bytes and sends 8; the server's read timeout,
+	// not the test, ends the wait.
+	if _, err := io.WriteString(conn, "POST /v1/sign-in-links HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 28\r\n\r\n{\"email\""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusBadRequest {
+		t.Errorf("status %d, want 400: %s", res.StatusCode, body)
+	}
+	for _, leak := range []string{"127.0.0.1", "tcp", "i/o timeout"} {
+		if strings.Contains(string(body), leak) {
+			t.Errorf("the problem names %q: %s", leak, body)
+		}
+	}
+	if !strings.Contains(string(body), "did not arrive") {
+		t.Errorf("the problem does not say that the body did not arrive: %s", body)
+	}
+	e.unchanged(t, "a body that stopped arriving", before)
 }
 
 // malformedQueries are query strings that url.ParseQuery refuses.

@@ -74,6 +74,8 @@ type options struct {
 	rateLimit int
 	// ready replaces db.Ping when set.
 	ready func(context.Context) error
+	// readTimeout is the server's ReadTimeout; zero for none.
+	readTimeout time.Duration
 }
 
 func setup(t *testing.T) *env {
@@ -116,7 +118,7 @@ func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(
 	if o.ready != nil {
 		ready = o.ready
 	}
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
+	srv := httptest.NewUnstartedServer(httpapi.NewServer(httpapi.Deps{
 		Users:     svc,
 		Activity:  activity,
 		Ready:     ready,
@@ -124,6 +126,8 @@ func serveService(t *testing.T, clock *testclock.Clock, d user.Deps, ready func(
 		RateLimit: o.rateLimit,
 		Now:       e.clock.Now,
 	}))
+	srv.Config.ReadTimeout = o.readTimeout
+	srv.Start()
 	t.Cleanup(srv.Close)
 	e.url = srv.URL
 	e.client = srv.Client()
