@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	netmail "net/mail"
 	"net/netip"
 	"net/url"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -118,7 +120,13 @@ func Load(getenv func(string) string) (Config, error) {
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return Config{}, fmt.Errorf("config: BASE_URL must be an http(s) URL, got %q", c.BaseURL)
 	}
+	if base.RawQuery != "" || base.ForceQuery || base.Fragment != "" || strings.Contains(c.BaseURL, "#") {
+		return Config{}, fmt.Errorf("config: BASE_URL must have no query or fragment, since links add a path and ?code= to it; got %q", c.BaseURL)
+	}
 	c.BaseURL = strings.TrimSuffix(c.BaseURL, "/")
+	if err := c.checkMail(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
 	if c.MailDomain == "" {
 		c.MailDomain = base.Hostname()
 	}
@@ -191,6 +199,28 @@ func (c Config) checkIntegration() error {
 	}
 	if c.PublishRetryFor < time.Hour {
 		errs = append(errs, fmt.Errorf("PUBLISH_RETRY_FOR must be at least 1h, or a short outage of a destination buries its events; got %s", c.PublishRetryFor))
+	}
+	return errors.Join(errs...)
+}
+
+// mailDomain is what MAIL_DOMAIN may be: a host name, the right-hand side
+// of a Message-ID.
+var mailDomain = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$`)
+
+// checkMail reports what is wrong with the settings of the mail, as set;
+// those derived from BASE_URL are not checked.
+func (c Config) checkMail() error {
+	var errs []error
+	if c.MailFrom != "" {
+		if _, err := netmail.ParseAddress(c.MailFrom); err != nil || strings.ContainsAny(c.MailFrom, "\r\n") {
+			errs = append(errs, fmt.Errorf("MAIL_FROM must be one email address, such as accounts@example.com or \"Accounts <accounts@example.com>\"; got %q", c.MailFrom))
+		}
+	}
+	if c.MailDomain != "" && !mailDomain.MatchString(c.MailDomain) {
+		errs = append(errs, fmt.Errorf("MAIL_DOMAIN must be a host name, such as example.com; got %q", c.MailDomain))
+	}
+	if c.SMTPTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("SMTP_TIMEOUT must be positive, got %s", c.SMTPTimeout))
 	}
 	return errors.Join(errs...)
 }

@@ -127,6 +127,16 @@ func testLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"WEBHOOK_URL": "ftp://hooks.example.com", "WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "WEBHOOK_URL"},
 		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com", "WEBHOOK_SECRET": "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "WEBHOOK_SECRET"},
 		{map[string]string{"WEBHOOK_URL": "https://hooks.example.com", "WEBHOOK_SECRET": "whsec_c2hvcnQ="}, "WEBHOOK_SECRET"},
+		// Links are BASE_URL/sign-in?code=...: a query or a fragment in
+		// BASE_URL would swallow the path and the code.
+		{map[string]string{"BASE_URL": "https://accounts.example.com/?q=1"}, "BASE_URL"},
+		{map[string]string{"BASE_URL": "https://accounts.example.com/#f"}, "BASE_URL"},
+		{map[string]string{"MAIL_FROM": "notanaddress"}, "MAIL_FROM"},
+		{map[string]string{"MAIL_FROM": "accounts@example.com\r\nBcc: x@example.com"}, "MAIL_FROM"},
+		{map[string]string{"MAIL_DOMAIN": "a b>c"}, "MAIL_DOMAIN"},
+		{map[string]string{"MAIL_DOMAIN": "mail@example.com"}, "MAIL_DOMAIN"},
+		{map[string]string{"SMTP_TIMEOUT": "0s"}, "SMTP_TIMEOUT"},
+		{map[string]string{"SMTP_TIMEOUT": "-1s"}, "SMTP_TIMEOUT"},
 	} {
 		_, err := config.Load(getenv(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.name) {
