@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,11 +63,6 @@ func (r signInResult) report(out io.Writer, name string, d time.Duration) error 
 // signInRound has concurrency clients ask url for sign-in links for
 // distinct addresses for d.
 func (b Bench) signInRound(ctx context.Context, url string, concurrency int, d time.Duration) signInResult {
-	client := &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: concurrency},
-	}
-	defer client.CloseIdleConnections()
 	var (
 		mu   sync.Mutex
 		lat  []time.Duration
@@ -83,32 +77,30 @@ func (b Bench) signInRound(ctx context.Context, url string, concurrency int, d t
 	for w := range concurrency {
 		wg.Go(func() {
 			var mine []time.Duration
+			fail := func(err error) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			client, err := newKeepAliveClient(url, 10*time.Second)
+			if err != nil {
+				fail(err)
+				return
+			}
+			defer client.Close()
+			var body []byte
 			for i := 0; time.Now().Before(until) && ctx.Err() == nil; i++ {
-				body := fmt.Sprintf(`{"email":"bench-%d-%d@example.com"}`, w, i)
+				body = fmt.Appendf(body[:0], `{"email":"bench-%d-%d@example.com"}`, w, i)
 				start := time.Now()
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					return
-				}
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := client.Do(req)
+				status, err := client.Post(ctx, body)
 				if err != nil && ctx.Err() != nil {
 					break // Cut short: this request does not count.
 				}
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					_ = resp.Body.Close()
-					if resp.StatusCode != http.StatusAccepted {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
+				if err == nil && status != http.StatusAccepted {
+					err = fmt.Errorf("status %d", status)
 				}
 				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
+					fail(err)
 					return
 				}
 				mine = append(mine, time.Since(start))
