@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // maxBody is the largest request body the API reads.
@@ -55,9 +56,8 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := checkFields(raw, v); err != nil {
 		return err
 	}
-	fields := json.NewDecoder(bytes.NewReader(raw))
-	fields.DisallowUnknownFields()
-	if err := fields.Decode(v); err != nil {
+	// checkFields has refused every name that is not one of v's.
+	if err := json.Unmarshal(raw, v); err != nil {
 		return decodeFailure(err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
@@ -108,6 +108,9 @@ func checkFields(raw json.RawMessage, v any) *decodeError {
 // exported field's json tag. Every request type of the API tags each of its
 // fields.
 func fieldNames(t reflect.Type) map[string]bool {
+	if names, ok := fieldNamesOf.Load(t); ok {
+		return names.(map[string]bool)
+	}
 	names := map[string]bool{}
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -115,8 +118,13 @@ func fieldNames(t reflect.Type) map[string]bool {
 			names[name] = true
 		}
 	}
+	fieldNamesOf.Store(t, names)
 	return names
 }
+
+// fieldNamesOf holds what fieldNames found for each type it was given: a
+// map that is never written after it is stored.
+var fieldNamesOf sync.Map
 
 func decodeFailure(err error) *decodeError {
 	var tooLarge *http.MaxBytesError
