@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -35,14 +36,14 @@ type keepAliveClient struct {
 // newKeepAliveClient returns a client of rawURL, an http:// URL with a
 // host and a path, that gives each request timeout to be answered.
 func newKeepAliveClient(rawURL string, timeout time.Duration) (*keepAliveClient, error) {
-	req, err := http.NewRequest(http.MethodPost, rawURL, nil)
+	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	if req.URL.Scheme != "http" {
-		return nil, fmt.Errorf("client: %q is not an http:// URL", rawURL)
+	if u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("client: %q is not an http:// URL with a host", rawURL)
 	}
-	return &keepAliveClient{host: req.URL.Host, path: req.URL.RequestURI(), timeout: timeout}, nil
+	return &keepAliveClient{host: u.Host, path: u.RequestURI(), timeout: timeout}, nil
 }
 
 // Post sends body as application/json and returns the status of the

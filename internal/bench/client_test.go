@@ -127,7 +127,7 @@ func TestKeepAliveClient(t *testing.T) {
 
 	t.Run("RefusesAURLItCannotPostTo", func(t *testing.T) {
 		t.Parallel()
-		for _, u := range []string{"https://127.0.0.1:1/x", "::", "ftp://host/x"} {
+		for _, u := range []string{"https://127.0.0.1:1/x", "::", "ftp://host/x", "http:///x"} {
 			if _, err := newKeepAliveClient(u, time.Second); err == nil {
 				t.Errorf("newKeepAliveClient(%q) succeeded, want an error", u)
 			}
