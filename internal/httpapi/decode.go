@@ -152,7 +152,8 @@ func decodeFailure(err error) *decodeError {
 		}
 		return &decodeError{http.StatusBadRequest, TypeBadRequest, "the body could not be read"}
 	default:
-		// Unknown fields and other refusals of encoding/json.
+		// Other refusals of encoding/json; unknown names never get here,
+		// since checkFields refuses them first.
 		return &decodeError{http.StatusBadRequest, TypeBadRequest, err.Error()}
 	}
 }
