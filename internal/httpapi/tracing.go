@@ -10,21 +10,40 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // traceRequests makes a server span of each request through otelhttp, a
 // child of the caller's span when the request carries a W3C traceparent.
 // The API counts its requests itself (observeRequests), so otelhttp's own
 // metrics go to a no-op meter.
+//
+// With tracing off (a provider of go.opentelemetry.io/otel/trace/noop) it
+// makes no span and leaves otelhttp out, whose attributes and wrappers cost
+// a few percent of a request's CPU for nothing; it still puts the caller's
+// traceparent in the request's context, as the no-op tracer would, so that
+// the outbox messages of the request pass it on.
 func traceRequests(tp trace.TracerProvider, next http.Handler) http.Handler {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
+	propagator := propagation.TraceContext{}
+	if _, off := tp.(tracenoop.TracerProvider); off {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(traceparentHeader) != "" {
+				r = r.WithContext(propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 	return otelhttp.NewHandler(next, "http",
 		otelhttp.WithTracerProvider(tp),
-		otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithPropagators(propagator),
 		otelhttp.WithMeterProvider(noop.NewMeterProvider()))
 }
+
+// traceparentHeader is the W3C header of the caller's trace.
+const traceparentHeader = "Traceparent"
 
 // nameSpans names the request's span for the route the mux matched, as
 // "METHOD /route", and sets its http.route. It wraps the mux itself: the

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,12 +11,15 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/eventsourced/accounts/internal/httpapi"
 )
 
 // Each request is a server span named for its route, not its path, and a
-// child of the caller's span when it carries a W3C traceparent.
+// child of the caller's span when it carries a W3C traceparent. With
+// tracing off there is no span, and the caller's traceparent still reaches
+// the command.
 func TestRequestSpans(t *testing.T) {
 	t.Parallel()
 	setup := func(t *testing.T) (http.Handler, *tracetest.SpanRecorder) {
@@ -85,4 +89,35 @@ func TestRequestSpans(t *testing.T) {
 			t.Errorf("http.response.status_code %d, want 200", got)
 		}
 	})
+	t.Run("OffPassesTheTraceparentOn", func(t *testing.T) {
+		t.Parallel()
+		users := &contextOf{}
+		h := httpapi.NewServer(httpapi.Deps{Users: users, TracerProvider: noop.NewTracerProvider()})
+		req := httptest.NewRequest("POST", "/v1/sign-in-links", strings.NewReader(`{"email":"ada@example.com"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+		rr := httptest.NewRecorder()
+		h.ServeHTTP(rr, req)
+		sc := users.span
+		if rr.Code != http.StatusAccepted || sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" ||
+			sc.SpanID().String() != "00f067aa0ba902b7" || !sc.IsRemote() || !sc.IsSampled() {
+			t.Errorf("tracing off: status %d, the command's span context %v; want 202 and the traceparent's, remote and sampled", rr.Code, sc)
+		}
+		if span := trace.SpanFromContext(users.ctx); span.IsRecording() {
+			t.Error("tracing off: the command runs in a recording span")
+		}
+	})
+}
+
+// contextOf is fakeUsers that keeps the context of the sign-in link
+// request it was given.
+type contextOf struct {
+	fakeUsers
+	ctx  context.Context
+	span trace.SpanContext
+}
+
+func (u *contextOf) RequestSignInLink(ctx context.Context, address string) error {
+	u.ctx, u.span = ctx, trace.SpanContextFromContext(ctx)
+	return u.fakeUsers.RequestSignInLink(ctx, address)
 }
