@@ -24,7 +24,7 @@ import (
 type benchOptions struct {
 	messages, rate, events, batch, concurrency, users int
 	duration, poll, timeout                           time.Duration
-	lag, holdXmin, traceSink                          bool
+	lag, holdXmin, traceSink, closedLoop              bool
 	profiles                                          bench.Profiles
 }
 
@@ -110,7 +110,11 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		if o.rate < 1 || o.duration <= 0 {
 			return errors.New("bench latency: --rate and --duration must be positive")
 		}
-		return b.Latency(ctx, o.rate, o.duration)
+		load := bench.OpenLoop
+		if o.closedLoop {
+			load = bench.ClosedLoop
+		}
+		return b.Latency(ctx, o.rate, o.duration, load)
 	case "signin":
 		if o.concurrency < 1 || o.duration <= 0 {
 			return errors.New("bench signin: --concurrency and --duration must be positive")

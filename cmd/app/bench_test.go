@@ -34,6 +34,8 @@ func TestBenchmarks(t *testing.T) {
 				regexp.MustCompile(`\ndrain: 300 messages in \d+\.\d\ds, \d+ msgs/s\n$`)},
 			{[]string{"bench", "latency", "--rate", "100", "--duration", "300ms"},
 				regexp.MustCompile(`\nlatency: rate=100/s n=30 p50=\d+\.\dms p90=\d+\.\dms p99=\d+\.\dms max=\d+\.\dms\n$`)},
+			{[]string{"bench", "latency", "--rate", "100", "--duration", "300ms", "--closed-loop"},
+				regexp.MustCompile(`\nlatency: sent 30 in \d+\.\d\ds, \d+/s\n(?:.*\n)*latency: rate=100/s n=30 p50=\d+\.\dms p90=\d+\.\dms p99=\d+\.\dms max=\d+\.\dms\n$`)},
 			{[]string{"bench", "signin", "--duration", "300ms", "--concurrency", "2"},
 				regexp.MustCompile(`\nsignin: [1-9]\d* requests in \d+\.\d\ds, \d+ req/s, p50=\d+\.\dms p99=\d+\.\dms\n$`)},
 		} {

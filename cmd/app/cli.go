@@ -249,6 +249,7 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 		}),
 		b("latency", "Time from commit to handler", func(f *pflag.FlagSet, o *benchOptions) {
 			rate(f, o, "messages")
+			f.BoolVar(&o.closedLoop, "closed-loop", false, "send as riverbench's latency mode does, for figures beside its: one sender that waits for each commit and drops the ticks it missed (the rate falls when commits are slow)")
 			holdXmin(f, o)
 		}),
 		b("signin", "Sign-in link requests through the HTTP API", func(f *pflag.FlagSet, o *benchOptions) {

@@ -97,12 +97,17 @@ func ms(d time.Duration) string {
 // before every send arrived.
 var errStopped = errors.New("stopped")
 
-// pacedUntil sends n at rate with [paced], then waits until arrived is
-// closed. It returns cut, ctx's error, when ctx ended first; and err when a
-// send failed, or, wrapping errStopped and its error, when a value came
-// on stopped first (a nil stopped never comes).
-func pacedUntil(ctx context.Context, n, rate int, send func(i int) error, arrived <-chan struct{}, stopped <-chan error) (cut, err error) {
-	if err := paced(ctx, n, rate, send); err != nil {
+// pacedUntil sends n at rate with [paced], or with [closedLoop] when load
+// says so, then waits until arrived is closed. It returns cut, ctx's error,
+// when ctx ended first; and err when a send failed, or, wrapping
+// errStopped and its error, when a value came on stopped first (a nil
+// stopped never comes).
+func pacedUntil(ctx context.Context, load Load, n, rate int, send func(i int) error, arrived <-chan struct{}, stopped <-chan error) (cut, err error) {
+	produce := paced
+	if load == ClosedLoop {
+		produce = closedLoop
+	}
+	if err := produce(ctx, n, rate, send); err != nil {
 		if ctx.Err() == nil {
 			return nil, fmt.Errorf("send: %w", err)
 		}
@@ -148,4 +153,42 @@ func paced(ctx context.Context, n, rate int, send func(i int) error) error {
 	senders.Wait()
 	close(errs)
 	return <-errs
+}
+
+// Load is how a benchmark that sends at a rate sends.
+type Load int
+
+const (
+	// OpenLoop sends on a schedule that does not wait for earlier sends
+	// ([paced]): the rate holds whatever the commits take, and a slow
+	// commit delays the ones behind it, as it would a service's users.
+	OpenLoop Load = iota
+	// ClosedLoop sends as riverbench's latency mode does ([closedLoop]),
+	// for figures set beside its: one sender that waits for each commit.
+	ClosedLoop
+)
+
+// closedLoop calls send(i) for i from 0 to n-1 on the ticks of a
+// [time.Ticker] of rate a second, each once the one before it has
+// returned. A tick that passes while a send runs is dropped, as the
+// ticker drops it, so the rate falls when sends are slow, and the time a
+// send would have waited behind a slow one is counted nowhere. It calls no
+// more once ctx ends, and then returns ctx's error.
+func closedLoop(ctx context.Context, n, rate int, send func(i int) error) error {
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	for i := range n {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+		// A tick and the context's end may come together.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := send(i); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -18,7 +18,10 @@ import (
 // transaction, on a schedule that does not wait for the relay, and
 // measures for each the time from the moment its transaction asked to
 // commit to the moment its handler ran, in a relay with [Bench.Relay].
-func (b Bench) Latency(ctx context.Context, rate int, d time.Duration) error {
+// Load says whether the schedule waits for the commits; with [ClosedLoop]
+// fewer than rate a second may be sent, which the line before the summary
+// tells.
+func (b Bench) Latency(ctx context.Context, rate int, d time.Duration, load Load) error {
 	n := int(d.Seconds() * float64(rate))
 	n = max(n, 1)
 	sent := make([]time.Time, n)
@@ -86,7 +89,7 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration) error {
 
 	stopProfile := b.timed(seen.Load)
 	defer stopProfile()
-	cut, err := pacedUntil(ctx, n, rate, send, done, nil)
+	cut, err := pacedUntil(ctx, load, n, rate, send, done, nil)
 	if err != nil {
 		return fmt.Errorf("bench latency: %w", err)
 	}
@@ -119,7 +122,11 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration) error {
 		}
 		return errors.New("bench latency: nothing was delivered")
 	}
-	// The split goes first: the summary line is the last.
+	// The rate sent and the split go first: the summary line is the last.
+	if first, last := sent[0], sent[n-1]; n > 1 && !first.IsZero() && !last.IsZero() && last.After(first) {
+		took := last.Sub(first)
+		fmt.Fprintf(b.Out, "latency: sent %d in %.2fs, %.0f/s\n", n, took.Seconds(), float64(n-1)/took.Seconds())
+	}
 	if len(commit) > 0 {
 		slices.Sort(commit)
 		slices.Sort(relayed)

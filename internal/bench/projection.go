@@ -175,7 +175,7 @@ func (b Bench) ProjectionLag(ctx context.Context, activity projections.Projectio
 
 	stopProfile := b.timed(func() int64 { return int64(w.count()) })
 	defer stopProfile()
-	cut, err := pacedUntil(ctx, n, rate, send, w.all, ran)
+	cut, err := pacedUntil(ctx, OpenLoop, n, rate, send, w.all, ran)
 	if errors.Is(err, errStopped) {
 		return fmt.Errorf("bench projection: runner %w after %d of %d events", err, w.count()-1, n)
 	}
