@@ -44,6 +44,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 				fmt.Sprintf("Content-Type %q; send application/json", ct)}
 		}
 	}
+	if err := declaredTooLarge(w, r, maxBody); err != nil {
+		return err
+	}
 	body := http.MaxBytesReader(w, r.Body, maxBody)
 	dec := json.NewDecoder(body)
 	var raw json.RawMessage
@@ -68,6 +71,19 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return &decodeError{http.StatusBadRequest, TypeBadRequest, "the body has data after its JSON object"}
 	}
 	return nil
+}
+
+// declaredTooLarge refuses, before reading any of it, a body whose
+// Content-Length is over limit, and closes the connection after the
+// answer: net/http would otherwise read what is left of a body under 256
+// KiB before answering, and wait for the read timeout when the client
+// sends less than it declared.
+func declaredTooLarge(w http.ResponseWriter, r *http.Request, limit int64) *decodeError {
+	if r.ContentLength <= limit {
+		return nil
+	}
+	w.Header().Set("Connection", "close")
+	return decodeFailure(&http.MaxBytesError{Limit: limit})
 }
 
 // checkFields refuses a name of the JSON object raw that is not the json

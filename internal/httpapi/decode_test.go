@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -59,6 +60,39 @@ func TestDecoding(t *testing.T) {
 	t.Run("email change checks the token first", testEmailChangeChecksTokenFirst)
 	t.Run("a malformed query string without a body", testMalformedQueryWithoutBody)
 	t.Run("a body that stops arriving", testBodyThatStopsArriving)
+	t.Run("a body declared over the limit", testBodyDeclaredOverTheLimit)
+}
+
+// testBodyDeclaredOverTheLimit: a body whose Content-Length is over 4 KiB
+// is refused with 413 before the server reads it, and the connection
+// closes, though the client sends a short body and no more: the answer
+// does not wait for the read timeout, which would answer 400.
+func testBodyDeclaredOverTheLimit(t *testing.T) {
+	t.Parallel()
+	e := setupWith(t, options{readTimeout: 5 * time.Second})
+	before := e.snapshot(t)
+	for _, c := range []struct{ name, path, contentType, body string }{
+		{"JSON", "/v1/sign-in-links", "application/json", emailBody("ada@example.com")},
+		{"a page's form", "/", "application/x-www-form-urlencoded", "email=ada%40example.com"},
+	} {
+		for _, declared := range []int{maxBody + 1, 1 << 20} {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s", c.path, c.contentType, declared, c.body)
+			res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("%s declared %d bytes: %v", c.name, declared, err)
+			}
+			_ = res.Body.Close()
+			_ = conn.Close()
+			if res.StatusCode != http.StatusRequestEntityTooLarge || !res.Close {
+				t.Errorf("%s declared %d bytes: status %d, closing %v; want 413 and the connection closed", c.name, declared, res.StatusCode, res.Close)
+			}
+		}
+	}
+	e.unchanged(t, "bodies declared over the limit", before)
 }
 
 // testBodyThatStopsArriving: a body cut short by the server's read timeout

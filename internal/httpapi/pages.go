@@ -259,6 +259,9 @@ func form(w http.ResponseWriter, r *http.Request, field string) (string, error) 
 		return "", &decodeError{status: http.StatusUnsupportedMediaType, typ: TypeUnsupportedMediaType,
 			detail: pageMessages[TypeUnsupportedMediaType]}
 	}
+	if err := declaredTooLarge(w, r, maxFormBytes); err != nil {
+		return "", err
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		var tooLarge *http.MaxBytesError
