@@ -67,8 +67,9 @@ func (c Config) protocol() string {
 }
 
 // Validate reports what [New] could not build: an exporter, a protocol or
-// a sampler it does not know, or a sampler's ratio that is no number from
-// 0 to 1; and an exemplar filter that the metrics SDK would ignore. Each
+// a sampler it does not know, a sampler's ratio that is no number from 0
+// to 1, or a batch span processor's setting that is no whole number in its
+// range; and an exemplar filter that the metrics SDK would ignore. Each
 // error names its variable.
 func (c Config) Validate() error {
 	var errs []error
@@ -94,6 +95,22 @@ func (c Config) Validate() error {
 	case "", "trace_based", "always_on", "always_off":
 	default:
 		errs = append(errs, fmt.Errorf("OTEL_METRICS_EXEMPLAR_FILTER must be trace_based, always_on or always_off, got %q", c.ExemplarFilter))
+	}
+	// The SDK reads these itself, takes a value that is no number for its
+	// default, and panics at a negative size.
+	for _, v := range []struct {
+		name, value string
+		least       int
+		what        string
+	}{
+		{"OTEL_BSP_SCHEDULE_DELAY", c.BSPScheduleDelay, 1, "milliseconds, at least 1"},
+		{"OTEL_BSP_EXPORT_TIMEOUT", c.BSPExportTimeout, 0, "milliseconds, 0 for no limit"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", c.BSPMaxQueueSize, 1, "spans, at least 1"},
+		{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", c.BSPMaxExportBatchSize, 1, "spans, at least 1"},
+	} {
+		if n, err := strconv.Atoi(v.value); v.value != "" && (err != nil || n < v.least) {
+			errs = append(errs, fmt.Errorf("%s must be a whole number of %s, got %q", v.name, v.what, v.value))
+		}
 	}
 	if sampler == "traceidratio" && c.SamplerArg != "" {
 		if r, err := strconv.ParseFloat(c.SamplerArg, 64); err != nil || r < 0 || r > 1 {

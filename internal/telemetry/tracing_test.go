@@ -62,6 +62,10 @@ func TestNew(t *testing.T) {
 			{telemetry.Config{Sampler: "sometimes"}, "OTEL_TRACES_SAMPLER"},
 			{telemetry.Config{Sampler: "parentbased_traceidratio", SamplerArg: "2"}, "OTEL_TRACES_SAMPLER_ARG"},
 			{telemetry.Config{ExemplarFilter: "sampled"}, "OTEL_METRICS_EXEMPLAR_FILTER"},
+			{telemetry.Config{Exporter: "console", BSPMaxQueueSize: "-1"}, "OTEL_BSP_MAX_QUEUE_SIZE"},
+			{telemetry.Config{Exporter: "console", BSPMaxExportBatchSize: "0"}, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"},
+			{telemetry.Config{Exporter: "console", BSPScheduleDelay: "0"}, "OTEL_BSP_SCHEDULE_DELAY"},
+			{telemetry.Config{Exporter: "console", BSPExportTimeout: "5s"}, "OTEL_BSP_EXPORT_TIMEOUT"},
 		} {
 			_, err := telemetry.New(t.Context(), c.cfg, telemetry.Options{})
 			if err == nil || !strings.Contains(err.Error(), c.name) {
