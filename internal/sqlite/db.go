@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -90,10 +91,11 @@ type DB struct {
 
 var _ backend.Backend = (*DB)(nil)
 
-// Open opens the database file at path, creating the file (not its folder)
-// when it does not exist, and checks that it answers. The file is put in
-// WAL mode, which it keeps; foreign keys are enforced, and deleted content is
-// overwritten (secure_delete), since outbox messages carry one-time codes.
+// Open opens the database file at path, creating the file (not its folder),
+// readable by its owner alone, when it does not exist, and checks that it
+// answers. The file is put in WAL mode, which it keeps; foreign keys are
+// enforced, and deleted content is overwritten (secure_delete), since
+// outbox messages carry one-time codes.
 func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
@@ -101,6 +103,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	o := options{busyTimeout: defaultBusyTimeout}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	busyTimeout := fmt.Sprintf("busy_timeout(%d)", max(o.busyTimeout.Milliseconds(), 0))
 	writeDSN := dsn(path, url.Values{
@@ -163,6 +168,22 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, unavailable(ctx, err))
 	}
 	return db, nil
+}
+
+// createPrivate creates an empty file at path, which SQLite takes for an
+// empty database, readable and writable by its owner alone whatever the
+// umask: until a mail is delivered its outbox message holds a one-time
+// code in plain text. SQLite gives the file's journal and WAL the file's
+// mode. A file that exists keeps its own.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // dsn returns the driver's name for the file at path with the parameters

@@ -40,12 +40,13 @@ func pragma(t *testing.T, db *sqlite.DB, name string) string {
 	return v
 }
 
-// TestOpen checks how a database file is opened: what it keeps across a reopen, the synchronous setting the writers get, and where it may be created.
+// TestOpen checks how a database file is opened: what it keeps across a reopen, the synchronous setting the writers get, and where and with which permissions it may be created.
 func TestOpen(t *testing.T) {
 	t.Parallel()
 	t.Run("DurableAcrossReopen", testDurableAcrossReopen)
 	t.Run("BookkeepingRestoresFullSync", testBookkeepingRestoresFullSync)
 	t.Run("CreatesTheFileButNotItsFolder", testOpenCreatesTheFileButNotItsFolder)
+	t.Run("CreatesAFileOnlyItsOwnerReads", testOpenCreatesAFileOnlyItsOwnerReads)
 }
 
 // What a unit of work committed is in the file: closed and opened again,
@@ -132,6 +133,28 @@ func testBookkeepingRestoresFullSync(t *testing.T) {
 	}
 	if sync := pragma(t, db, "synchronous"); sync != "2" {
 		t.Errorf("synchronous after a claim = %s, want 2 (FULL)", sync)
+	}
+}
+
+// testOpenCreatesAFileOnlyItsOwnerReads: the file, its WAL and its shared
+// memory file have no permission for the group or others, whatever the
+// umask lets a new file have (022 in the tests, as on most machines).
+func testOpenCreatesAFileOnlyItsOwnerReads(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "a.db")
+	db := open(t, path)
+	if _, err := db.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	addOne(t, db.Runner(nil), db.Outbox())
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v, want none for the group or others", filepath.Base(name), perm)
+		}
 	}
 }
 
