@@ -76,7 +76,7 @@ func (b Bench) Projection(ctx context.Context, activity Activity, keys *keyring.
 	select {
 	case <-w.all:
 	case err := <-ran:
-		return fmt.Errorf("bench projection: runner stopped after %d of %d events: %v", w.count(), n, err)
+		return fmt.Errorf("bench projection: runner stopped after %d of %d events: %w", w.count(), n, err)
 	case <-ctx.Done():
 		elapsed := time.Since(began)
 		stopProfile()
@@ -102,7 +102,7 @@ func (b Bench) Projection(ctx context.Context, activity Activity, keys *keyring.
 		select {
 		case <-tick.C:
 		case err := <-ran:
-			return fmt.Errorf("bench projection: runner stopped %d events behind: %v", behind, err)
+			return fmt.Errorf("bench projection: runner stopped %d events behind: %w", behind, err)
 		case <-ctx.Done():
 			return fmt.Errorf("bench projection: %d events behind: %w", behind, ctx.Err())
 		}
@@ -168,7 +168,7 @@ func (b Bench) ProjectionLag(ctx context.Context, activity projections.Projectio
 	select {
 	case <-w.first:
 	case err := <-ran:
-		return fmt.Errorf("bench projection: warm-up: runner stopped: %v", err)
+		return fmt.Errorf("bench projection: warm-up: runner stopped: %w", err)
 	case <-ctx.Done():
 		return fmt.Errorf("bench projection: warm-up: %w", ctx.Err())
 	}

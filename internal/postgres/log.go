@@ -262,7 +262,7 @@ func (l *Log) Catalog(ctx context.Context, name string, base int, fn func(ctx co
 func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 	stx, err := SQLTx(t)
 	if err != nil {
-		return fmt.Errorf("postgres: forget %s: %w", group, err)
+		return err // It names the backend and the foreign transaction.
 	}
 	if _, err := stx.ExecContext(ctx, `DELETE FROM projection_offsets WHERE consumer_group = $1`, group); err != nil {
 		return fmt.Errorf("postgres: forget %s: %w", group, unavailable(ctx, err))
@@ -275,7 +275,7 @@ func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 func (l *Log) Retire(ctx context.Context, t uow.Tx, group string) error {
 	stx, err := SQLTx(t)
 	if err != nil {
-		return fmt.Errorf("postgres: retire %s: %w", group, err)
+		return err // It names the backend and the foreign transaction.
 	}
 	_, err = stx.ExecContext(ctx, `
 INSERT INTO projection_offsets (consumer_group, last_transaction_id, last_position, retired_at) VALUES ($1, '0', 0, now())

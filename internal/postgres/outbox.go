@@ -78,7 +78,7 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	if len(msgs) == 1 {
 		m := msgs[0]
 		if err := outbox.Check(m); err != nil {
-			return wrap(err)
+			return err // It says "outbox: invalid message".
 		}
 		// One message travels as scalars, which pgx encodes without the
 		// reflection that arrays of UUIDs cost it.
@@ -98,7 +98,7 @@ VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz, nu
 	keys := make([]string, len(msgs))
 	for i, m := range msgs {
 		if err := outbox.Check(m); err != nil {
-			return fmt.Errorf("outbox: add: %w", err)
+			return err
 		}
 		ids[i], topics[i], payloads[i], created[i], keys[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt, m.Key
 	}

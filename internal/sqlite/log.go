@@ -292,7 +292,7 @@ RETURNING serving, building`, name, base).Scan(&v.Serving, &building)
 func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 	st, err := asTx(t)
 	if err != nil {
-		return fmt.Errorf("sqlite: forget %s: %w", group, err)
+		return err // It names the backend and the foreign transaction.
 	}
 	if _, err := st.ExecContext(ctx, `DELETE FROM projection_offsets WHERE consumer_group = ?`, group); err != nil {
 		return fmt.Errorf("sqlite: forget %s: %w", group, unavailable(ctx, err))
@@ -305,7 +305,7 @@ func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 func (l *Log) Retire(ctx context.Context, t uow.Tx, group string) error {
 	st, err := asTx(t)
 	if err != nil {
-		return fmt.Errorf("sqlite: retire %s: %w", group, err)
+		return err // It names the backend and the foreign transaction.
 	}
 	_, err = st.ExecContext(ctx, `
 INSERT INTO projection_offsets (consumer_group, last_position, retired_at) VALUES (?1, 0, ?2)

@@ -52,7 +52,7 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	}
 	for _, m := range msgs {
 		if err := outbox.Check(m); err != nil {
-			return fmt.Errorf("outbox: add: %w", err)
+			return err // It says "outbox: invalid message".
 		}
 	}
 	keyed := 0
