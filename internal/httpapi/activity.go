@@ -13,8 +13,8 @@ import (
 	"github.com/eventsourced/accounts/internal/user"
 )
 
-// ActivityReader is what the API reads of the activity projection; each
-// backend's Activity has it.
+// ActivityReader is what the API reads of the activity projection:
+// [user.ActivityProjection] over the backend's activity store.
 type ActivityReader interface {
 	// Page returns up to limit items of the account's activity older than
 	// before (the newest when nil), newest first, and whether more are

@@ -10,7 +10,7 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 )
 
-// RecordJSON is a message as [List] and [Show] print it in JSON. RequestID
+// RecordJSON is a message as [Outbox.List] and [Outbox.Show] print it in JSON. RequestID
 // and TraceParent (W3C trace context) name the request and the span that
 // added it ([outbox.Origin]).
 type RecordJSON struct {

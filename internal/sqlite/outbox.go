@@ -328,8 +328,8 @@ func (o *Outbox) settle(ctx context.Context, op string, id uuid.UUID, q string, 
 
 // Retry makes a message due again at at, keeping reason, under the lease
 // ctx carries if any; under a released lease it gives back the claim's
-// attempt instead, as [outbox.Lease] says. A buried message stays buried and is
-// [outbox.ErrNotFound].
+// attempt instead, as [outbox.Lease] says. A buried message stays buried:
+// [outbox.ErrLeaseLost] under a lease, [outbox.ErrNotFound] without one.
 func (o *Outbox) Retry(ctx context.Context, id uuid.UUID, at time.Time, reason string) error {
 	if l, ok := outbox.LeaseFrom(ctx, id); ok && l.Released {
 		return o.settle(ctx, "release", id,

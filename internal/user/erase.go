@@ -82,11 +82,11 @@ type Outbox interface {
 //     confirmation the account asked for to another address, and the
 //     integration events about it. A message that a
 //     relay holds at that moment may still go out, once.
+//   - With integration events, it publishes [EventDeleted].
 //
 // The account's former addresses are no longer its own: their sign-in
 // streams, their links and mail are whoever's holds them now, and the
 // sweep forgets them as any address's ([Service.ForgetIdleAddresses]).
-//   - With integration events, it publishes [EventDeleted].
 //
 // The address can then sign up again, as a new account. It returns
 // [ErrUnauthenticated].

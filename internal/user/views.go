@@ -111,7 +111,8 @@ func (ViewsProjection) Name() string { return "users" }
 // Version numbers the views' shape.
 func (ViewsProjection) Version() int { return 1 }
 
-// Types returns every event type of this domain: the views follow all.
+// Types returns the event types the views follow: every one of this domain
+// but [TypeSignInForgotten], which only ends a sign-in stream's history.
 func (ViewsProjection) Types() []string {
 	return []string{TypeSignInLinkRequested, TypeSignInLinkUsed, TypeRegistered,
 		TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged, TypeErased}
