@@ -41,3 +41,10 @@ func isBusy(err error) bool {
 	}
 	return false
 }
+
+// isConstraint reports whether err is SQLite's constraint error code, an
+// extended code such as SQLITE_CONSTRAINT_UNIQUE.
+func isConstraint(err error, code int) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code() == code
+}

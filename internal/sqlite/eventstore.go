@@ -3,11 +3,9 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
@@ -298,30 +296,4 @@ func scanEvent(row interface{ Scan(dest ...any) error }, extra ...any) (eventsto
 	}
 	e.Data, e.RecordedAt = []byte(data), fromMicros(recorded)
 	return e, nil
-}
-
-// atomically runs fn so that it writes all or nothing: inside a savepoint
-// when several statements write (multi), as is; a single statement is
-// atomic by itself.
-func (t *tx) atomically(ctx context.Context, multi bool, fn func() error) error {
-	if !multi {
-		return fn()
-	}
-	if _, err := t.ExecContext(ctx, `SAVEPOINT atomically`); err != nil {
-		return err
-	}
-	if err := fn(); err != nil {
-		_, rbErr := t.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO atomically`)
-		_, relErr := t.ExecContext(context.WithoutCancel(ctx), `RELEASE atomically`)
-		return errors.Join(err, rbErr, relErr)
-	}
-	_, err := t.ExecContext(ctx, `RELEASE atomically`)
-	return err
-}
-
-// isConstraint reports whether err is SQLite's constraint error code, an
-// extended code such as SQLITE_CONSTRAINT_UNIQUE.
-func isConstraint(err error, code int) bool {
-	var e *sqlite.Error
-	return errors.As(err, &e) && e.Code() == code
 }

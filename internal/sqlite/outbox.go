@@ -628,12 +628,6 @@ func (db *DB) bookkeep(ctx context.Context, fn func(c conn) error) error {
 	return errors.Join(fnErr, c.Close())
 }
 
-// micros returns t as stored: microseconds since 1970-01-01 UTC.
-func micros(t time.Time) int64 { return t.UnixMicro() }
-
-// fromMicros returns the time stored as us, in UTC.
-func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
-
 var _ outbox.Purger = (*Outbox)(nil)
 
 // Addressed returns the messages of topic whose payload holds value in

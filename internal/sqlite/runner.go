@@ -173,3 +173,22 @@ func (r *Runner) Read(ctx context.Context, fn func(ctx context.Context, tx uow.T
 // clock returns the time of a unit of work that begins now: one reading of
 // the runner's clock, in UTC, to the microsecond that the stores keep.
 func (r *Runner) clock() time.Time { return r.now().UTC().Truncate(time.Microsecond) }
+
+// atomically runs fn so that it writes all or nothing: inside a savepoint
+// when several statements write (multi), as is; a single statement is
+// atomic by itself.
+func (t *tx) atomically(ctx context.Context, multi bool, fn func() error) error {
+	if !multi {
+		return fn()
+	}
+	if _, err := t.ExecContext(ctx, `SAVEPOINT atomically`); err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		_, rbErr := t.ExecContext(context.WithoutCancel(ctx), `ROLLBACK TO atomically`)
+		_, relErr := t.ExecContext(context.WithoutCancel(ctx), `RELEASE atomically`)
+		return errors.Join(err, rbErr, relErr)
+	}
+	_, err := t.ExecContext(ctx, `RELEASE atomically`)
+	return err
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -41,23 +40,6 @@ const TypeSignInForgotten = "signin.forgotten"
 // observer that it had an account).
 type SignInForgotten struct {
 	Requests []time.Time `json:"requests,omitempty"`
-}
-
-// EventDeleted is the integration event of an account's deletion: a
-// consumer deletes what it holds of the user.
-const EventDeleted = "user.deleted"
-
-// DeletedData is the data of [EventDeleted].
-type DeletedData struct {
-	UserID  uuid.UUID `json:"user_id"`
-	Version int64     `json:"version"`
-}
-
-// Outbox is where the service adds its mails and integration events, and
-// from which it deletes a person's messages when it erases them.
-type Outbox interface {
-	outbox.Store
-	outbox.Purger
 }
 
 // DeleteAccount erases the account of the session's user at their request

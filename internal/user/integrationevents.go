@@ -21,10 +21,12 @@ const (
 	EventSignedIn = "user.signed_in"
 	// EventEmailChanged: the user confirmed a new address.
 	EventEmailChanged = "user.email_changed"
+	// EventDeleted: the account was deleted; a consumer deletes what it
+	// holds of the user.
+	EventDeleted = "user.deleted"
 )
 
-// IntegrationEvents returns every integration event type, [EventDeleted]
-// included.
+// IntegrationEvents returns every integration event type.
 func IntegrationEvents() []string {
 	return []string{EventRegistered, EventSignedIn, EventEmailChanged, EventDeleted}
 }
@@ -54,8 +56,11 @@ type EmailChangedData struct {
 	Version int64  `json:"version"`
 }
 
-// Option configures a [Service].
-type Option func(*Service)
+// DeletedData is the data of [EventDeleted].
+type DeletedData struct {
+	UserID  uuid.UUID `json:"user_id"`
+	Version int64     `json:"version"`
+}
 
 // WithIntegrationEvents makes the service add the integration events of
 // each command to the outbox, in the command's unit of work, for every

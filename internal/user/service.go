@@ -104,6 +104,13 @@ type Session struct {
 	User      User
 }
 
+// Outbox is where the service adds its mails and integration events, and
+// from which it deletes a person's messages when it erases them.
+type Outbox interface {
+	outbox.Store
+	outbox.Purger
+}
+
 // Deps are what a [Service] works with.
 type Deps struct {
 	Runner uow.Runner
@@ -130,6 +137,9 @@ type Service struct {
 	tp trace.TracerProvider
 	tr trace.Tracer
 }
+
+// Option configures a [Service].
+type Option func(*Service)
 
 // NewService returns a service whose links point at baseURL, such as
 // "https://accounts.example.com".
