@@ -26,13 +26,11 @@ func testKeyRoundTrips(t *testing.T, s suite) {
 	s.add(t, m)
 	got := s.claimIDs(t, base, 10, m)
 	checkMessage(t, got[0], m, 1)
-	if in, ok := s.Store.(inspector); ok {
-		rec, err := in.Lookup(t.Context(), m.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkMessage(t, rec.Message, m, 1)
+	rec, err := s.Store.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
+	checkMessage(t, rec.Message, m, 1)
 }
 
 // Key: "a store does not claim it while a message of that key added before
@@ -76,16 +74,12 @@ func testKeyBuriedStopsHolding(t *testing.T, s suite) {
 // Key: a buried message that an operator requeues takes its place after
 // the messages of its key added meanwhile, so the key stays one at a time.
 func testKeyRequeuedGoesLast(t *testing.T, s suite) {
-	r, ok := s.Store.(requeuer)
-	if !ok {
-		t.Skip("store does not implement requeuer")
-	}
 	a1, a2 := s.keyed(t, "a", 1, base), s.keyed(t, "a", 2, base)
 	s.add(t, a1, a2)
 	s.claimIDs(t, base, 10, a1)
 	s.bury(t, a1.ID, "gone")
 	s.claimIDs(t, base, 10, a2)
-	if err := r.Requeue(t.Context(), a1.ID, base); err != nil {
+	if err := s.Store.Requeue(t.Context(), a1.ID, base); err != nil {
 		t.Fatal(err)
 	}
 	s.nothingDue(t, base)

@@ -38,14 +38,12 @@ func testLeaseSettlesLatestClaim(t *testing.T, s suite) {
 		t.Fatalf("Bury under the latest lease: %v", err)
 	}
 	s.nothingDue(t, farFuture)
-	if insp, ok := s.Store.(inspector); ok {
-		buried, err := insp.Buried(t.Context(), 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(buried) != 1 || buried[0].ID != m.ID || buried[0].LastError != "550 no such user" {
-			t.Errorf("buried %+v, want only %s with its reason", buried, m.ID)
-		}
+	buried, err := s.Store.Buried(t.Context(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(buried) != 1 || buried[0].ID != m.ID || buried[0].LastError != "550 no such user" {
+		t.Errorf("buried %+v, want only %s with its reason", buried, m.ID)
 	}
 }
 
@@ -71,14 +69,12 @@ func testLeaseStaleChangesNothing(t *testing.T, s suite) {
 	}
 	// The second claim still holds the message, whole.
 	s.nothingDue(t, second.Until.Add(-time.Millisecond))
-	if insp, ok := s.Store.(inspector); ok {
-		rec, err := insp.Lookup(t.Context(), m.ID)
-		if err != nil {
-			t.Fatalf("the message is gone after a stale Ack: %v", err)
-		}
-		if rec.LastError != "" || !rec.BuriedAt.IsZero() || !rec.DueAt.Equal(second.Until) || rec.Attempts != 2 {
-			t.Errorf("after stale settlements: %+v; want the second claim's state untouched", rec)
-		}
+	rec, err := s.Store.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatalf("the message is gone after a stale Ack: %v", err)
+	}
+	if rec.LastError != "" || !rec.BuriedAt.IsZero() || !rec.DueAt.Equal(second.Until) || rec.Attempts != 2 {
+		t.Errorf("after stale settlements: %+v; want the second claim's state untouched", rec)
 	}
 
 	// A settled lease is stale too: after its Retry, it settles nothing more.
@@ -137,16 +133,12 @@ func testLeaseClocksDisagree(t *testing.T, s suite) {
 // Lease: a message buried and requeued, then claimed again, is not the claim
 // it was before, even at the same attempt count.
 func testLeaseAfterRequeue(t *testing.T, s suite) {
-	r, ok := s.Store.(requeuer)
-	if !ok {
-		t.Skip("store cannot requeue")
-	}
 	m := s.msg(t, "test.requeue", nil, base)
 	s.add(t, m)
 	old := leaseOf(s.claimIDs(t, base, 10, m)[0], base)
 	s.bury(t, m.ID, "550")
 	at := base.Add(time.Hour)
-	if err := r.Requeue(t.Context(), m.ID, at); err != nil {
+	if err := s.Store.Requeue(t.Context(), m.ID, at); err != nil {
 		t.Fatal(err)
 	}
 	fresh := leaseOf(s.claimIDs(t, at, 10, m)[0], at)
@@ -209,7 +201,6 @@ func testTopicsExcept(t *testing.T, s suite) {
 
 // AckAll removes a message only under the lease of its latest claim.
 func testAckAllFenced(t *testing.T, s suite) {
-	ba := s.Store
 	a := s.msg(t, "test.a", nil, base)
 	b := s.msg(t, "test.b", nil, base.Add(time.Millisecond))
 	s.add(t, a, b)
@@ -218,11 +209,11 @@ func testAckAllFenced(t *testing.T, s suite) {
 	oldA, oldB := leaseOf(got[0], at), leaseOf(got[1], at)
 	// a's lease ends and another relay claims it; b is still held.
 	newA := leaseOf(s.claimIDs(t, oldA.Until, 1, a)[0], oldA.Until)
-	if err := ba.AckAll(t.Context(), []outbox.Lease{oldA, oldB}); err != nil {
+	if err := s.Store.AckAll(t.Context(), []outbox.Lease{oldA, oldB}); err != nil {
 		t.Fatal(err)
 	}
 	s.nothingDue(t, newA.Until.Add(-time.Millisecond))
-	if err := ba.AckAll(t.Context(), []outbox.Lease{newA}); err != nil {
+	if err := s.Store.AckAll(t.Context(), []outbox.Lease{newA}); err != nil {
 		t.Fatal(err)
 	}
 	s.nothingDue(t, farFuture)
@@ -231,10 +222,9 @@ func testAckAllFenced(t *testing.T, s suite) {
 // Backlog counts the due and the buried messages, and finds the due time
 // of the longest-due one, ignoring leased and buried ones.
 func testBacklog(t *testing.T, s suite) {
-	br := s.Store
 	check := func(now time.Time, want outbox.Backlog) {
 		t.Helper()
-		got, err := br.Backlog(t.Context(), now)
+		got, err := s.Store.Backlog(t.Context(), now)
 		if err != nil {
 			t.Fatalf("Backlog(%s): %v", now.Format(time.RFC3339Nano), err)
 		}
@@ -308,13 +298,11 @@ func testLeaseRelease(t *testing.T, s suite) {
 	s.nothingDue(t, at.Add(-time.Millisecond))
 	got := s.claimIDs(t, at, 10, m)
 	checkMessage(t, got[0], m, 2)
-	if insp, ok := s.Store.(inspector); ok {
-		rec, err := insp.Lookup(t.Context(), m.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.LastError != "421 later" {
-			t.Errorf("after a release: last error %q, want the failure's kept", rec.LastError)
-		}
+	rec, err := s.Store.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.LastError != "421 later" {
+		t.Errorf("after a release: last error %q, want the failure's kept", rec.LastError)
 	}
 }

@@ -90,13 +90,11 @@ func testOriginRoundTrips(t *testing.T, s suite) {
 		checkMessage(t, g.Message, w.msg, 1)
 		checkOrigin(t, "claimed "+g.ID.String(), g.Origin, w.sc, w.req)
 	}
-	if in, ok := s.Store.(inspector); ok {
-		rec, err := in.Lookup(t.Context(), c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkOrigin(t, "Lookup", rec.Origin, sc2, "0f8fad5b-d9cb-469f-a165-70867728950e")
+	rec, err := s.Store.Lookup(t.Context(), c.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
+	checkOrigin(t, "Lookup", rec.Origin, sc2, "0f8fad5b-d9cb-469f-a165-70867728950e")
 }
 
 // Origin: a message added outside any span and request has the zero
@@ -149,16 +147,11 @@ func testOriginKept(t *testing.T, s suite) {
 	s.retry(t, m.ID, base.Add(time.Minute), "421 busy")
 	claim(base.Add(time.Minute), 2)
 	s.bury(t, m.ID, "550 gone")
-	if op, ok := s.Store.(operator); ok {
-		if _, err := op.RedactBuried(t.Context(), "test.origin", []string{"to"}, farFuture); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := s.Store.RedactBuried(t.Context(), "test.origin", []string{"to"}, farFuture); err != nil {
+		t.Fatal(err)
 	}
-	r, ok := s.Store.(requeuer)
-	if !ok {
-		return
-	}
-	if err := r.Requeue(t.Context(), m.ID, base.Add(time.Hour)); err != nil {
+
+	if err := s.Store.Requeue(t.Context(), m.ID, base.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	claim(base.Add(time.Hour), 1)

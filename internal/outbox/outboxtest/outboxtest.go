@@ -12,9 +12,9 @@
 // The suite checks each sentence of the [outbox.Store] contract, with the
 // fencing of settlements by an [outbox.Lease] and the narrowing of claims by
 // [outbox.Scope], and the relay's methods of [outbox.RelayStore], AckAll,
-// Backlog and ClaimWithOrigins with the [outbox.Origin] kept by Add. It
-// also checks the operators' methods (Buried, Lookup, Requeue) of stores
-// that have them, and sees the reason kept by [outbox.Store.Retry] through
+// Backlog and ClaimWithOrigins with the [outbox.Origin] kept by Add, the
+// operators' methods of [outbox.Operator] and the erasure's of
+// [outbox.Purger]; it sees the reason kept by [outbox.Store.Retry] through
 // Lookup. It never reads the wall clock:
 // messages carry fixed creation times and every claim is made at an
 // explicit time.
@@ -38,24 +38,13 @@ import (
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// inspector is what operators read of a store: its buried messages, and
-// one message with its delivery state.
-type inspector interface {
-	Buried(ctx context.Context, limit int) ([]outbox.Record, error)
-	Lookup(ctx context.Context, id uuid.UUID) (outbox.Record, error)
-}
-
-// operator lists messages and throws buried ones away.
-type operator interface {
-	List(ctx context.Context, f outbox.ListFilter) ([]outbox.Record, error)
-	Discard(ctx context.Context, id uuid.UUID) error
-	DiscardBuried(ctx context.Context, topic string, before time.Time) (int64, error)
-	RedactBuried(ctx context.Context, topic string, fields []string, before time.Time) (int64, error)
-}
-
-// requeuer gives a buried message another chance.
-type requeuer interface {
-	Requeue(ctx context.Context, id uuid.UUID, at time.Time) error
+// Store is what the suite tests: what the relay uses ([outbox.RelayStore]),
+// what the operators use ([outbox.Operator]) and what an erasure uses
+// ([outbox.Purger]).
+type Store interface {
+	outbox.RelayStore
+	outbox.Operator
+	outbox.Purger
 }
 
 // Harness is what the suite needs of a backend: a fresh, empty store per call.
@@ -64,7 +53,7 @@ type Harness struct {
 	Runner uow.Runner
 	// Store is the store under test. It starts empty and accepts the
 	// transactions of Runner.
-	Store outbox.RelayStore
+	Store Store
 }
 
 // Features states what a backend guarantees; a backend that cannot give one
@@ -687,16 +676,12 @@ func testRetryUnknown(t *testing.T, s suite) {
 
 // Retry: "keeping reason as its last error", seen through the Inspector.
 func testRetryKeepsReason(t *testing.T, s suite) {
-	insp, ok := s.Store.(inspector)
-	if !ok {
-		t.Skip("store does not implement inspector: the reason of a retry cannot be seen")
-	}
 	m := s.msg(t, "test.retry", nil, base)
 	s.add(t, m)
 	s.claimIDs(t, base, 10, m)
 	at := base.Add(time.Second)
 	s.retry(t, m.ID, at, "421 4.7.0 try again later")
-	rec, err := insp.Lookup(t.Context(), m.ID)
+	rec, err := s.Store.Lookup(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -706,7 +691,7 @@ func testRetryKeepsReason(t *testing.T, s suite) {
 	}
 	s.claimIDs(t, at, 10, m)
 	s.retry(t, m.ID, at.Add(time.Second), "second reason")
-	if rec, err := insp.Lookup(t.Context(), m.ID); err != nil || rec.LastError != "second reason" {
+	if rec, err := s.Store.Lookup(t.Context(), m.ID); err != nil || rec.LastError != "second reason" {
 		t.Errorf("after a second Retry: LastError %q, %v; want the newer reason", rec.LastError, err)
 	}
 }
@@ -714,13 +699,9 @@ func testRetryKeepsReason(t *testing.T, s suite) {
 // Operator: Lookup returns a message as stored, with its delivery state,
 // and ErrNotFound for one the store does not hold.
 func testLookup(t *testing.T, s suite) {
-	insp, ok := s.Store.(inspector)
-	if !ok {
-		t.Skip("store does not implement inspector")
-	}
 	m := s.msg(t, "test.lookup", map[string]string{"to": "ada@example.com"}, base)
 	s.add(t, m)
-	rec, err := insp.Lookup(t.Context(), m.ID)
+	rec, err := s.Store.Lookup(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,11 +710,11 @@ func testLookup(t *testing.T, s suite) {
 		t.Errorf("new message: DueAt %v, LastError %q, BuriedAt %v; want %v, none, zero", rec.DueAt, rec.LastError, rec.BuriedAt, base)
 	}
 	s.claimIDs(t, base, 10, m)
-	if rec, err := insp.Lookup(t.Context(), m.ID); err != nil || !rec.DueAt.Equal(base.Add(lease)) || rec.Attempts != 1 {
+	if rec, err := s.Store.Lookup(t.Context(), m.ID); err != nil || !rec.DueAt.Equal(base.Add(lease)) || rec.Attempts != 1 {
 		t.Errorf("claimed message: DueAt %v, Attempts %d, %v; want the lease's end %v and 1", rec.DueAt, rec.Attempts, err, base.Add(lease))
 	}
 	s.ack(t, m.ID)
-	if _, err := insp.Lookup(t.Context(), m.ID); !errors.Is(err, outbox.ErrNotFound) {
+	if _, err := s.Store.Lookup(t.Context(), m.ID); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Lookup of an acknowledged message = %v, want outbox.ErrNotFound", err)
 	}
 }
@@ -742,17 +723,13 @@ func testLookup(t *testing.T, s suite) {
 // attempts counted afresh and its last error kept; only buried messages can
 // be requeued.
 func testRequeue(t *testing.T, s suite) {
-	r, ok := s.Store.(requeuer)
-	if !ok {
-		t.Skip("store does not implement requeuer")
-	}
 	m := s.msg(t, "test.requeue", nil, base)
 	waiting := s.msg(t, "test.waiting", nil, base)
 	s.add(t, m, waiting)
-	if err := r.Requeue(t.Context(), waiting.ID, base); !errors.Is(err, outbox.ErrNotFound) {
+	if err := s.Store.Requeue(t.Context(), waiting.ID, base); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Requeue of a message that is not buried = %v, want outbox.ErrNotFound", err)
 	}
-	if err := r.Requeue(t.Context(), uuid.New(), base); !errors.Is(err, outbox.ErrNotFound) {
+	if err := s.Store.Requeue(t.Context(), uuid.New(), base); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Requeue of an unknown message = %v, want outbox.ErrNotFound", err)
 	}
 	for range 3 {
@@ -761,21 +738,19 @@ func testRequeue(t *testing.T, s suite) {
 	}
 	s.bury(t, m.ID, "550 no such user")
 	at := base.Add(time.Hour)
-	if err := r.Requeue(t.Context(), m.ID, at); err != nil {
+	if err := s.Store.Requeue(t.Context(), m.ID, at); err != nil {
 		t.Fatal(err)
 	}
 	s.ack(t, waiting.ID)
 	s.nothingDue(t, at.Add(-time.Millisecond))
 	got := s.claimIDs(t, at, 10, m)
 	checkMessage(t, got[0], m, 1)
-	if insp, ok := s.Store.(inspector); ok {
-		rec, err := insp.Lookup(t.Context(), m.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.LastError != "550 no such user" || !rec.BuriedAt.IsZero() {
-			t.Errorf("requeued: LastError %q, BuriedAt %v; want the reason kept, not buried", rec.LastError, rec.BuriedAt)
-		}
+	rec, err := s.Store.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.LastError != "550 no such user" || !rec.BuriedAt.IsZero() {
+		t.Errorf("requeued: LastError %q, BuriedAt %v; want the reason kept, not buried", rec.LastError, rec.BuriedAt)
 	}
 }
 
@@ -798,12 +773,7 @@ func testBuryNeverClaimedAgain(t *testing.T, s suite) {
 	s.claimIDs(t, base.Add(time.Hour), 10, kept)
 	s.claimIDs(t, farFuture, 10, kept)
 
-	insp, ok := s.Store.(inspector)
-	if !ok {
-		t.Log("store does not implement inspector: what Bury keeps is not checked")
-		return
-	}
-	buried, err := insp.Buried(t.Context(), 10)
+	buried, err := s.Store.Buried(t.Context(), 10)
 	if err != nil {
 		t.Fatalf("Buried: %v", err)
 	}
@@ -846,20 +816,17 @@ func testBuryUnknown(t *testing.T, s suite) {
 	if err := s.Store.Bury(t.Context(), m.ID, "r"); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Bury of an acknowledged message = %v, want outbox.ErrNotFound", err)
 	}
-	if insp, ok := s.Store.(inspector); ok {
-		buried, err := insp.Buried(t.Context(), 10)
-		if err != nil {
-			t.Fatalf("Buried: %v", err)
-		}
-		if len(buried) != 0 {
-			t.Errorf("Buried = %+v, want none", buried)
-		}
+	buried, err := s.Store.Buried(t.Context(), 10)
+	if err != nil {
+		t.Fatalf("Buried: %v", err)
+	}
+	if len(buried) != 0 {
+		t.Errorf("Buried = %+v, want none", buried)
 	}
 }
 
 // AckAll removes the listed messages and skips unknown IDs.
 func testAckAll(t *testing.T, s suite) {
-	ba := s.Store
 	a := s.msg(t, "test.a", nil, base)
 	b := s.msg(t, "test.b", nil, base.Add(time.Millisecond))
 	c := s.msg(t, "test.c", nil, base.Add(2*time.Millisecond))
@@ -867,11 +834,11 @@ func testAckAll(t *testing.T, s suite) {
 	at := base.Add(time.Second)
 	claimed := s.claimIDs(t, at, 10, a, b, c)
 	unknown := outbox.Lease{ID: uuid.New(), Attempts: 1, Until: at.Add(lease)}
-	if err := ba.AckAll(t.Context(), []outbox.Lease{leaseOf(claimed[0], at), unknown, leaseOf(claimed[2], at)}); err != nil {
+	if err := s.Store.AckAll(t.Context(), []outbox.Lease{leaseOf(claimed[0], at), unknown, leaseOf(claimed[2], at)}); err != nil {
 		t.Fatalf("AckAll: %v", err)
 	}
 	for _, list := range [][]outbox.Lease{nil, {}, {leaseOf(claimed[0], at)}} {
-		if err := ba.AckAll(t.Context(), list); err != nil {
+		if err := s.Store.AckAll(t.Context(), list); err != nil {
 			t.Errorf("AckAll(%v): %v", list, err)
 		}
 	}
@@ -882,13 +849,9 @@ func testAckAll(t *testing.T, s suite) {
 // Operator: Buried lists buried messages with their reasons, oldest first,
 // up to limit.
 func testBuried(t *testing.T, s suite) {
-	insp, ok := s.Store.(inspector)
-	if !ok {
-		t.Skip("store does not implement inspector")
-	}
 	buried := func(limit int) []outbox.Record {
 		t.Helper()
-		got, err := insp.Buried(t.Context(), limit)
+		got, err := s.Store.Buried(t.Context(), limit)
 		if err != nil {
 			t.Fatalf("Buried(%d): %v", limit, err)
 		}
@@ -933,10 +896,6 @@ func testBuried(t *testing.T, s suite) {
 // Operator: List narrows by state, topic and limit; Discard throws away
 // only buried messages, never one still to deliver.
 func testListAndDiscard(t *testing.T, s suite) {
-	op, ok := s.Store.(operator)
-	if !ok {
-		t.Skip("store does not implement operator")
-	}
 	due := s.msg(t, "test.a", nil, base)
 	waiting := s.msg(t, "test.a", nil, base)
 	buried := s.msg(t, "test.b", nil, base)
@@ -951,7 +910,7 @@ func testListAndDiscard(t *testing.T, s suite) {
 		if f.Limit == 0 {
 			f.Limit = 10
 		}
-		got, err := op.List(t.Context(), f)
+		got, err := s.Store.List(t.Context(), f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -969,17 +928,17 @@ func testListAndDiscard(t *testing.T, s suite) {
 	list(outbox.ListFilter{State: outbox.StateWaiting}, waiting)
 	list(outbox.ListFilter{State: outbox.StateBuried}, buried)
 	list(outbox.ListFilter{Topic: "test.a"}, due, waiting)
-	if _, err := op.List(t.Context(), outbox.ListFilter{State: "sleeping", Limit: 1}); err == nil {
+	if _, err := s.Store.List(t.Context(), outbox.ListFilter{State: "sleeping", Limit: 1}); err == nil {
 		t.Error("List of an unknown state succeeded")
 	}
 
-	if err := op.Discard(t.Context(), due.ID); !errors.Is(err, outbox.ErrNotBuried) {
+	if err := s.Store.Discard(t.Context(), due.ID); !errors.Is(err, outbox.ErrNotBuried) {
 		t.Errorf("Discard of a message still to deliver = %v, want outbox.ErrNotBuried", err)
 	}
-	if err := op.Discard(t.Context(), uuid.New()); !errors.Is(err, outbox.ErrNotFound) {
+	if err := s.Store.Discard(t.Context(), uuid.New()); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Discard of an unknown message = %v, want outbox.ErrNotFound", err)
 	}
-	if err := op.Discard(t.Context(), buried.ID); err != nil {
+	if err := s.Store.Discard(t.Context(), buried.ID); err != nil {
 		t.Fatal(err)
 	}
 	list(outbox.ListFilter{}, due, waiting)
@@ -988,13 +947,13 @@ func testListAndDiscard(t *testing.T, s suite) {
 	s.claimIDs(t, base.Add(time.Hour), 10, due, waiting)
 	s.bury(t, due.ID, "gone")
 	s.bury(t, waiting.ID, "gone")
-	if n, err := op.DiscardBuried(t.Context(), "test.other", farFuture); err != nil || n != 0 {
+	if n, err := s.Store.DiscardBuried(t.Context(), "test.other", farFuture); err != nil || n != 0 {
 		t.Errorf("DiscardBuried of another topic = %d, %v; want 0", n, err)
 	}
-	if n, err := op.DiscardBuried(t.Context(), "", time.Now().Add(-24*time.Hour)); err != nil || n != 0 {
+	if n, err := s.Store.DiscardBuried(t.Context(), "", time.Now().Add(-24*time.Hour)); err != nil || n != 0 {
 		t.Errorf("DiscardBuried of those buried before yesterday = %d, %v; want 0", n, err)
 	}
-	if n, err := op.DiscardBuried(t.Context(), "test.a", farFuture); err != nil || n != 2 {
+	if n, err := s.Store.DiscardBuried(t.Context(), "test.a", farFuture); err != nil || n != 2 {
 		t.Errorf("DiscardBuried = %d, %v; want 2", n, err)
 	}
 	list(outbox.ListFilter{})
@@ -1011,10 +970,6 @@ func ids2(msgs []outbox.Message) []uuid.UUID {
 // created before the time, and from no other message: not one still to
 // deliver, however old, not a younger one, not another topic's.
 func testRedactBuried(t *testing.T, s suite) {
-	op, ok := s.Store.(operator)
-	if !ok {
-		t.Skip("store does not implement operator")
-	}
 	payload := map[string]string{"to": "ada@example.com", "code": "secret", "url": "https://x.test/?code=secret"}
 	old := s.msg(t, "test.a", payload, base)
 	young := s.msg(t, "test.a", payload, base.Add(time.Hour))
@@ -1028,18 +983,18 @@ func testRedactBuried(t *testing.T, s suite) {
 	s.retry(t, live.ID, base.Add(2*time.Hour), "421")
 
 	before := base.Add(30 * time.Minute)
-	if n, err := op.RedactBuried(t.Context(), "test.a", []string{"code", "url"}, before); err != nil || n != 1 {
+	if n, err := s.Store.RedactBuried(t.Context(), "test.a", []string{"code", "url"}, before); err != nil || n != 1 {
 		t.Fatalf("RedactBuried = %d, %v; want 1", n, err)
 	}
-	if n, err := op.RedactBuried(t.Context(), "test.a", []string{"code", "url"}, before); err != nil || n != 0 {
+	if n, err := s.Store.RedactBuried(t.Context(), "test.a", []string{"code", "url"}, before); err != nil || n != 0 {
 		t.Errorf("RedactBuried again = %d, %v; want 0, nothing left to redact", n, err)
 	}
 	for _, bad := range [][]string{nil, {""}, {"a.b"}, {"code'); DROP TABLE x; --"}} {
-		if _, err := op.RedactBuried(t.Context(), "test.a", bad, before); err == nil {
+		if _, err := s.Store.RedactBuried(t.Context(), "test.a", bad, before); err == nil {
 			t.Errorf("RedactBuried of fields %q: accepted", bad)
 		}
 	}
-	recs, err := op.List(t.Context(), outbox.ListFilter{Now: base.Add(2 * time.Hour), Limit: 10})
+	recs, err := s.Store.List(t.Context(), outbox.ListFilter{Now: base.Add(2 * time.Hour), Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
