@@ -422,7 +422,7 @@ func outboxDrain(ctx context.Context, getenv func(string) string, stdout, stderr
 		return err
 	}
 	defer relay.Close()
-	return operator.Outbox{Out: stdout, Err: stderr}.Drain(ctx, relay, e.cfg.Outbox.Lease)
+	return operator.Outbox{Out: stdout, Err: stderr}.Drain(ctx, relay.Relay, e.cfg.Outbox.Lease)
 }
 
 // outboxBuried lists up to limit buried messages with their reasons.

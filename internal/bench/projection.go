@@ -16,15 +16,6 @@ import (
 	"github.com/eventsourced/accounts/internal/user"
 )
 
-// Activity is the account activity projection as the projection
-// benchmarks use it.
-type Activity interface {
-	projections.Projection
-	// Behind counts the events of the projection's types that its
-	// committed offset has not reached.
-	Behind(ctx context.Context) (int64, error)
-}
-
 // accounts is how many accounts the projection benchmarks' events are
 // spread over, so that the activity table grows as it does in use: many
 // accounts, each with a history.
@@ -35,7 +26,7 @@ const accounts = 300
 // then times a runner of activity alone, following [Bench.EventLog],
 // until it has applied all of them and its committed offset leaves none
 // behind.
-func (b Bench) Projection(ctx context.Context, activity Activity, keys *keyring.Keyring, n int) error {
+func (b Bench) Projection(ctx context.Context, activity user.ActivityProjection, keys *keyring.Keyring, n int) error {
 	users := make([]uuid.UUID, accounts)
 	for u := range users {
 		users[u] = uuid.New()

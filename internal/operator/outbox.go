@@ -155,19 +155,11 @@ func (o Outbox) Discard(ctx context.Context, d Discarded) error {
 	return errors.Join(errs...)
 }
 
-// Drainer delivers what is due in one synchronous pass, as an
-// [*outbox.Relay] does.
-type Drainer interface {
-	Drain(ctx context.Context) (outbox.DrainStats, error)
-	// Wait waits for the deliveries still running past their timeout.
-	Wait(ctx context.Context) error
-}
-
 // Drain delivers what is due now in one synchronous pass of relay and
 // prints what became of it. Deliveries still running past their timeout
 // are waited for as long as lease, since their messages are leased anyway;
 // it says so on Err. Store is not used.
-func (o Outbox) Drain(ctx context.Context, relay Drainer, lease time.Duration) error {
+func (o Outbox) Drain(ctx context.Context, relay *outbox.Relay, lease time.Duration) error {
 	out, stderr := o.Out, o.Err
 	stats, err := relay.Drain(ctx)
 	if stats.Running > 0 {
