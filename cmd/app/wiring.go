@@ -25,9 +25,11 @@ import (
 
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
+	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/logctx"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/smtp"
+	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
@@ -182,4 +184,16 @@ func newMetrics(traced bool) (*sdkmetric.MeterProvider, http.Handler, error) {
 	}
 	return sdkmetric.NewMeterProvider(opts...),
 		promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}), nil
+}
+
+// users returns the user domain's service on db, which seals addresses
+// with keys.
+func (e env) users(db backend.Backend, keys *keyring.Keyring) (*user.Service, error) {
+	return user.NewService(user.Deps{
+		Runner: db.Runner(nil),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
+		Views:  db.Views(),
+		Keys:   keys,
+	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer))
 }
