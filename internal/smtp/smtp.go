@@ -43,7 +43,7 @@ func New(rawURL string, timeout time.Duration, with ...Option) (*Sender, error) 
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("smtp: SMTP_URL is not a URL: %v", err)
+		return nil, fmt.Errorf("smtp: SMTP_URL is not a URL: %w", err)
 	}
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("smtp: SMTP_URL %q has no host", u.Redacted())

@@ -139,8 +139,11 @@ func (u *user) signIn(ctx context.Context, first bool) error {
 			ID string `json:"id"`
 		} `json:"user"`
 	}
-	if err := json.Unmarshal(a.body, &session); err != nil || session.Token == "" {
-		return fmt.Errorf("sign in: answer %.200s: %v", a.body, err)
+	if err := json.Unmarshal(a.body, &session); err != nil {
+		return fmt.Errorf("sign in: answer %.200s: %w", a.body, err)
+	}
+	if session.Token == "" {
+		return fmt.Errorf("sign in: answer %.200s has no token", a.body)
 	}
 	if first {
 		u.id = session.User.ID
