@@ -5,18 +5,14 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// TxBeginner begins PostgreSQL transactions, as a pgxpool.Pool does.
-type TxBeginner interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
 
 // HoldXminHorizon opens a REPEATABLE READ transaction on PostgreSQL that
 // reads the outbox and stays open until the returned function is called, so
 // that no row deleted or updated meanwhile can be vacuumed away: the worst
 // case of a queue in a shared database.
-func HoldXminHorizon(ctx context.Context, db TxBeginner) (release func(), err error) {
+func HoldXminHorizon(ctx context.Context, db *pgxpool.Pool) (release func(), err error) {
 	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return nil, fmt.Errorf("bench: hold xmin: %w", err)
