@@ -1,6 +1,3 @@
-// Package eventstoretest is the conformance suite of [eventstore.Store]:
-// every backend calls [Run] from a test of its own, so that all of them keep
-// the same contract.
 package eventstoretest
 
 import (
