@@ -139,7 +139,10 @@ func paced(ctx context.Context, n, rate int, send func(i int) error) error {
 		select {
 		case <-next.C:
 		case <-ctx.Done():
-			errs <- ctx.Err()
+		}
+		// A tick and the context's end may come together.
+		if err := ctx.Err(); err != nil {
+			errs <- err
 			senders.Wait()
 			close(errs)
 			return <-errs

@@ -54,6 +54,18 @@ func TestLoads(t *testing.T) {
 				err, most.Load(), next.Load(), outOfOrder.Load())
 		}
 	})
+	t.Run("NeitherSendsOnceItsContextHasEnded", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		for name, load := range map[string]func(context.Context, int, int, func(int) error) error{"paced": paced, "closedLoop": closedLoop} {
+			var sends atomic.Int64
+			err := load(ctx, 5, 10000, func(int) error { sends.Add(1); return nil })
+			if !errors.Is(err, context.Canceled) || sends.Load() != 0 {
+				t.Errorf("%s with an ended context: %v after %d sends, want context.Canceled after none", name, err, sends.Load())
+			}
+		}
+	})
 	t.Run("ClosedLoopStopsWithItsContext", func(t *testing.T) {
 		t.Parallel()
 		ctx, cancel := context.WithCancel(t.Context())
