@@ -247,7 +247,7 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 			f.IntVar(&o.messages, "messages", 50000, "messages to deliver")
 			holdXmin(f, o)
 		}),
-		b("latency", "Time from commit to handler", func(f *pflag.FlagSet, o *benchOptions) {
+		b("latency", "Time from commit to handler, after a second at the rate that is not counted", func(f *pflag.FlagSet, o *benchOptions) {
 			rate(f, o, "messages")
 			f.BoolVar(&o.closedLoop, "closed-loop", false, "send as riverbench's latency mode does, for figures beside its: one sender that waits for each commit and drops the ticks it missed (the rate falls when commits are slow)")
 			holdXmin(f, o)

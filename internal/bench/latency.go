@@ -1,12 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +21,14 @@ import (
 // Load says whether the schedule waits for the commits; with [ClosedLoop]
 // fewer than rate a second may be sent, which the line before the summary
 // tells.
+//
+// A second at the same rate comes first and is not counted, as a service
+// that has been running: its pools then hold the connections the rate
+// needs. Started cold, each send that finds no idle connection dials one
+// (pgxpool waits for its dial even when another connection is released
+// meanwhile), and the first half second of a run at 1,000/s measured
+// those dials and the new server processes' first statements: a p99 of
+// up to 240 ms against 3–15 ms after it.
 func (b Bench) Latency(ctx context.Context, rate int, d time.Duration, load Load) error {
 	n := int(d.Seconds() * float64(rate))
 	n = max(n, 1)
@@ -30,8 +38,10 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration, load Load
 	committed := make([]time.Time, n)
 	received := make([]time.Time, n)
 	var seen atomic.Int64
+	// The warm-up's messages have the sequence numbers -1 to -warmUp.
+	warmUp := rate
+	var warmed atomic.Int64
 	done, warm := make(chan struct{}), make(chan struct{})
-	var warmOnce sync.Once
 	relay, err := outbox.NewRelay(b.Outbox, map[string]outbox.Handler{
 		Topic: func(_ context.Context, m outbox.Message) error {
 			at := time.Now()
@@ -40,7 +50,9 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration, load Load
 				return err
 			}
 			if body.Seq < 0 {
-				warmOnce.Do(func() { close(warm) })
+				if m.Attempts == 1 && warmed.Add(1) == int64(warmUp) {
+					close(warm)
+				}
 				return nil
 			}
 			if m.Attempts == 1 {
@@ -77,14 +89,10 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration, load Load
 		}
 		return err
 	}
-	// One message first, so the relay is listening before timing starts.
-	if err := send(-1); err != nil {
-		return err
-	}
-	select {
-	case <-warm:
-	case <-ctx.Done():
-		return fmt.Errorf("bench latency: warm-up: %w", ctx.Err())
+	// A second at the rate first, so that the pools hold the connections
+	// the rate needs and the relay is listening before timing starts.
+	if cut, err := pacedUntil(ctx, load, warmUp, rate, func(i int) error { return send(-1 - i) }, warm, nil); err != nil || cut != nil {
+		return fmt.Errorf("bench latency: warm-up: %w", cmp.Or(err, cut))
 	}
 
 	stopProfile := b.timed(seen.Load)
