@@ -31,8 +31,9 @@ type tx struct {
 	db   *DB
 	now  time.Time
 	// afterCommit runs, in order, once the transaction has committed, and
-	// never when it rolls back.
-	afterCommit []func()
+	// never when it rolls back; afterRollback once it has rolled back or
+	// failed to commit, and never when it commits.
+	afterCommit, afterRollback []func()
 	// wakes is set once afterCommit wakes the relays of db, wakesLog once
 	// it wakes the subscribers of its log.
 	wakes, wakesLog bool
@@ -60,6 +61,13 @@ func (t *tx) later(ctx context.Context, sql string, args []any, wrap func(error)
 
 // onCommit makes fn run once t has committed, and never if it rolls back.
 func (t *tx) onCommit(fn func()) { t.afterCommit = append(t.afterCommit, fn) }
+
+// onEnd makes committed run once t has committed, and rolledBack once it
+// has rolled back or failed to commit.
+func (t *tx) onEnd(committed, rolledBack func()) {
+	t.afterCommit = append(t.afterCommit, committed)
+	t.afterRollback = append(t.afterRollback, rolledBack)
+}
 
 // wakeRelays makes the commit of t wake the relays of its DB, once however
 // often it is called: those of this process at once, those of others
@@ -94,8 +102,9 @@ func (t *tx) wakeLog() {
 // PostgreSQL keeps. When the server cannot be reached, went away or has no
 // connection to spare, the error (of beginning, of fn or of committing)
 // wraps [uow.ErrUnavailable]. After a commit it runs the transaction's
-// after-commit hooks, by which [Outbox.Add] wakes relays; a rollback runs
-// none. A transaction that PostgreSQL aborted as the loser of a deadlock
+// after-commit hooks, by which [Outbox.Add] wakes relays and hands them
+// what they took; after a rollback, or a failed commit, its after-rollback
+// hooks, by which Add gives back what they took. A transaction that PostgreSQL aborted as the loser of a deadlock
 // or a serialization failure returns an error wrapping
 // [eventstore.ErrConcurrency] too: it changed nothing, and a command tries
 // it again.
@@ -114,12 +123,21 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
 	t := &tx{q: ptx, pipe: ptx, db: r.db, now: r.clock()}
+	committed := false
+	defer func() {
+		if !committed {
+			for _, fn := range t.afterRollback {
+				fn()
+			}
+		}
+	}()
 	if err := fn(ctx, t); err != nil {
 		return lostRace(unavailable(ctx, err))
 	}
 	if err := ptx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: commit: %w", lostRace(unavailable(ctx, err)))
 	}
+	committed = true
 	for _, fn := range t.afterCommit {
 		fn()
 	}

@@ -48,8 +48,9 @@ type tx struct {
 	// readOnly marks the transactions of [Runner.Read], on the read pool.
 	readOnly bool
 	// afterCommit runs, in order, once the transaction has committed, and
-	// never when it rolls back.
-	afterCommit []func()
+	// never when it rolls back; afterRollback once it has rolled back or
+	// failed to commit, and never when it commits.
+	afterCommit, afterRollback []func()
 	// wakes is set once afterCommit wakes the relays of db, wakesLog once
 	// it wakes the subscribers of its log.
 	wakes, wakesLog bool
@@ -93,6 +94,13 @@ func (t *tx) writing() error {
 // onCommit makes fn run once t has committed, and never if it rolls back.
 func (t *tx) onCommit(fn func()) { t.afterCommit = append(t.afterCommit, fn) }
 
+// onEnd makes committed run once t has committed, and rolledBack once it
+// has rolled back or failed to commit.
+func (t *tx) onEnd(committed, rolledBack func()) {
+	t.afterCommit = append(t.afterCommit, committed)
+	t.afterRollback = append(t.afterRollback, rolledBack)
+}
+
 // asTx returns the tx inside t, or an error wrapping [uow.ErrForeignTx].
 func asTx(t uow.Tx) (*tx, error) {
 	st, ok := t.(*tx)
@@ -106,8 +114,9 @@ func asTx(t uow.Tx) (*tx, error) {
 // begins with BEGIN IMMEDIATE once the write connection is free; its time
 // is read from the runner's clock once, in UTC, to the microsecond that the
 // stores keep. After a commit it runs the transaction's after-commit hooks,
-// by which [Outbox.Add] wakes the relays of this process; a rollback runs
-// none. In a trace, the unit of work is a span of its own ([unitSpan]).
+// by which [Outbox.Add] wakes the relays of this process and hands them
+// what they took; after a rollback, or a failed commit, its after-rollback
+// hooks, by which Add gives back what they took. In a trace, the unit of work is a span of its own ([unitSpan]).
 //
 // When another process holds the write lock for longer than the busy
 // timeout, the error (of beginning, of fn or of committing) wraps
@@ -131,6 +140,14 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	// Rollback after Commit is a no-op, so this covers errors and panics.
 	defer func() { _ = stx.Rollback() }()
 	t := &tx{Tx: stx, db: r.db, now: r.clock()}
+	committed := false
+	defer func() {
+		if !committed {
+			for _, fn := range t.afterRollback {
+				fn()
+			}
+		}
+	}()
 	if err := fn(context.WithValue(ctx, unitOfWorkKey{}, r.db), t); err != nil {
 		span.event(eventRollback)
 		return unavailable(ctx, err)
@@ -140,6 +157,7 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 		span.fail("commit failed", err)
 		return fmt.Errorf("sqlite: commit: %w", unavailable(ctx, err))
 	}
+	committed = true
 	for _, fn := range t.afterCommit {
 		fn()
 	}
