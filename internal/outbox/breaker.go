@@ -157,6 +157,14 @@ func (b *breakers) probing(topic string, id uuid.UUID, now time.Time) {
 	br.probe, br.probeEnd = id, now.Add(b.probeLimit)
 }
 
+// isClosed reports whether topic's breaker is closed: its messages flow.
+func (b *breakers) isClosed(topic string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	br := b.topics[topic]
+	return br == nil || br.state == breakerClosed
+}
+
 // next returns the earliest time at which an open breaker lets a probe
 // through, and false when none is open.
 func (b *breakers) next() (time.Time, bool) {

@@ -52,7 +52,8 @@ func TestRelayClaim(t *testing.T) {
 }
 
 // A relay that polls once an hour still delivers at once: the commit of an
-// Add wakes it.
+// Add wakes it. The message has a key, so that the relay claims it rather
+// than taking it from the handover.
 func testRelayWakesOnCommit(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -74,7 +75,7 @@ func testRelayWakesOnCommit(t *testing.T) {
 			t.Fatal("the relay did not claim at start")
 		}
 	}
-	addNow(t, db, spy)
+	commitKeyed(t, db.Runner(nil), spy, "ada")
 	rec.wait(t)
 	cancel()
 	if err := <-done; err != nil {
@@ -84,7 +85,8 @@ func testRelayWakesOnCommit(t *testing.T) {
 
 // A message committed while a claim is under way does not wait for that
 // claim's end: a second claim takes it. Here the first claim waits until
-// the message is delivered.
+// the message is delivered. The message has a key, so that the relay claims
+// it rather than taking it from the handover.
 func testRelayClaimsACommitWhileAnotherClaimRuns(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -103,7 +105,7 @@ func testRelayClaimsACommitWhileAnotherClaimRuns(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the relay did not claim at start")
 	}
-	addNow(t, db, store)
+	commitKeyed(t, db.Runner(nil), store, "ada")
 	rec.wait(t)
 	released()
 	cancel()

@@ -33,7 +33,10 @@
 // attempt and lease in the metadata; the router acks or nacks it after its
 // handler, and the subscriber turns that into the store's settlement under
 // the lease. What is generic (a span per delivery, the failure reason,
-// timing, panic recovery, the timeout) is router middleware.
+// timing, panic recovery, the timeout) is router middleware. A message
+// added in the relay's own process it may take instead of claiming it,
+// stored already leased to it and handed out once its unit of work
+// commits ([Handover]); the promises above hold for it all the same.
 //
 // A message keeps the [Origin] of the unit of work that added it. Its
 // first delivery is a child span in the request's trace; a retry starts a

@@ -41,6 +41,7 @@ type relayMetrics struct {
 	buried    metric.Int64Counter
 	leaseLost metric.Int64Counter
 	overran   metric.Int64Counter
+	taken     metric.Int64Counter
 	storeErrs metric.Int64Counter
 	duration  metric.Float64Histogram
 
@@ -67,6 +68,7 @@ func newRelayMetrics(mp metric.MeterProvider, topics []string) (*relayMetrics, e
 		{&m.buried, "outbox.buried", "Messages the relay stopped delivering and kept for an operator."},
 		{&m.leaseLost, "outbox.lease_lost", "Outcomes not recorded because the message was claimed again meanwhile."},
 		{&m.overran, "outbox.overran", "Handlers still running when the lease of their message ended."},
+		{&m.taken, "outbox.taken", "Messages the relay took from the units of work of its process, without claiming them."},
 	}
 	for _, c := range counters {
 		var err error
@@ -90,7 +92,7 @@ func newRelayMetrics(mp metric.MeterProvider, topics []string) (*relayMetrics, e
 	for _, t := range topics {
 		opt := m.topic(t)
 		m.topics[t] = opt
-		for _, c := range []metric.Int64Counter{m.delivered, m.retried, m.buried, m.leaseLost, m.overran} {
+		for _, c := range []metric.Int64Counter{m.delivered, m.retried, m.buried, m.leaseLost, m.overran, m.taken} {
 			c.Add(ctx, 0, opt)
 		}
 		m.outcomes[t] = make(map[string]metric.MeasurementOption, 3)
@@ -123,6 +125,14 @@ func (m *relayMetrics) observeDuration(ctx context.Context, topic, outcome strin
 		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("topic", topic), attribute.String("outcome", outcome)))
 	}
 	m.duration.Record(ctx, d.Seconds(), opt)
+}
+
+// tookOver counts the messages of hs, taken from the [Handover], by topic.
+func (m *relayMetrics) tookOver(hs []*held) {
+	ctx := context.Background()
+	for _, h := range hs {
+		m.taken.Add(ctx, 1, m.topic(h.msg.Topic))
+	}
 }
 
 // storeError counts a failed store call of op.

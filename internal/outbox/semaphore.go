@@ -40,6 +40,18 @@ func (s *semaphore) tryAcquire(n int) int {
 	return n
 }
 
+// tryAcquireLeaving acquires n slots when at least leave more stay free,
+// and reports whether it did.
+func (s *semaphore) tryAcquireLeaving(n, leave int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free-n < leave {
+		return false
+	}
+	s.free -= n
+	return true
+}
+
 // release releases n slots.
 func (s *semaphore) release(n int) {
 	if n == 0 {

@@ -61,6 +61,9 @@ type RelayStore interface {
 	// wait for the next poll. Wake-ups may coalesce and may be spurious;
 	// the channel is closed when ctx is done.
 	Wakeups(ctx context.Context) <-chan struct{}
+	// Handover returns the store's [Handover], through which a running
+	// relay takes the messages that Add stores in this process.
+	Handover() *Handover
 	// Backlog counts the messages due at now and the buried ones, and finds
 	// the due time of the one that has been due the longest, for the
 	// relay's gauges.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -40,6 +41,21 @@ type subscriber struct {
 	once  sync.Once
 	loops sync.WaitGroup
 
+	// base is the context of the run, under which the handlers' contexts
+	// are made.
+	base context.Context
+	// backlog is set while claims come back full, and until the first
+	// claim comes back short: the relay then takes nothing from the
+	// [Handover], so that what is due goes first.
+	backlog atomic.Bool
+	// takenQueue holds the claims of messages taken from the [Handover]
+	// until handOut hands them out; takenReady signals one, and
+	// takenClosed is set once handOut has stopped.
+	takenMu     sync.Mutex
+	takenQueue  []*claim
+	takenReady  chan struct{}
+	takenClosed bool
+
 	mu     sync.Mutex
 	topics map[string]*subscription
 	// ready is closed once every topic of start has subscribed, or the
@@ -61,10 +77,12 @@ type subscription struct {
 var _ message.Subscriber = (*subscriber)(nil)
 
 func newSubscriber(r *Relay, ack func(*held)) *subscriber {
-	return &subscriber{
-		r: r, ack: ack, closing: make(chan struct{}),
+	s := &subscriber{
+		r: r, ack: ack, closing: make(chan struct{}), takenReady: make(chan struct{}, 1),
 		topics: make(map[string]*subscription), ready: make(chan struct{}),
 	}
+	s.backlog.Store(true)
+	return s
 }
 
 // start starts claiming, until ctx ends or Close is called, and hands the
@@ -74,8 +92,10 @@ func (s *subscriber) start(ctx context.Context, topics []string) {
 	s.expect = len(topics)
 	s.checkReady()
 	s.mu.Unlock()
+	s.base = ctx
 	ctx, cancel := context.WithCancel(ctx)
 	wake := s.r.store.Wakeups(ctx)
+	detach := s.r.store.Handover().attach(s)
 	// One goroutine claims, another hands the claimed messages out, so
 	// that the next claim runs while the router takes the last one's.
 	claims := make(chan *claim, 4)
@@ -84,6 +104,7 @@ func (s *subscriber) start(ctx context.Context, topics []string) {
 		defer s.loops.Done()
 		defer close(claims)
 		s.loop(ctx, claims, wake)
+		detach()
 		cancel()
 		// The listener has stopped once its channel is closed.
 		for range wake {
@@ -213,6 +234,7 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 				return
 			}
 			more = res.full
+			s.backlog.Store(res.full)
 			if res.full {
 				want = true // More may be due.
 			} else if running == 0 {
@@ -282,29 +304,56 @@ func (s *subscriber) claim(ctx context.Context, claims chan<- *claim, cur *curso
 	if len(c.msgs) == 0 {
 		return full
 	}
-	hctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	s.arm(c, deadline)
+	// The semaphore bounds the claims in flight, so this never waits long.
+	claims <- c
+	return full
+}
+
+// arm gives the handlers of c their context: it ends at deadline, once
+// every message of c is settled, or once a stop's grace has run out.
+func (s *subscriber) arm(c *claim, deadline time.Time) {
+	hctx, cancel := context.WithDeadline(context.WithoutCancel(s.base), deadline)
 	c.cancel, c.ctx = cancel, hctx
 	if s.cut != nil {
 		stop := context.AfterFunc(s.cut, cancel)
 		c.cancel = func() { stop(); cancel() }
 		c.cut = s.cut
 	}
-	// The semaphore bounds the claims in flight, so this never waits long.
-	claims <- c
-	return full
 }
 
-// handOut hands the messages of each claim out, in order, on the channel
-// of their topic, and settles each once it is acked or nacked. Once the
-// subscriber stops, what is not handed out yet is released.
+// handOut hands the messages of each claim, and of each batch taken from
+// the [Handover], out, in order, on the channel of their topic, and
+// settles each once it is acked or nacked. Once the subscriber stops, what
+// is not handed out yet is released, and what is taken later is released
+// by its taker.
 func (s *subscriber) handOut(ctx context.Context, claims <-chan *claim) {
-	r := s.r
-	for c := range claims {
-		for i, h := range c.msgs {
-			if s.stopping(ctx) || !s.handOne(ctx, c, h) {
-				r.release(ctx, c.msgs[i:])
-				break
+	defer func() {
+		for _, c := range s.popTaken(true) {
+			s.r.release(ctx, c.msgs)
+		}
+	}()
+	for {
+		select {
+		case c, ok := <-claims:
+			if !ok {
+				return
 			}
+			s.handAll(ctx, c)
+		case <-s.takenReady:
+			for _, c := range s.popTaken(false) {
+				s.handAll(ctx, c)
+			}
+		}
+	}
+}
+
+// handAll hands the messages of c out, or releases those it cannot.
+func (s *subscriber) handAll(ctx context.Context, c *claim) {
+	for i, h := range c.msgs {
+		if s.stopping(ctx) || !s.handOne(ctx, c, h) {
+			s.r.release(ctx, c.msgs[i:])
+			return
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/wakeup"
@@ -57,8 +58,10 @@ type DB struct {
 	listen *pgx.ConnConfig
 	// channel is the LISTEN/NOTIFY channel of the outbox.
 	channel string
-	// wake wakes the relays of this DB in this process.
-	wake *wakeup.Fanout
+	// wake wakes the relays of this DB in this process, and handover
+	// passes them the messages of its units of work.
+	wake     *wakeup.Fanout
+	handover outbox.Handover
 	// notifier sends NOTIFY on channel for the relays of other processes.
 	notifier *notifier
 	// logs is the main pool as database/sql, for the subscribers of the

@@ -52,11 +52,18 @@ var (
 // relays at once, as [DB.Listening] says.
 func (o *Outbox) Listening() bool { return o.db.Listening() }
 
-// Add stores msgs as part of t. Once t commits, the relays of t's DB in
-// this process are woken at once and those of other processes soon after,
-// by a notification that the DB sends (see [Outbox.Wakeups]); if t rolls
-// back, none is. The transaction itself sends no notification: that would
-// make its commit queue behind every other notifying commit of the server.
+// Handover returns the DB's [outbox.Handover]: its relays in this process
+// take the messages of its units of work through it.
+func (o *Outbox) Handover() *outbox.Handover { return &o.db.handover }
+
+// Add stores msgs as part of t. The messages that a relay of this process
+// takes through the DB's [outbox.Handover] are stored leased to it and
+// handed to it once t commits. For the others, once t commits, the relays
+// of t's DB in this process are woken at once and those of other processes
+// soon after, by a notification that the DB sends (see [Outbox.Wakeups]);
+// if t rolls back, none is. The transaction itself sends no notification:
+// that would make its commit queue behind every other notifying commit of
+// the server.
 //
 // The INSERT goes to the server with t's next statement or its commit, not
 // in a round trip of its own (messages are checked before, and their IDs
@@ -70,50 +77,75 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	if len(msgs) == 0 {
 		return nil
 	}
-	wrap := func(err error) error { return fmt.Errorf("outbox: add: %w", err) }
-	origin, err := originParam(ctx)
-	if err != nil {
-		return wrap(err)
-	}
-	if len(msgs) == 1 {
-		m := msgs[0]
+	for _, m := range msgs {
 		if err := outbox.Check(m); err != nil {
 			return err // It says "outbox: invalid message".
 		}
+	}
+	wrap := func(err error) error { return fmt.Errorf("outbox: add: %w", err) }
+	origin := outbox.OriginFrom(ctx)
+	originJSON, err := originParam(origin)
+	if err != nil {
+		return wrap(err)
+	}
+	// A read-only unit of work refuses the INSERT and never commits.
+	var taken *outbox.Taken
+	if _, ro := pt.q.(readOnlyTx); !ro {
+		taken = o.db.handover.Take(origin, msgs)
+	}
+	// A message is due at its creation, unless a relay took it: then it
+	// is stored as its claim would leave it.
+	due := func(i int) (time.Time, int) {
+		if l, ok := taken.Lease(i); ok {
+			return l.Until, l.Attempts
+		}
+		return msgs[i].CreatedAt, 0
+	}
+	var q string
+	var args []any
+	if len(msgs) == 1 {
 		// One message travels as scalars, which pgx encodes without the
 		// reflection that arrays of UUIDs cost it.
-		const q = `
-INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key, origin)
-VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $4::timestamptz, nullif($5::text, ''), $6::text::json)`
-		if err := pt.later(ctx, q, []any{pgtype.UUID{Bytes: m.ID, Valid: true}, m.Topic, string(m.Payload), m.CreatedAt, m.Key, origin}, wrap); err != nil {
-			return err
+		m := msgs[0]
+		dueAt, attempts := due(0)
+		q = `
+INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, attempts, ordering_key, origin)
+VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $5::timestamptz, $6::int4, nullif($7::text, ''), $8::text::json)`
+		args = []any{pgtype.UUID{Bytes: m.ID, Valid: true}, m.Topic, string(m.Payload), m.CreatedAt, dueAt, attempts, m.Key, originJSON}
+	} else {
+		ids := make([]uuid.UUID, len(msgs))
+		topics := make([]string, len(msgs))
+		payloads := make([]string, len(msgs))
+		created := make([]time.Time, len(msgs))
+		dues := make([]time.Time, len(msgs))
+		attempts := make([]int32, len(msgs))
+		keys := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i], topics[i], payloads[i], created[i], keys[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt, m.Key
+			var n int
+			dues[i], n = due(i)
+			attempts[i] = int32(n)
 		}
-		pt.wakeRelays()
-		return nil
-	}
-	ids := make([]uuid.UUID, len(msgs))
-	topics := make([]string, len(msgs))
-	payloads := make([]string, len(msgs))
-	created := make([]time.Time, len(msgs))
-	keys := make([]string, len(msgs))
-	for i, m := range msgs {
-		if err := outbox.Check(m); err != nil {
-			return err
-		}
-		ids[i], topics[i], payloads[i], created[i], keys[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt, m.Key
-	}
-	// The rows are inserted in the order of msgs, so that seq puts the
-	// messages of one key in that order.
-	// The messages of one Add share its context, and so their origin.
-	const q = `
-INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key, origin)
-SELECT id, topic, payload, created_at, created_at, nullif(key, ''), $6::text::json
-FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[], $5::text[]) WITH ORDINALITY AS m(id, topic, payload, created_at, key, n)
+		// The rows are inserted in the order of msgs, so that seq puts the
+		// messages of one key in that order.
+		// The messages of one Add share its context, and so their origin.
+		q = `
+INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, attempts, ordering_key, origin)
+SELECT id, topic, payload, created_at, due_at, attempts, nullif(key, ''), $8::text::json
+FROM unnest($1::uuid[], $2::text[], $3::json[], $4::timestamptz[], $5::timestamptz[], $6::int4[], $7::text[]) WITH ORDINALITY AS m(id, topic, payload, created_at, due_at, attempts, key, n)
 ORDER BY n`
-	if err := pt.later(ctx, q, []any{ids, topics, payloads, created, keys, origin}, wrap); err != nil {
+		args = []any{ids, topics, payloads, created, dues, attempts, keys, originJSON}
+	}
+	if err := pt.later(ctx, q, args, wrap); err != nil {
+		taken.RolledBack()
 		return err
 	}
-	pt.wakeRelays()
+	if taken.Len() > 0 {
+		pt.onEnd(taken.Committed, taken.RolledBack)
+	}
+	if taken.Len() < len(msgs) {
+		pt.wakeRelays()
+	}
 	return nil
 }
 
@@ -218,10 +250,10 @@ FROM claimed JOIN due USING (id)`
 	return msgs, nil
 }
 
-// originParam returns the origin that ctx gives the messages of an Add,
-// as the text of its JSON, or nil (NULL) for none.
-func originParam(ctx context.Context) (any, error) {
-	b, err := outbox.EncodeOrigin(outbox.OriginFrom(ctx))
+// originParam returns origin, given to the messages of an Add, as the
+// text of its JSON, or nil (NULL) for the zero Origin.
+func originParam(origin outbox.Origin) (any, error) {
+	b, err := outbox.EncodeOrigin(origin)
 	if err != nil || b == nil {
 		return nil, err
 	}

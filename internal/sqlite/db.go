@@ -20,6 +20,7 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/wakeup"
@@ -85,6 +86,9 @@ type DB struct {
 	// wake tells this DB's relays that a unit of work added messages, and
 	// logWake its log's subscribers that one appended events.
 	wake, logWake *wakeup.Fanout
+	// handover passes the relays of this DB the messages of its units of
+	// work ([Outbox.Add]).
+	handover outbox.Handover
 	// tr traces the units of work ([unitSpan]).
 	tr trace.Tracer
 }

@@ -38,10 +38,13 @@ var (
 // well below SQLite's limit of 32766 parameters.
 const addChunk = 200
 
-// Add stores msgs as part of t. Once t commits, every relay of this process
-// that listens on the same DB is woken ([Outbox.Wakeups]); if t rolls back,
-// none is. It returns an error wrapping [outbox.ErrInvalidMessage], before
-// writing anything, when a message cannot be stored.
+// Add stores msgs as part of t. The messages that a relay of this process
+// takes through the DB's [outbox.Handover] are stored leased to it and
+// handed to it once t commits. For the others, once t commits, every relay
+// of this process that listens on the same DB is woken
+// ([Outbox.Wakeups]); if t rolls back, none is. It returns an error
+// wrapping [outbox.ErrInvalidMessage], before writing anything, when a
+// message cannot be stored.
 func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) error {
 	st, err := asTx(t)
 	if err != nil {
@@ -62,9 +65,15 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 		}
 	}
 	// The messages of one Add share its context, and so their origin.
-	origin, err := originParam(ctx)
+	origin := outbox.OriginFrom(ctx)
+	originJSON, err := originParam(origin)
 	if err != nil {
 		return fmt.Errorf("outbox: add: %w", err)
+	}
+	// A read-only unit of work refuses the INSERT and never commits.
+	var taken *outbox.Taken
+	if !st.readOnly {
+		taken = st.db.handover.Take(origin, msgs)
 	}
 	err = st.atomically(ctx, len(msgs) > addChunk || keyed > 0, func() error {
 		// The keyed messages take the next numbers of outbox_sequence, in
@@ -76,41 +85,55 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 				return err
 			}
 		}
+		first := 0 // The index in msgs of chunk's first message.
 		for chunk := range slices.Chunk(msgs, addChunk) {
-			args := make([]any, 0, 8*len(chunk))
-			for _, m := range chunk {
+			args := make([]any, 0, 9*len(chunk))
+			for i, m := range chunk {
 				created := micros(m.CreatedAt)
-				var key, n any
+				// A message is due at its creation, unless a relay took
+				// it: then it is stored as its claim would leave it.
+				due, attempts := created, 0
+				if l, ok := taken.Lease(first + i); ok {
+					due, attempts = micros(l.Until), l.Attempts
+				}
+				var key, k any
 				if m.Key != "" {
 					seq++
-					key, n = m.Key, seq
+					key, k = m.Key, seq
 				}
-				args = append(args, m.ID, m.Topic, string(m.Payload), created, created, key, n, origin)
+				args = append(args, m.ID, m.Topic, string(m.Payload), created, due, attempts, key, k, originJSON)
 			}
-			q := `INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, ordering_key, seq, origin) VALUES ` +
-				valueRows(len(chunk), 8)
+			q := `INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, attempts, ordering_key, seq, origin) VALUES ` +
+				valueRows(len(chunk), 9)
 			if _, err := st.ExecContext(ctx, q, args...); err != nil {
 				return err
 			}
+			first += len(chunk)
 		}
 		return nil
 	})
 	if err != nil {
+		// The messages are not stored, even should t commit.
+		taken.RolledBack()
 		return fmt.Errorf("outbox: add: %w", err)
 	}
-	// The messages are in t's database: wake its relays once t commits,
-	// once however many Adds it made, whichever Outbox value made them.
-	if !st.wakes {
+	if taken.Len() > 0 {
+		st.onEnd(taken.Committed, taken.RolledBack)
+	}
+	// The messages left are in t's database: wake its relays once t
+	// commits, once however many Adds it made, whichever Outbox value made
+	// them.
+	if taken.Len() < len(msgs) && !st.wakes {
 		st.wakes = true
 		st.onCommit(st.db.wake.Wake)
 	}
 	return nil
 }
 
-// originParam returns the origin that ctx gives the messages of an Add,
-// as the text of its JSON, or nil (NULL) for none.
-func originParam(ctx context.Context) (any, error) {
-	b, err := outbox.EncodeOrigin(outbox.OriginFrom(ctx))
+// originParam returns origin, given to the messages of an Add, as the
+// text of its JSON, or nil (NULL) for the zero Origin.
+func originParam(origin outbox.Origin) (any, error) {
+	b, err := outbox.EncodeOrigin(origin)
 	if err != nil || b == nil {
 		return nil, err
 	}
@@ -123,6 +146,10 @@ func valueRows(n, cols int) string {
 	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
 	return strings.Repeat(row+", ", n-1) + row
 }
+
+// Handover returns the DB's [outbox.Handover]: its relays in this process
+// take the messages of its units of work through it.
+func (o *Outbox) Handover() *outbox.Handover { return &o.db.handover }
 
 // Claim leases due messages as [outbox.Store.Claim] describes, those that
 // the scope of ctx admits ([outbox.WithScope]), in one

@@ -1,0 +1,197 @@
+package outbox
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Handover passes the messages that the units of work of a process add to
+// a relay of the same process that delivers from the same store, leased to
+// it from the moment they are stored, so that they reach their handlers
+// without being claimed: the delivery waits for no claim, and the database
+// has one write less per message. Each store has one
+// ([RelayStore.Handover]); [Relay.Run] takes messages through it while it
+// runs.
+//
+// A store's Add asks [Handover.Take] which of its messages a relay takes,
+// and stores those as a claim leaves a message: its first attempt counted,
+// due again when the lease ends; the others it stores due at once. Once the
+// unit of work has ended, the store calls [Taken.Committed] or
+// [Taken.RolledBack], and only after a commit does the relay hand the
+// messages to their handlers: a message is delivered only for a change
+// that was committed.
+//
+// A relay takes a message only when it would deliver it at once if it
+// claimed it: the message has no [Message.Key] (a keyed message waits for
+// those of its key added before it, which only the store knows of), its
+// topic has a handler and a closed breaker, and the relay holds more than
+// a batch's worth of slots free ([HeldBatches]) and is not draining a
+// backlog, so that what is already due goes first and keeps the slots its
+// claims need. What it leaves is claimed as usual. A message taken by a
+// relay that has stopped by the commit, or by a unit of work that committed
+// too late for its lease to leave a delivery its whole timeout, is
+// released: due again at once, its attempt given back. One whose process
+// dies between the commit and the delivery is due again when its lease
+// ends, as a claimed one is.
+type Handover struct {
+	mu   sync.Mutex
+	subs []*subscriber
+}
+
+// attach makes h offer the messages of Take to s until the returned
+// function is called.
+func (h *Handover) attach(s *subscriber) (detach func()) {
+	if h == nil {
+		return func() {}
+	}
+	h.mu.Lock()
+	h.subs = append(h.subs, s)
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for i, x := range h.subs {
+			if x == s {
+				h.subs = append(h.subs[:i], h.subs[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// Take returns what a relay of this process takes of msgs, the messages of
+// one Add, which carry origin. A nil h, or one on which no relay runs,
+// takes none, and returns nil, on which every method of [Taken] works.
+func (h *Handover) Take(origin Origin, msgs []Message) *Taken {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.subs {
+		if t := s.take(origin, msgs); t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
+// Taken is what a relay took of the messages of one Add.
+type Taken struct {
+	sub *subscriber
+	// held are the messages taken, in the order of the Add, and leases
+	// the lease of each message of the Add, zero for one not taken.
+	held   []*held
+	leases []Lease
+}
+
+// Lease returns the lease under which the i-th message of the Add is to be
+// stored, and false when no relay took it.
+func (t *Taken) Lease(i int) (Lease, bool) {
+	if t == nil || t.leases[i].Attempts == 0 {
+		return Lease{}, false
+	}
+	return t.leases[i], true
+}
+
+// Len returns how many messages of the Add were taken.
+func (t *Taken) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.held)
+}
+
+// Committed hands the messages taken to their relay, once the unit of work
+// that added them has committed. It never waits for a delivery; it may
+// wait for the store when it releases them.
+func (t *Taken) Committed() {
+	if t == nil {
+		return
+	}
+	t.sub.takeOver(t)
+}
+
+// RolledBack gives the relay its slots back, once the unit of work that
+// added the messages has rolled back or failed to commit. Should a commit
+// that reported a failure have taken effect after all, its messages are
+// due again when their lease ends.
+func (t *Taken) RolledBack() {
+	if t == nil {
+		return
+	}
+	t.sub.r.sem.release(len(t.held))
+}
+
+// take takes what the relay may deliver at once of msgs, or returns nil.
+func (s *subscriber) take(origin Origin, msgs []Message) *Taken {
+	r := s.r
+	if s.backlog.Load() {
+		return nil
+	}
+	until := r.now().Add(r.cfg.Lease)
+	var t *Taken
+	for i, m := range msgs {
+		if m.Key != "" || r.handlers[m.Topic] == nil || !r.breakers.isClosed(m.Topic) {
+			continue
+		}
+		if !r.sem.tryAcquireLeaving(1, r.cfg.Batch) {
+			break
+		}
+		if t == nil {
+			t = &Taken{sub: s, leases: make([]Lease, len(msgs))}
+		}
+		m.Attempts = 1
+		l := Lease{ID: m.ID, Attempts: 1, Until: until}
+		t.leases[i] = l
+		t.held = append(t.held, &held{msg: m, origin: origin, lease: l})
+	}
+	return t
+}
+
+// takeOver queues the messages of t, whose unit of work committed, to be
+// handed out, or releases them when the relay has stopped or their lease
+// no longer leaves a delivery its timeout and its settling.
+func (s *subscriber) takeOver(t *Taken) {
+	r := s.r
+	c := &claim{msgs: t.held, until: t.held[0].lease.Until}
+	for _, h := range c.msgs {
+		h.claim = c
+	}
+	c.left.Store(int64(len(c.msgs)))
+	r.inflight.add(c)
+	if r.now().Add(r.cfg.Timeout+SettleTimeout).After(c.until) || !s.queueTaken(c) {
+		r.release(context.Background(), c.msgs)
+		return
+	}
+	r.metrics.tookOver(c.msgs)
+}
+
+// queueTaken queues c to be handed out, and reports whether it did: not
+// once the subscriber has stopped handing out.
+func (s *subscriber) queueTaken(c *claim) bool {
+	s.takenMu.Lock()
+	defer s.takenMu.Unlock()
+	if s.takenClosed {
+		return false
+	}
+	s.arm(c, time.Now().Add(s.r.cfg.Timeout))
+	s.takenQueue = append(s.takenQueue, c)
+	select {
+	case s.takenReady <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// popTaken returns the queued claims of taken messages, and, once closing
+// is set, queues no more.
+func (s *subscriber) popTaken(closing bool) []*claim {
+	s.takenMu.Lock()
+	defer s.takenMu.Unlock()
+	q := s.takenQueue
+	s.takenQueue = nil
+	s.takenClosed = s.takenClosed || closing
+	return q
+}
