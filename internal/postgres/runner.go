@@ -32,8 +32,10 @@ type tx struct {
 	now  time.Time
 	// afterCommit runs, in order, once the transaction has committed, and
 	// never when it rolls back; afterRollback once it has rolled back or
-	// failed to commit, and never when it commits.
+	// failed to commit, and never when it commits. hooked is set in the
+	// units of work of [Runner.Do], the only ones that run them.
 	afterCommit, afterRollback []func()
+	hooked                     bool
 	// wakes is set once afterCommit wakes the relays of db, wakesLog once
 	// it wakes the subscribers of its log.
 	wakes, wakesLog bool
@@ -77,10 +79,7 @@ func (t *tx) wakeRelays() {
 		return
 	}
 	t.wakes = true
-	t.onCommit(func() {
-		t.db.wake.Wake()
-		t.db.notifier.notify()
-	})
+	t.onCommit(t.db.wakeRelays)
 }
 
 // wakeLog makes the commit of t wake the subscribers of its DB's event log
@@ -103,8 +102,9 @@ func (t *tx) wakeLog() {
 // connection to spare, the error (of beginning, of fn or of committing)
 // wraps [uow.ErrUnavailable]. After a commit it runs the transaction's
 // after-commit hooks, by which [Outbox.Add] wakes relays and hands them
-// what they took; after a rollback, or a failed commit, its after-rollback
-// hooks, by which Add gives back what they took. A transaction that PostgreSQL aborted as the loser of a deadlock
+// what they took; after a rollback, or a failed commit, its
+// after-rollback hooks, by which Add gives back what they took. A
+// transaction that PostgreSQL aborted as the loser of a deadlock
 // or a serialization failure returns an error wrapping
 // [eventstore.ErrConcurrency] too: it changed nothing, and a command tries
 // it again.
@@ -120,12 +120,13 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 	}
 	defer conn.Release()
 	ptx := r.db.newPipeTx(conn.Conn(), "begin")
-	// Rollback after Commit is a no-op, so this covers errors and panics.
-	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
-	t := &tx{q: ptx, pipe: ptx, db: r.db, now: r.clock()}
+	t := &tx{q: ptx, pipe: ptx, db: r.db, now: r.clock(), hooked: true}
 	committed := false
+	// This covers errors and panics: the transaction is rolled back, then
+	// the hooks of a rollback run.
 	defer func() {
 		if !committed {
+			_ = ptx.Rollback(context.WithoutCancel(ctx))
 			for _, fn := range t.afterRollback {
 				fn()
 			}

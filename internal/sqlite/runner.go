@@ -49,8 +49,11 @@ type tx struct {
 	readOnly bool
 	// afterCommit runs, in order, once the transaction has committed, and
 	// never when it rolls back; afterRollback once it has rolled back or
-	// failed to commit, and never when it commits.
+	// failed to commit, and never when it commits. hooked is set in the
+	// units of work of [Runner.Do], the only ones that run them: those of
+	// the log's subscribers ([Log.Apply], [Log.Catalog]) run none.
 	afterCommit, afterRollback []func()
+	hooked                     bool
 	// wakes is set once afterCommit wakes the relays of db, wakesLog once
 	// it wakes the subscribers of its log.
 	wakes, wakesLog bool
@@ -113,10 +116,10 @@ func asTx(t uow.Tx) (*tx, error) {
 // Do runs fn in a transaction, as [uow.Runner] describes. The transaction
 // begins with BEGIN IMMEDIATE once the write connection is free; its time
 // is read from the runner's clock once, in UTC, to the microsecond that the
-// stores keep. After a commit it runs the transaction's after-commit hooks,
-// by which [Outbox.Add] wakes the relays of this process and hands them
-// what they took; after a rollback, or a failed commit, its after-rollback
-// hooks, by which Add gives back what they took. In a trace, the unit of work is a span of its own ([unitSpan]).
+// stores keep. After a commit it runs the transaction's after-commit
+// hooks, by which [Outbox.Add] wakes the relays of this process and hands
+// them what they took; after a rollback, or a failed commit, its
+// after-rollback hooks, by which Add gives back what they took. In a trace, the unit of work is a span of its own ([unitSpan]).
 //
 // When another process holds the write lock for longer than the busy
 // timeout, the error (of beginning, of fn or of committing) wraps
@@ -137,12 +140,13 @@ func (r *Runner) Do(ctx context.Context, fn func(ctx context.Context, tx uow.Tx)
 		return fmt.Errorf("sqlite: begin: %w", unavailable(ctx, err))
 	}
 	span.event(eventBegun)
-	// Rollback after Commit is a no-op, so this covers errors and panics.
-	defer func() { _ = stx.Rollback() }()
-	t := &tx{Tx: stx, db: r.db, now: r.clock()}
+	t := &tx{Tx: stx, db: r.db, now: r.clock(), hooked: true}
 	committed := false
+	// This covers errors and panics: the transaction is rolled back, which
+	// frees the write connection, then the hooks of a rollback run.
 	defer func() {
 		if !committed {
+			_ = stx.Rollback()
 			for _, fn := range t.afterRollback {
 				fn()
 			}
