@@ -28,12 +28,16 @@ import (
 // topic has a handler and a closed breaker, and the relay holds more than
 // a batch's worth of slots free ([HeldBatches]) and is not draining a
 // backlog, so that what is already due goes first and keeps the slots its
-// claims need. What it leaves is claimed as usual. A message taken by a
-// relay that has stopped by the commit, or by a unit of work that committed
-// too late for its lease to leave a delivery its whole timeout, is
-// released: due again at once, its attempt given back. One whose process
-// dies between the commit and the delivery is due again when its lease
-// ends, as a claimed one is.
+// claims need. What it leaves is claimed as usual.
+//
+// The lease runs from the Add, so a unit of work that commits late
+// shortens its handlers' time, as a slow claim does: they get
+// [RelayConfig.Timeout], or what the lease leaves once [SettleTimeout] is
+// kept for recording their outcome. A message whose lease leaves nothing,
+// or whose relay has stopped by the commit, is released, due again at
+// once with its attempt given back, and the store wakes the relays for it
+// as for a message not taken. One whose process dies between the commit
+// and the delivery is due again when its lease ends, as a claimed one is.
 type Handover struct {
 	mu   sync.Mutex
 	subs []*subscriber
@@ -104,13 +108,14 @@ func (t *Taken) Len() int {
 }
 
 // Committed hands the messages taken to their relay, once the unit of work
-// that added them has committed. It never waits for a delivery; it may
-// wait for the store when it releases them.
-func (t *Taken) Committed() {
+// that added them has committed, and reports whether it did; false when
+// it released them instead, or took none. It never waits for a delivery;
+// it waits for the store when it releases them.
+func (t *Taken) Committed() bool {
 	if t == nil {
-		return
+		return false
 	}
-	t.sub.takeOver(t)
+	return t.sub.deliverTaken(t)
 }
 
 // RolledBack gives the relay its slots back, once the unit of work that
@@ -150,10 +155,10 @@ func (s *subscriber) take(origin Origin, msgs []Message) *Taken {
 	return t
 }
 
-// takeOver queues the messages of t, whose unit of work committed, to be
-// handed out, or releases them when the relay has stopped or their lease
-// no longer leaves a delivery its timeout and its settling.
-func (s *subscriber) takeOver(t *Taken) {
+// deliverTaken queues the messages of t, whose unit of work committed, to
+// be handed out, and reports whether it did; it releases them instead
+// when the relay has stopped or their lease leaves their handlers no time.
+func (s *subscriber) deliverTaken(t *Taken) bool {
 	r := s.r
 	c := &claim{msgs: t.held, until: t.held[0].lease.Until}
 	for _, h := range c.msgs {
@@ -161,22 +166,25 @@ func (s *subscriber) takeOver(t *Taken) {
 	}
 	c.left.Store(int64(len(c.msgs)))
 	r.inflight.add(c)
-	if r.now().Add(r.cfg.Timeout+SettleTimeout).After(c.until) || !s.queueTaken(c) {
+	left := min(r.cfg.Timeout, c.until.Sub(r.now())-SettleTimeout)
+	if left <= 0 || !s.queueTaken(c, time.Now().Add(left)) {
 		r.release(context.Background(), c.msgs)
-		return
+		return false
 	}
-	r.metrics.tookOver(c.msgs)
+	r.metrics.countTaken(c.msgs)
+	return true
 }
 
-// queueTaken queues c to be handed out, and reports whether it did: not
-// once the subscriber has stopped handing out.
-func (s *subscriber) queueTaken(c *claim) bool {
+// queueTaken queues c, its handlers' deadline at deadline, to be handed
+// out, and reports whether it did: not once the subscriber has stopped
+// handing out.
+func (s *subscriber) queueTaken(c *claim, deadline time.Time) bool {
 	s.takenMu.Lock()
 	defer s.takenMu.Unlock()
 	if s.takenClosed {
 		return false
 	}
-	s.arm(c, time.Now().Add(s.r.cfg.Timeout))
+	s.arm(c, deadline)
 	s.takenQueue = append(s.takenQueue, c)
 	select {
 	case s.takenReady <- struct{}{}:

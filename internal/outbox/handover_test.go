@@ -14,6 +14,8 @@ import (
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -31,6 +33,9 @@ type handoverFixture struct {
 	cfg       outbox.RelayConfig
 	handle    func(context.Context, outbox.Message) error
 	delivered chan outbox.Message
+	// log is the database's event log, on SQLite only: its transactions
+	// run no hooks.
+	log projections.Log
 	// stop ends the run and waits for Run to return.
 	stop func()
 }
@@ -49,7 +54,7 @@ func newHandoverFixture(t *testing.T, backend string, cfg outbox.RelayConfig, wr
 		f.store, f.runner = db.Outbox(), db.Runner(f.clock.Now)
 	case "sqlite":
 		db := sqlitetest.New(t)
-		f.store, f.runner = db.Outbox(), db.Runner(f.clock.Now)
+		f.store, f.runner, f.log = db.Outbox(), db.Runner(f.clock.Now), db.Log(sqlite.LogConfig{})
 	}
 	for _, w := range wrap {
 		f.store = w(f.store)
@@ -169,6 +174,34 @@ func (f *handoverFixture) idle(t *testing.T) {
 	}
 }
 
+// stored returns the store's record of m.
+func (f *handoverFixture) stored(t *testing.T, m outbox.Message) outbox.Record {
+	t.Helper()
+	rec, err := f.store.Lookup(t.Context(), m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// addLeft commits a message and checks that the relay left it to its
+// claims, as it must when: it is stored due, no attempt counted.
+func (f *handoverFixture) addLeft(t *testing.T, when string) outbox.Message {
+	t.Helper()
+	m := f.message(t, "mail")
+	f.add(t, m)
+	rec, err := f.store.Lookup(t.Context(), m.ID)
+	switch {
+	case errors.Is(err, outbox.ErrNotFound):
+		t.Errorf("a message committed %s was taken, and already delivered", when)
+	case err != nil:
+		t.Fatal(err)
+	case rec.Attempts != 0:
+		t.Errorf("a message committed %s was taken: %d attempts, want 0", when, rec.Attempts)
+	}
+	return m
+}
+
 // gone fails t unless the store no longer holds m.
 func (f *handoverFixture) gone(t *testing.T, m outbox.Message) {
 	t.Helper()
@@ -191,13 +224,18 @@ func TestRelayHandover(t *testing.T) {
 				test func(*testing.T, string)
 			}{
 				{"DeliversWhatItTookAsClaimed", testHandoverDeliversWhatItTookAsClaimed},
+				{"TakesUnderTheTightestLease", testHandoverTakesUnderTheTightestLease},
 				{"GivesTheSlotsOfARollbackBack", testHandoverGivesTheSlotsOfARollbackBack},
 				{"ReleasesWhatItTookWhenItStopsBeforeTheCommit", testHandoverReleasesWhenTheRelayStopsBeforeTheCommit},
-				{"ReleasesWhatACommitLeftTooLittleLease", testHandoverReleasesWhatACommitLeftTooLittleLease},
+				{"ShortensTheHandlersTimeOfALateCommit", testHandoverShortensTheHandlersTimeOfALateCommit},
+				{"ReleasesWhatALateCommitLeftNoTime", testHandoverReleasesWhatALateCommitLeftNoTime},
 				{"LeavesAMessageLeasedWhenItsProcessDies", testHandoverLeavesAMessageLeasedWhenItsProcessDies},
 				{"ClaimsKeyedMessages", testHandoverClaimsKeyedMessages},
+				{"WakesForWhatItLeaves", testHandoverWakesForWhatItLeaves},
+				{"LeavesABatchOfSlotsToTheClaims", testHandoverLeavesABatchOfSlotsToTheClaims},
 				{"ClaimsWhileABacklogDrains", testHandoverClaimsWhileABacklogDrains},
 				{"ClaimsWhileTheBreakerIsOpen", testHandoverClaimsWhileTheBreakerIsOpen},
+				{"TakesNothingFromTransactionsWithoutHooks", testHandoverTakesNothingFromTransactionsWithoutHooks},
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
@@ -245,7 +283,7 @@ func testHandoverDeliversWhatItTookAsClaimed(t *testing.T, backend string) {
 }
 
 // A unit of work that rolls back, or whose Add fails, gives the relay the
-// slots it took; one in a read-only unit of work takes none.
+// slots it took.
 func testHandoverGivesTheSlotsOfARollbackBack(t *testing.T, backend string) {
 	f := running(t, backend, outbox.RelayConfig{})
 	before := f.taken(t)
@@ -259,12 +297,6 @@ func testHandoverGivesTheSlotsOfARollbackBack(t *testing.T, backend string) {
 	})
 	if !errors.Is(err, boom) {
 		t.Fatalf("Do = %v, want %v", err, boom)
-	}
-	err = f.runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		return f.store.Add(ctx, tx, f.message(t, "mail"))
-	})
-	if !errors.Is(err, uow.ErrReadOnly) {
-		t.Fatalf("Add in a read-only unit of work = %v, want %v", err, uow.ErrReadOnly)
 	}
 	// The second Add of one message fails, at once on SQLite, at the
 	// commit on PostgreSQL. A unit of work that ignores its error commits
@@ -306,17 +338,15 @@ func testHandoverReleasesWhenTheRelayStopsBeforeTheCommit(t *testing.T, backend 
 			return err
 		}
 		f.stop()
+		f.clock.Advance(time.Minute)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.store.Lookup(t.Context(), m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Attempts != 0 || !rec.DueAt.Equal(epoch) {
-		t.Errorf("after the commit the message has %d attempts, due %v; want 0, due now (%v)", rec.Attempts, rec.DueAt, epoch)
+	f.idle(t)
+	if rec, want := f.stored(t, m), epoch.Add(time.Minute); rec.Attempts != 0 || !rec.DueAt.Equal(want) {
+		t.Errorf("after the commit the message has %d attempts, due %v; want 0, due at the commit (%v)", rec.Attempts, rec.DueAt, want)
 	}
 	if n := f.taken(t); n != before {
 		t.Errorf("outbox.taken went from %v to %v, want no more", before, n)
@@ -330,14 +360,48 @@ func testHandoverReleasesWhenTheRelayStopsBeforeTheCommit(t *testing.T, backend 
 	}
 }
 
-// A unit of work that commits so late that the lease of what it added no
-// longer leaves a delivery its timeout and its settling gets its messages
-// released, and claimed as any other.
-func testHandoverReleasesWhatACommitLeftTooLittleLease(t *testing.T, backend string) {
+// A unit of work that commits late leaves its handlers what the lease
+// leaves them, once the time to record their outcome is kept.
+func testHandoverShortensTheHandlersTimeOfALateCommit(t *testing.T, backend string) {
+	f := running(t, backend, outbox.RelayConfig{})
+	before := f.taken(t)
+	const late = 10 * time.Second
+	left := make(chan time.Duration, 1)
+	f.handle = func(ctx context.Context, _ outbox.Message) error {
+		deadline, _ := ctx.Deadline()
+		left <- time.Until(deadline)
+		return nil
+	}
+	m := f.message(t, "mail")
+	err := f.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		if err := f.store.Add(ctx, tx, m); err != nil {
+			return err
+		}
+		f.clock.Advance(f.cfg.Lease - f.cfg.Timeout - outbox.SettleTimeout + late)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.next(t); got.ID != m.ID {
+		t.Fatalf("delivered %s, want %s", got.ID, m.ID)
+	}
+	if d, most := <-left, f.cfg.Timeout-late; d > most {
+		t.Errorf("the handler had %s, want at most the %s that the lease leaves it", d, most)
+	}
+	if n := f.taken(t); n != before+1 {
+		t.Errorf("outbox.taken went from %v to %v, want one more", before, n)
+	}
+}
+
+// A unit of work that commits so late that the lease of what it added
+// leaves nothing but the time to record an outcome gets its messages
+// released, and the relay, woken for them, claims them.
+func testHandoverReleasesWhatALateCommitLeftNoTime(t *testing.T, backend string) {
 	f := running(t, backend, outbox.RelayConfig{})
 	before := f.taken(t)
 	m := f.message(t, "mail")
-	late := f.cfg.Lease - f.cfg.Timeout - outbox.SettleTimeout + time.Second
+	late := f.cfg.Lease - outbox.SettleTimeout
 	err := f.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 		if err := f.store.Add(ctx, tx, m); err != nil {
 			return err
@@ -348,19 +412,26 @@ func testHandoverReleasesWhatACommitLeftTooLittleLease(t *testing.T, backend str
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.store.Lookup(t.Context(), m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := epoch.Add(late); rec.Attempts != 0 || !rec.DueAt.Equal(want) {
-		t.Errorf("after the commit the message has %d attempts, due %v; want 0, due at the commit (%v)", rec.Attempts, rec.DueAt, want)
+	if got := f.next(t); got.ID != m.ID || got.Attempts != 1 {
+		t.Errorf("delivered %s at attempt %d, want %s at attempt 1", got.ID, got.Attempts, m.ID)
 	}
 	if n := f.taken(t); n != before {
 		t.Errorf("outbox.taken went from %v to %v, want no more", before, n)
 	}
-	f.stop()
-	if stats, err := f.relay.Drain(t.Context()); err != nil || stats.Delivered != 1 {
-		t.Errorf("Drain: %+v, %v; want the message delivered", stats, err)
+}
+
+// Under the shortest lease a valid config allows, the relay still takes:
+// its handlers get the timeout less the time the unit of work took.
+func testHandoverTakesUnderTheTightestLease(t *testing.T, backend string) {
+	f := running(t, backend, outbox.RelayConfig{Timeout: time.Minute, Lease: time.Minute + outbox.SettleTimeout})
+	before := f.taken(t)
+	m := f.message(t, "mail")
+	f.add(t, m)
+	if got := f.next(t); got.ID != m.ID {
+		t.Fatalf("delivered %s, want %s", got.ID, m.ID)
+	}
+	if n := f.taken(t); n != before+1 {
+		t.Errorf("outbox.taken went from %v to %v, want one more", before, n)
 	}
 }
 
@@ -375,9 +446,13 @@ func testHandoverLeavesAMessageLeasedWhenItsProcessDies(t *testing.T, backend st
 		<-release
 		return errors.New("too late")
 	}
+	before := f.taken(t)
 	m := f.message(t, "mail")
 	f.add(t, m)
 	<-started
+	if n := f.taken(t); n != before+1 {
+		t.Fatalf("outbox.taken went from %v to %v, want one more", before, n)
+	}
 	// Another process, with a relay of its own on the same database.
 	other, err := outbox.NewRelay(f.store, map[string]outbox.Handler{
 		"mail": func(_ context.Context, got outbox.Message) error {
@@ -443,7 +518,6 @@ func testHandoverClaimsWhileABacklogDrains(t *testing.T, backend string) {
 		return gate
 	})
 	open := sync.OnceFunc(func() { close(gate.open) })
-	t.Cleanup(open)
 	// Due before the relay starts: its first claim comes back full, and
 	// its next ones wait at the gate, each with its slot, which leaves
 	// more than a batch's worth free.
@@ -453,16 +527,9 @@ func testHandoverClaimsWhileABacklogDrains(t *testing.T, backend string) {
 	}
 	f.add(t, backlog...)
 	f.start(t)
+	t.Cleanup(open) // Before the run stops: its claims wait at the gate.
 	f.next(t)
-	m := f.message(t, "mail")
-	f.add(t, m)
-	rec, err := f.store.Lookup(t.Context(), m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Attempts != 0 {
-		t.Errorf("a message committed during a backlog was taken: %d attempts, want 0", rec.Attempts)
-	}
+	f.addLeft(t, "during a backlog")
 	open()
 	for range len(backlog) {
 		f.next(t)
@@ -488,16 +555,75 @@ func testHandoverClaimsWhileTheBreakerIsOpen(t *testing.T, backend string) {
 		<-failed
 	}
 	f.idle(t)
-	m := f.message(t, "mail")
-	f.add(t, m)
-	rec, err := f.store.Lookup(t.Context(), m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Attempts != 0 {
-		t.Errorf("a message of a topic whose breaker is open was taken: %d attempts, want 0", rec.Attempts)
-	}
+	f.addLeft(t, "while its topic's breaker is open")
 	if n := f.taken(t); n != before+3 {
 		t.Errorf("outbox.taken went from %v to %v, want the three that failed", before, n)
 	}
+}
+
+// An Add whose messages the relay takes only in part wakes the relays for
+// the rest.
+func testHandoverWakesForWhatItLeaves(t *testing.T, backend string) {
+	f := running(t, backend, outbox.RelayConfig{})
+	before := f.taken(t)
+	taken, keyed := f.message(t, "mail"), f.message(t, "mail")
+	keyed.Key = "ada"
+	f.add(t, taken, keyed)
+	got := map[uuid.UUID]bool{f.next(t).ID: true, f.next(t).ID: true}
+	if !got[taken.ID] || !got[keyed.ID] {
+		t.Errorf("delivered %v, want %s and %s", got, taken.ID, keyed.ID)
+	}
+	if n := f.taken(t); n != before+1 {
+		t.Errorf("outbox.taken went from %v to %v, want one more", before, n)
+	}
+}
+
+// The relay takes while more than a batch's worth of its slots are free,
+// so that its claims always find room for one.
+func testHandoverLeavesABatchOfSlotsToTheClaims(t *testing.T, backend string) {
+	f := running(t, backend, outbox.RelayConfig{Batch: 2})
+	before := f.taken(t)
+	release := make(chan struct{})
+	open := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(open)
+	f.handle = func(context.Context, outbox.Message) error {
+		<-release
+		return nil
+	}
+	slots := outbox.HeldBatches * f.cfg.Batch
+	sent := 0
+	for ; sent <= slots; sent++ {
+		f.add(t, f.message(t, "mail"))
+		if f.taken(t) == before+float64(sent) {
+			break // This one was left.
+		}
+	}
+	if want := slots - f.cfg.Batch; f.taken(t) != before+float64(want) {
+		t.Errorf("the relay took %v while its handlers held their slots, want %d: all but a batch", f.taken(t)-before, want)
+	}
+	open()
+	for range sent + 1 {
+		f.next(t)
+	}
+}
+
+// A transaction that runs no hooks, such as those in which SQLite's log
+// applies events or catalogues projections, cannot hand a relay what it
+// would take, nor give it back: the relay takes none of its messages.
+func testHandoverTakesNothingFromTransactionsWithoutHooks(t *testing.T, backend string) {
+	f := running(t, backend, outbox.RelayConfig{})
+	if f.log == nil {
+		return // Every PostgreSQL transaction that may add messages runs them.
+	}
+	m := f.message(t, "mail")
+	err := f.log.Catalog(t.Context(), "handover", 1, func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error) {
+		return v, f.store.Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := f.stored(t, m); rec.Attempts != 0 {
+		t.Errorf("a message added in the log's transaction was taken: %d attempts, want 0", rec.Attempts)
+	}
+	f.idle(t)
 }

@@ -127,8 +127,9 @@ func (m *relayMetrics) observeDuration(ctx context.Context, topic, outcome strin
 	m.duration.Record(ctx, d.Seconds(), opt)
 }
 
-// tookOver counts the messages of hs, taken from the [Handover], by topic.
-func (m *relayMetrics) tookOver(hs []*held) {
+// countTaken counts the messages of hs, taken from the [Handover], by
+// topic.
+func (m *relayMetrics) countTaken(hs []*held) {
 	ctx := context.Background()
 	for _, h := range hs {
 		m.taken.Add(ctx, 1, m.topic(h.msg.Topic))

@@ -188,8 +188,9 @@ func (r *Relay) Close() error {
 
 // Wait returns once every message the relay holds is settled: in
 // particular once the handlers that [Relay.Drain] left running past their
-// timeout have returned and their outcomes are recorded. It returns ctx's
-// error if ctx ends first.
+// timeout have returned and their outcomes are recorded, and once the
+// units of work that it took messages from ([Handover]) have ended and
+// their messages are settled. It returns ctx's error if ctx ends first.
 func (r *Relay) Wait(ctx context.Context) error {
 	return r.sem.waitIdle(ctx)
 }

@@ -5,10 +5,12 @@ import (
 	"sync"
 )
 
-// semaphore bounds how many messages a relay holds: claimed and not yet
-// settled in the store. A message acquires a slot when it is claimed and
-// releases it once its outcome is recorded (its acknowledgement written,
-// its retry or burial recorded, or its release to the store).
+// semaphore bounds how many messages a relay holds: claimed, or taken from
+// a unit of work ([Handover]), and not yet settled in the store. A message
+// acquires a slot when it is claimed or taken and releases it once its
+// outcome is recorded (its acknowledgement written, its retry or burial
+// recorded, or its release to the store), or once the unit of work that
+// it was taken from rolls back.
 type semaphore struct {
 	mu   sync.Mutex
 	free int

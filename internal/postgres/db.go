@@ -203,6 +203,13 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, opts ...Option) (*DB, 
 	return db, nil
 }
 
+// wakeRelays wakes the relays of this DB: those of this process at once,
+// those of others through the DB's notifier.
+func (db *DB) wakeRelays() {
+	db.wake.Wake()
+	db.notifier.notify()
+}
+
 // main returns the main pool for statements outside a unit of work.
 func (db *DB) main() pooled { return pooled{pool: db.pool, set: db.local} }
 

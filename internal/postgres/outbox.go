@@ -88,9 +88,10 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	if err != nil {
 		return wrap(err)
 	}
-	// A read-only unit of work refuses the INSERT and never commits.
+	// Only a unit of work that runs its hooks can hand a relay what it
+	// took, or give it back.
 	var taken *outbox.Taken
-	if _, ro := pt.q.(readOnlyTx); !ro {
+	if pt.hooked {
 		taken = o.db.handover.Take(origin, msgs)
 	}
 	// A message is due at its creation, unless a relay took it: then it
@@ -141,7 +142,11 @@ ORDER BY n`
 		return err
 	}
 	if taken.Len() > 0 {
-		pt.onEnd(taken.Committed, taken.RolledBack)
+		pt.onEnd(func() {
+			if !taken.Committed() {
+				o.db.wakeRelays() // They were released, due at once.
+			}
+		}, taken.RolledBack)
 	}
 	if taken.Len() < len(msgs) {
 		pt.wakeRelays()

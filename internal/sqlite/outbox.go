@@ -70,9 +70,10 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	if err != nil {
 		return fmt.Errorf("outbox: add: %w", err)
 	}
-	// A read-only unit of work refuses the INSERT and never commits.
+	// Only a unit of work that runs its hooks can hand a relay what it
+	// took, or give it back.
 	var taken *outbox.Taken
-	if !st.readOnly {
+	if st.hooked {
 		taken = st.db.handover.Take(origin, msgs)
 	}
 	err = st.atomically(ctx, len(msgs) > addChunk || keyed > 0, func() error {
@@ -118,7 +119,11 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 		return fmt.Errorf("outbox: add: %w", err)
 	}
 	if taken.Len() > 0 {
-		st.onEnd(taken.Committed, taken.RolledBack)
+		st.onEnd(func() {
+			if !taken.Committed() {
+				st.db.wake.Wake() // They were released, due at once.
+			}
+		}, taken.RolledBack)
 	}
 	// The messages left are in t's database: wake its relays once t
 	// commits, once however many Adds it made, whichever Outbox value made
