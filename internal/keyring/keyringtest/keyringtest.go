@@ -120,7 +120,8 @@ func testRoundTrip(t *testing.T, h Harness) {
 	k := ring(t, h, "a")
 	one := seal(t, h, k, "user:1", "ada@example.com")
 	two := seal(t, h, k, "user:1", "ada@example.com")
-	if one == two || strings.Contains(one, "ada") || !keyring.Sealed(one) {
+	// Random base64 holds "ada" now and then; never "@".
+	if one == two || strings.Contains(one, "ada@example.com") || !keyring.Sealed(one) {
 		t.Errorf("sealed values %q and %q: want two different values that hide the address", one, two)
 	}
 	wantOpen(t, h, k, "user:1", one, "ada@example.com")
