@@ -426,7 +426,16 @@ func testHandoverTakesUnderTheTightestLease(t *testing.T, backend string) {
 	f := running(t, backend, outbox.RelayConfig{Timeout: time.Minute, Lease: time.Minute + outbox.SettleTimeout})
 	before := f.taken(t)
 	m := f.message(t, "mail")
-	f.add(t, m)
+	err := f.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		if err := f.store.Add(ctx, tx, m); err != nil {
+			return err
+		}
+		f.clock.Advance(time.Second) // The unit of work takes a while.
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := f.next(t); got.ID != m.ID {
 		t.Fatalf("delivered %s, want %s", got.ID, m.ID)
 	}
