@@ -84,10 +84,12 @@ func (h *Handover) Take(origin Origin, msgs []Message) *Taken {
 // Taken is what a relay took of the messages of one Add.
 type Taken struct {
 	sub *subscriber
-	// held are the messages taken, in the order of the Add, and leases
-	// the lease of each message of the Add, zero for one not taken.
-	held   []*held
-	leases []Lease
+	// claimed are the messages taken, in the order of the Add, as a claim
+	// until until would return them; leases is the lease of each message
+	// of the Add, zero for one not taken.
+	claimed []Claimed
+	until   time.Time
+	leases  []Lease
 }
 
 // Lease returns the lease under which the i-th message of the Add is to be
@@ -104,7 +106,7 @@ func (t *Taken) Len() int {
 	if t == nil {
 		return 0
 	}
-	return len(t.held)
+	return len(t.claimed)
 }
 
 // Committed hands the messages taken to their relay, once the unit of work
@@ -126,7 +128,7 @@ func (t *Taken) RolledBack() {
 	if t == nil {
 		return
 	}
-	t.sub.r.sem.release(len(t.held))
+	t.sub.r.sem.release(len(t.claimed))
 }
 
 // take takes what the relay may deliver at once of msgs, or returns nil.
@@ -145,12 +147,11 @@ func (s *subscriber) take(origin Origin, msgs []Message) *Taken {
 			break
 		}
 		if t == nil {
-			t = &Taken{sub: s, leases: make([]Lease, len(msgs))}
+			t = &Taken{sub: s, until: until, leases: make([]Lease, len(msgs))}
 		}
 		m.Attempts = 1
-		l := Lease{ID: m.ID, Attempts: 1, Until: until}
-		t.leases[i] = l
-		t.held = append(t.held, &held{msg: m, origin: origin, lease: l})
+		t.leases[i] = Lease{ID: m.ID, Attempts: 1, Until: until}
+		t.claimed = append(t.claimed, Claimed{Message: m, Origin: origin})
 	}
 	return t
 }
@@ -160,12 +161,7 @@ func (s *subscriber) take(origin Origin, msgs []Message) *Taken {
 // when the relay has stopped or their lease leaves their handlers no time.
 func (s *subscriber) deliverTaken(t *Taken) bool {
 	r := s.r
-	c := &claim{msgs: t.held, until: t.held[0].lease.Until}
-	for _, h := range c.msgs {
-		h.claim = c
-	}
-	c.left.Store(int64(len(c.msgs)))
-	r.inflight.add(c)
+	c := r.hold(&claim{until: t.until}, t.claimed, len(t.claimed))
 	left := min(r.cfg.Timeout, c.until.Sub(r.now())-SettleTimeout)
 	if left <= 0 || !s.queueTaken(c, time.Now().Add(left)) {
 		r.release(context.Background(), c.msgs)

@@ -119,7 +119,8 @@ func asTx(t uow.Tx) (*tx, error) {
 // stores keep. After a commit it runs the transaction's after-commit
 // hooks, by which [Outbox.Add] wakes the relays of this process and hands
 // them what they took; after a rollback, or a failed commit, its
-// after-rollback hooks, by which Add gives back what they took. In a trace, the unit of work is a span of its own ([unitSpan]).
+// after-rollback hooks, by which Add gives back what they took. In a
+// trace, the unit of work is a span of its own ([unitSpan]).
 //
 // When another process holds the write lock for longer than the busy
 // timeout, the error (of beginning, of fn or of committing) wraps
