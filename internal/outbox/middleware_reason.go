@@ -10,7 +10,8 @@ import (
 
 // reason is router middleware that keeps why a handler failed in the
 // message's [MetadataReason], which the relay records as the message's last
-// error when the message is nacked. A panic, recovered by the middleware
+// error when the message is nacked, and marks a failure that wraps
+// [ErrPermanent] with [MetadataPermanent]. A panic, recovered by the middleware
 // inside it, is logged with its stack and kept as "panic: " and its value.
 func (r *Relay) reason(h message.HandlerFunc) message.HandlerFunc {
 	return func(wm *message.Message) ([]*message.Message, error) {
@@ -28,6 +29,9 @@ func (r *Relay) reason(h message.HandlerFunc) message.HandlerFunc {
 				"id", wm.UUID, "topic", wm.Metadata.Get(MetadataTopic), "panic", p.V, "stack", p.Stacktrace)
 		}
 		wm.Metadata.Set(MetadataReason, reason)
+		if errors.Is(err, ErrPermanent) {
+			wm.Metadata.Set(MetadataPermanent, "true")
+		}
 		return out, err
 	}
 }

@@ -24,6 +24,14 @@ import (
 // the message later.
 type Handler func(ctx context.Context, m Message) error
 
+// ErrPermanent, wrapped in a [Handler]'s error, says that the message can
+// never be delivered: the destination answered and refused it for good (a
+// mail server that knows no such mailbox), or the message cannot be read.
+// The relay buries such a message at once instead of retrying it, and its
+// topic's breaker counts the answer as a sign that the destination works.
+// An operator can still requeue it once the cause is mended.
+var ErrPermanent = errors.New("outbox: permanent failure")
+
 var (
 	errNoHandler   = errors.New("no handler for topic")
 	errOverclaimed = errors.New("claimed more often than allowed without finishing")
@@ -45,7 +53,8 @@ const HeldBatches = 8
 // and settle its outcome the same way: a success is acknowledged, an error
 // is retried after [Backoff], and a message is buried once its topic's
 // [RetryPolicy] is spent ([RelayConfig.MaxAttempts] failures unless
-// [WithRetryPolicy] says otherwise), when its topic has no handler, or when
+// [WithRetryPolicy] says otherwise), when its handler's error wraps
+// [ErrPermanent], when its topic has no handler, or when
 // it was claimed again after its policy was spent without finishing, since
 // it may be what crashes the relay.
 //

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -305,6 +306,7 @@ func TestRelayOutcome(t *testing.T) {
 	t.Run("treats a panic as a failure", testRelayTreatsPanicAsFailure)
 	t.Run("keeps the reason of a retry", testRelayKeepsTheReasonOfARetry)
 	t.Run("buries a message that fails on its own", testRelayBuriesAMessageThatFailsOnItsOwn)
+	t.Run("buries a permanent failure at once", testRelayBuriesAPermanentFailureAtOnce)
 }
 
 func testRelayBuriesAfterMaxAttempts(t *testing.T) {
@@ -508,6 +510,43 @@ func testRelayBuriesAMessageThatFailsOnItsOwn(t *testing.T) {
 	}
 	if b := f.buried(t, poison.ID); b.Attempts != 3 {
 		t.Errorf("buried after %d attempts, want 3", b.Attempts)
+	}
+	if got := collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]; got != 0 {
+		t.Errorf("breaker state %v, want 0 (closed)", got)
+	}
+}
+
+// A handler's error that wraps ErrPermanent buries its message at its
+// first try, with the error as its reason, and does not count against
+// the breaker: the destination answered. Failures as many as these, not
+// permanent, would open it.
+func testRelayBuriesAPermanentFailureAtOnce(t *testing.T) {
+	opt, reader := meter()
+	f := newFixture(t, opt) // MaxAttempts 3
+	calls := 0
+	f.handle = func(context.Context, outbox.Message) error {
+		calls++
+		return fmt.Errorf("550 5.1.1 no such mailbox: %w", outbox.ErrPermanent)
+	}
+	var added []outbox.Message
+	for range 4 {
+		added = append(added, f.add(t, "mail"))
+	}
+	if got := f.drain(t); got.Claimed != 4 || got.Buried != 4 || got.Retried != 0 {
+		t.Errorf("drain: %+v, want 4 claimed and buried, none retried", got)
+	}
+	f.now = f.now.Add(24 * time.Hour)
+	if got := f.drain(t); got.Claimed != 0 {
+		t.Errorf("a buried message was claimed again: %+v", got)
+	}
+	if calls != 4 {
+		t.Errorf("handler called %d times, want once a message", calls)
+	}
+	for _, m := range added {
+		b := f.buried(t, m.ID)
+		if b.Attempts != 1 || !strings.HasPrefix(b.LastError, "550 5.1.1 no such mailbox: ") {
+			t.Errorf("buried after %d attempts with reason %q, want 1 and the handler's error", b.Attempts, b.LastError)
+		}
 	}
 	if got := collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]; got != 0 {
 		t.Errorf("breaker state %v, want 0 (closed)", got)

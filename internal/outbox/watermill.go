@@ -25,6 +25,9 @@ const (
 	// message's last error, as Watermill's poison middleware keeps its
 	// reason.
 	MetadataReason = "outbox_reason"
+	// MetadataPermanent is set, by the same middleware, when the
+	// handler's error wraps [ErrPermanent].
+	MetadataPermanent = "outbox_permanent"
 	// MetadataDuration is how long the handler took, in nanoseconds, set
 	// by a middleware for the relay's outbox.delivery.duration.
 	MetadataDuration = "outbox_duration_ns"
