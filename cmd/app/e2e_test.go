@@ -176,10 +176,11 @@ func endToEnd(t *testing.T, database e2eDatabase) {
 }
 
 // TestRefusedMailIsRetriedThenBuried drives the relay by hand on a clock of
-// its own against an SMTP server that refuses every recipient: the message
-// is retried after each backoff, never before, buried on its last attempt
-// with the server's reply as its reason, and no mail is sent. Once the
-// server accepts again, a new message is delivered on the first pass.
+// its own against an SMTP server that refuses every recipient for now: the
+// message is retried after each backoff, never before, buried on its last
+// attempt with the server's reply as its reason, and no mail is sent. Once
+// the server accepts again, a new message is delivered on the first pass;
+// one whose recipient the server refuses for good is buried on its first.
 func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -212,7 +213,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 		}
 	}
 
-	mx.Refuse(550, "5.1.1 mailbox unavailable")
+	mx.Refuse(450, "4.2.1 mailbox unavailable")
 	if err := users.RequestSignInLink(ctx, "ada@example.com"); err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +226,8 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(rec.LastError, "550") || !strings.Contains(rec.LastError, "5.1.1 mailbox unavailable") {
-			t.Errorf("attempt %d: last error %q, want the server's 550 reply", attempt, rec.LastError)
+		if !strings.Contains(rec.LastError, "450") || !strings.Contains(rec.LastError, "4.2.1 mailbox unavailable") {
+			t.Errorf("attempt %d: last error %q, want the server's 450 reply", attempt, rec.LastError)
 		}
 		if want := clock.Now().Add(outbox.Backoff(attempt)); !rec.DueAt.Equal(want) {
 			t.Errorf("attempt %d: due at %s, want now + Backoff(%d) = %s", attempt, rec.DueAt, attempt, want)
@@ -256,8 +257,8 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 		t.Errorf("buried message: topic %q, %d attempts, buried at %s; want %s after %d attempts",
 			b.Topic, b.Attempts, b.BuriedAt, mail.TopicLoginLink, maxAttempts)
 	}
-	if !strings.Contains(b.LastError, "550") || !strings.Contains(b.LastError, "5.1.1 mailbox unavailable") {
-		t.Errorf("buried with reason %q, want the server's 550 reply", b.LastError)
+	if !strings.Contains(b.LastError, "450") || !strings.Contains(b.LastError, "4.2.1 mailbox unavailable") {
+		t.Errorf("buried with reason %q, want the server's 450 reply", b.LastError)
 	}
 	if b.LastError != reason {
 		t.Errorf("buried with reason %q, want the same SMTP error as the retries: %q", b.LastError, reason)
@@ -290,6 +291,22 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 	}
 	if rec, err := db.Outbox().Lookup(ctx, id); err != nil || rec.BuriedAt.IsZero() {
 		t.Errorf("the buried message after the delivery: %+v, %v; want it still buried", rec, err)
+	}
+
+	// A recipient that the server refuses for good: buried at once.
+	mx.Refuse(550, "5.1.1 no such mailbox")
+	if err := users.RequestSignInLink(ctx, "nobody@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	gone := added.only(t)
+	drain(outbox.DrainStats{Claimed: 1, Buried: 1})
+	rec, err := db.Outbox().Lookup(ctx, gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.BuriedAt.IsZero() || rec.Attempts != 1 || !strings.Contains(rec.LastError, "5.1.1 no such mailbox") {
+		t.Errorf("refused for good: buried at %s after %d attempts, reason %q; want buried after 1 with the server's reply",
+			rec.BuriedAt, rec.Attempts, rec.LastError)
 	}
 }
 

@@ -125,9 +125,35 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
 		if ctx.Err() != nil {
 			err = errors.Join(ctx.Err(), err)
 		}
-		return fmt.Errorf("smtp: send %s: %w", m.MessageID, redacted{err: err, messageID: m.MessageID, local: localPart(m.To)})
+		err = redacted{err: err, messageID: m.MessageID, local: localPart(m.To)}
+		if refusedForGood(err) {
+			return fmt.Errorf("smtp: send %s: %w: %w", m.MessageID, mail.ErrRefused, err)
+		}
+		return fmt.Errorf("smtp: send %s: %w", m.MessageID, err)
 	}
 	return nil
+}
+
+// refusedForGood reports whether err, of a send, is the server's
+// permanent refusal of the recipient ([mail.ErrRefused]): a 5xx reply to
+// RCPT TO whose enhanced status code speaks of the address (5.1.x), or,
+// from a server that sends no such code, 550, 551 or 553. Other refusals
+// ("5.7.1 relaying denied", or a refusal of MAIL FROM) speak of this
+// service's account or configuration, which an operator mends, so their
+// mails are tried again.
+func refusedForGood(err error) bool {
+	var se *gomail.SendError
+	if !errors.As(err, &se) || se.Reason != gomail.ErrSMTPRcptTo || se.IsTemp() {
+		return false
+	}
+	if code := se.EnhancedStatusCode(); code != "" {
+		return strings.HasPrefix(code, "5.1.")
+	}
+	switch se.ErrorCode() {
+	case 550, 551, 553:
+		return true
+	}
+	return false
 }
 
 // stopConn is a connection whose reads and writes fail at once past the

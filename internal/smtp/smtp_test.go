@@ -126,3 +126,43 @@ func TestSendErrorsKeepNoAddress(t *testing.T) {
 		})
 	}
 }
+
+// A refusal of the recipient for good wraps mail.ErrRefused, so that its
+// message is buried at once; every other refusal is tried again.
+func TestSendRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		code    int
+		reply   string
+		forGood bool
+	}{
+		{"NoSuchMailbox", 550, "5.1.1 no such mailbox", true},
+		{"BadAddressSyntax", 553, "5.1.3 bad destination mailbox address syntax", true},
+		{"NoEnhancedCode", 550, "mailbox unavailable", true},
+		{"NotLocalNoEnhancedCode", 551, "user not local", true},
+		{"RelayingDenied", 550, "5.7.1 relaying denied", false},
+		{"TransactionFailed", 554, "transaction failed", false},
+		{"MailboxBusy", 450, "4.2.1 mailbox busy, try later", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := smtptest.NewServer(t)
+			srv.Refuse(tc.code, tc.reply)
+			s, err := smtp.New(srv.URL(), time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: "ada@example.com", Subject: "s", MessageID: "id@accounts.test", Text: "t"})
+			if err == nil {
+				t.Fatal("Send to a refused recipient succeeded")
+			}
+			if got := errors.Is(err, mail.ErrRefused); got != tc.forGood {
+				t.Errorf("%d %s: errors.Is(err, mail.ErrRefused) = %t, want %t (err: %v)", tc.code, tc.reply, got, tc.forGood, err)
+			}
+			if !strings.Contains(err.Error(), tc.reply) {
+				t.Errorf("Send's error %q lacks the server's reply", err)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -30,6 +31,12 @@ type Mail struct {
 type Sender interface {
 	Send(ctx context.Context, m Mail) error
 }
+
+// ErrRefused, wrapped in a [Sender]'s error, says that the recipient's
+// mail server refused the address for good: it has no such mailbox. The
+// handlers fail such a mail as [outbox.ErrPermanent], so that its message
+// is buried at once instead of tried again.
+var ErrRefused = errors.New("mail: recipient refused for good")
 
 // Config is what the handlers need besides a sender.
 type Config struct {
@@ -76,7 +83,8 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 		return func(ctx context.Context, m outbox.Message) error {
 			var link Link
 			if err := json.Unmarshal(m.Payload, &link); err != nil {
-				return fmt.Errorf("mail: %s %s: decode: %w", topic, m.ID, err)
+				// No later try reads it better.
+				return fmt.Errorf("mail: %s %s: decode: %w: %w", topic, m.ID, outbox.ErrPermanent, err)
 			}
 			if topic != TopicEmailTaken && link.Code == "" {
 				// The sweep redacted a buried message, whose link had
@@ -111,6 +119,9 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 				Text:      text.String(),
 				HTML:      html.String(),
 			}); err != nil {
+				if errors.Is(err, ErrRefused) {
+					return fmt.Errorf("%w: %w", outbox.ErrPermanent, err)
+				}
 				return err
 			}
 			// Never the link or the code: the log outlives the message.

@@ -2,6 +2,7 @@ package mail_test
 
 import (
 	"encoding/json"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -144,5 +145,26 @@ func TestRefusedMailIsAnErrorWithTheServersReason(t *testing.T) {
 	err := handlers[mail.TopicLoginLink](t.Context(), message(t, mail.TopicLoginLink, link))
 	if err == nil || !strings.Contains(err.Error(), "550") || !strings.Contains(err.Error(), "mailbox unavailable") {
 		t.Errorf("refused mail: %v, want an error with the server's 550 reply", err)
+	}
+	if !errors.Is(err, outbox.ErrPermanent) {
+		t.Errorf("a recipient refused for good: %v, want outbox.ErrPermanent, so it is not tried again", err)
+	}
+}
+
+// A refusal the server may lift, and a payload that does not decode, are
+// the two sides of the handler's permanence: the first is tried again,
+// the second never reads better.
+func TestFailuresThatArePermanentAndNot(t *testing.T) {
+	srv, handlers := setup(t)
+	srv.Refuse(450, "4.2.1 mailbox busy")
+	link := mail.Link{To: "ada@example.com", URL: "https://accounts.test/sign-in?code=x", Code: "x", ExpiresAt: now.Add(time.Minute)}
+	err := handlers[mail.TopicLoginLink](t.Context(), message(t, mail.TopicLoginLink, link))
+	if err == nil || errors.Is(err, outbox.ErrPermanent) {
+		t.Errorf("a refusal for now: %v, want an error to retry, not outbox.ErrPermanent", err)
+	}
+	bad := message(t, mail.TopicLoginLink, link)
+	bad.Payload = []byte(`{"to":`)
+	if err := handlers[mail.TopicLoginLink](t.Context(), bad); !errors.Is(err, outbox.ErrPermanent) {
+		t.Errorf("a payload that does not decode: %v, want outbox.ErrPermanent", err)
 	}
 }
