@@ -90,14 +90,16 @@ func EncodeOrigin(o Origin) ([]byte, error) {
 }
 
 // DecodeOrigin returns the origin that [EncodeOrigin] made of b; empty b
-// (NULL) is the zero Origin.
+// (NULL) is the zero Origin. Its error is meant for a store to wrap with
+// what it was doing ("outbox: claim ID: decode origin: ..."), so it does
+// not begin with the package's name.
 func DecodeOrigin(b []byte) (Origin, error) {
 	var o Origin
 	if len(b) == 0 {
 		return o, nil
 	}
 	if err := json.Unmarshal(b, &o); err != nil {
-		return Origin{}, fmt.Errorf("outbox: decode origin: %w", err)
+		return Origin{}, fmt.Errorf("decode origin: %w", err)
 	}
 	return o, nil
 }
