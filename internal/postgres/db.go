@@ -121,10 +121,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 // pool_max_conns. A unit of work holds its connection while the app works
 // between its round trips, so the server sits idle on each connection part
 // of the time, and it takes a few connections per server core to keep the
-// server busy: pgx's default, the number of the app's cores and at least
-// 4, capped sign-ins on two cores at about 2,500/s, 16 let them reach
-// 3,300/s (see README.md).
-const DefaultMaxConns = 16
+// server busy; too many, and the server's processes crowd its cores. On
+// two cores pgx's default (the app's cores, at least 4) left the server
+// idle, and 8 gave 2–24% more sign-ins than 16 in eight pairs of runs,
+// with no worse a commit latency (docs/benchmarks.md). Set pool_max_conns
+// to a few times the database's cores.
+const DefaultMaxConns = 8
 
 // ParseConfig parses url as [Open] does, with [DefaultMaxConns] unless url
 // sets pool_max_conns.
