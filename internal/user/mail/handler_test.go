@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,33 +139,40 @@ func TestRedactedLinkIsDroppedNotSent(t *testing.T) {
 	}
 }
 
-func TestRefusedMailIsAnErrorWithTheServersReason(t *testing.T) {
-	srv, handlers := setup(t)
-	srv.Refuse(550, "mailbox unavailable")
+// A refused mail is an error with the server's reply. A refusal of the
+// recipient for good, and a payload that does not decode, wrap
+// outbox.ErrPermanent, so that the relay buries them at once; a refusal
+// the server may lift does not.
+func TestRefusedMail(t *testing.T) {
+	t.Parallel()
 	link := mail.Link{To: "ada@example.com", URL: "https://accounts.test/sign-in?code=x", Code: "x", ExpiresAt: now.Add(time.Minute)}
-	err := handlers[mail.TopicLoginLink](t.Context(), message(t, mail.TopicLoginLink, link))
-	if err == nil || !strings.Contains(err.Error(), "550") || !strings.Contains(err.Error(), "mailbox unavailable") {
-		t.Errorf("refused mail: %v, want an error with the server's 550 reply", err)
+	for _, tc := range []struct {
+		name      string
+		code      int
+		reply     string
+		permanent bool
+	}{
+		{"ForGood", 550, "mailbox unavailable", true},
+		{"ForNow", 450, "4.2.1 mailbox busy", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, handlers := setup(t)
+			srv.Refuse(tc.code, tc.reply)
+			err := handlers[mail.TopicLoginLink](t.Context(), message(t, mail.TopicLoginLink, link))
+			if err == nil || !strings.Contains(err.Error(), strconv.Itoa(tc.code)) || !strings.Contains(err.Error(), tc.reply) {
+				t.Errorf("refused mail: %v, want an error with the server's reply %d %s", err, tc.code, tc.reply)
+			}
+			if got := errors.Is(err, outbox.ErrPermanent); got != tc.permanent {
+				t.Errorf("errors.Is(%v, outbox.ErrPermanent) = %t, want %t", err, got, tc.permanent)
+			}
+		})
 	}
-	if !errors.Is(err, outbox.ErrPermanent) {
-		t.Errorf("a recipient refused for good: %v, want outbox.ErrPermanent, so it is not tried again", err)
-	}
-}
-
-// A refusal the server may lift, and a payload that does not decode, are
-// the two sides of the handler's permanence: the first is tried again,
-// the second never reads better.
-func TestFailuresThatArePermanentAndNot(t *testing.T) {
-	srv, handlers := setup(t)
-	srv.Refuse(450, "4.2.1 mailbox busy")
-	link := mail.Link{To: "ada@example.com", URL: "https://accounts.test/sign-in?code=x", Code: "x", ExpiresAt: now.Add(time.Minute)}
-	err := handlers[mail.TopicLoginLink](t.Context(), message(t, mail.TopicLoginLink, link))
-	if err == nil || errors.Is(err, outbox.ErrPermanent) {
-		t.Errorf("a refusal for now: %v, want an error to retry, not outbox.ErrPermanent", err)
-	}
-	bad := message(t, mail.TopicLoginLink, link)
-	bad.Payload = []byte(`{"to":`)
-	if err := handlers[mail.TopicLoginLink](t.Context(), bad); !errors.Is(err, outbox.ErrPermanent) {
-		t.Errorf("a payload that does not decode: %v, want outbox.ErrPermanent", err)
-	}
+	t.Run("PayloadThatDoesNotDecode", func(t *testing.T) {
+		_, handlers := setup(t)
+		bad := message(t, mail.TopicLoginLink, link)
+		bad.Payload = []byte(`{"to":`)
+		if err := handlers[mail.TopicLoginLink](t.Context(), bad); !errors.Is(err, outbox.ErrPermanent) {
+			t.Errorf("a payload that does not decode: %v, want outbox.ErrPermanent", err)
+		}
+	})
 }
