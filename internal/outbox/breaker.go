@@ -57,6 +57,11 @@ func (s breakerState) String() string {
 // per opening, and a probe that ends its message's attempts buries it as any
 // failure does.
 //
+// A failure that is permanent ([ErrPermanent]) says nothing of whether the
+// destination works (the message may not have reached it): it counts
+// neither way, and a probe that ends so leaves the breaker half-open for
+// the next claim to probe again.
+//
 // Two messages of a quiet topic that each fail on their own, with nothing
 // delivered between them, look like an outage and open the breaker; they
 // are then tried one at a time, as probes, at the probes' pace rather than
@@ -177,6 +182,17 @@ func (b *breakers) next() (time.Time, bool) {
 		}
 	}
 	return at, !at.IsZero()
+}
+
+// unprobed records that the delivery of message id of topic failed for
+// good, which counts neither way: when it was the probe, the next claim
+// probes again.
+func (b *breakers) unprobed(topic string, id uuid.UUID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if br := b.topics[topic]; br != nil && br.state == breakerHalfOpen && br.probe == id {
+		br.probe = uuid.Nil
+	}
 }
 
 // record counts the outcome of one delivery of message id of topic.

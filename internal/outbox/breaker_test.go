@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,6 +84,52 @@ func TestRelayBreaker(t *testing.T) {
 	t.Run("stops a topic whose deliveries all fail", testRelayBreakerStopsATopicWhoseDeliveriesAllFail)
 	t.Run("left half-open without a probe when the batch is full", testBreakerLeftHalfOpenWithoutAProbeWhenTheBatchIsFull)
 	t.Run("left half-open when the probe's claim fails", testBreakerLeftHalfOpenWhenTheProbeClaimFails)
+	t.Run("probes again after a probe that fails for good", testBreakerProbesAgainAfterAProbeThatFailsForGood)
+}
+
+// A probe that fails for good (outbox.ErrPermanent) is buried and says
+// nothing of the destination: the breaker neither closes nor opens for
+// longer, and the next claim probes with another message.
+func testBreakerProbesAgainAfterAProbeThatFailsForGood(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store := db.Outbox()
+	now := epoch
+	clock := func() time.Time { return now }
+	var poison uuid.UUID
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		"mail": func(_ context.Context, m outbox.Message) error {
+			if m.ID == poison {
+				return fmt.Errorf("payload does not decode: %w", outbox.ErrPermanent)
+			}
+			return errors.New("dial tcp: connection refused")
+		},
+	}, outbox.RelayConfig{}, outbox.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	drain := func(want outbox.DrainStats) {
+		t.Helper()
+		got, err := relay.Drain(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("drain at +%s: %+v, want %+v", now.Sub(epoch), got, want)
+		}
+	}
+	commit(t, db.Runner(clock), store, "mail", 3)
+	drain(outbox.DrainStats{Claimed: 3, Retried: 3}) // The breaker opens.
+	// Due before the others' retries, the poison is the first probe.
+	poison = addAt(t, db, store, "mail", now).ID
+	// Still half-open after it, so the pass probes once more, and that
+	// probe fails and opens the breaker again. Had the poison closed the
+	// breaker, the pass would claim all three others; had it opened it,
+	// none.
+	now = epoch.Add(5 * time.Second)
+	drain(outbox.DrainStats{Claimed: 2, Retried: 1, Buried: 1})
+	drain(outbox.DrainStats{})
 }
 
 // While every delivery of a topic fails, its breaker opens: the relay stops

@@ -25,11 +25,9 @@ import (
 type Handler func(ctx context.Context, m Message) error
 
 // ErrPermanent, wrapped in a [Handler]'s error, says that the message can
-// never be delivered: the destination answered and refused it for good (a
-// mail server that knows no such mailbox), or the message cannot be read.
-// The relay buries such a message at once instead of retrying it, and its
-// topic's breaker counts the answer as a sign that the destination works.
-// An operator can still requeue it once the cause is mended.
+// never be delivered: its destination refused it for good (a mail server
+// that knows no such mailbox), or it cannot be read. A [Relay] buries it
+// at once; an operator can still requeue it.
 var ErrPermanent = errors.New("outbox: permanent failure")
 
 var (
@@ -53,10 +51,10 @@ const HeldBatches = 8
 // and settle its outcome the same way: a success is acknowledged, an error
 // is retried after [Backoff], and a message is buried once its topic's
 // [RetryPolicy] is spent ([RelayConfig.MaxAttempts] failures unless
-// [WithRetryPolicy] says otherwise), when its handler's error wraps
-// [ErrPermanent], when its topic has no handler, or when
-// it was claimed again after its policy was spent without finishing, since
-// it may be what crashes the relay.
+// [WithRetryPolicy] says otherwise), at its first failure when the
+// handler's error wraps [ErrPermanent], when its topic has no handler, or
+// when it was claimed again after its policy was spent without finishing,
+// since it may be what crashes the relay.
 //
 // A relay keeps these promises:
 //

@@ -58,8 +58,8 @@ func (r *Relay) release(ctx context.Context, hs []*held) {
 // settle records the outcome of h's delivery once its handler, under the
 // relay's middleware, has returned: an ack (failed false) is handed to ack,
 // which acknowledges it and calls [Relay.settled]; a nack is retried or
-// buried here (at once when the middleware marked it permanent), with the reason the middleware kept in wm. It returns the
-// outcome.
+// buried here (at once when the middleware marked it permanent), with the
+// reason the middleware kept in wm. It returns the outcome.
 //
 // It ends the delivery's span with the outcome.
 func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held)) (outcome string) {
@@ -87,9 +87,12 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 		r.release(ctx, []*held{h})
 		return outcomeReleased
 	}
-	// A permanent refusal is an answer of a destination that works.
 	permanent := wm.Metadata.Get(MetadataPermanent) != ""
-	r.breakers.record(m.Topic, m.ID, permanent, r.now())
+	if permanent {
+		r.breakers.unprobed(m.Topic, m.ID)
+	} else {
+		r.breakers.record(m.Topic, m.ID, false, r.now())
+	}
 	sctx, cancel := context.WithTimeout(WithLease(ctx, h.lease), SettleTimeout)
 	defer cancel()
 	outcome = r.fail(sctx, h, reason, permanent || r.policy(m.Topic).spent(m, r.now))
