@@ -253,7 +253,7 @@ func testRelayGaugesKeepReportingWhileTheDatabaseIsAway(t *testing.T) {
 	store := db.Outbox()
 	opt, reader := meter()
 	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
-		"mail": func(context.Context, outbox.Message) error { return errors.New("550 no such user") },
+		"mail": func(context.Context, outbox.Message) error { return errors.New("451 4.3.0 try again later") },
 	}, outbox.RelayConfig{MaxAttempts: 1}, outbox.WithClock(clock), opt)
 	if err != nil {
 		t.Fatal(err)

@@ -9,10 +9,11 @@ import (
 )
 
 // reason is router middleware that keeps why a handler failed in the
-// message's [MetadataReason], which the relay records as the message's last
-// error when the message is nacked, and marks a failure that wraps
-// [ErrPermanent] with [MetadataPermanent]. A panic, recovered by the middleware
-// inside it, is logged with its stack and kept as "panic: " and its value.
+// message's [MetadataReason], which the relay records as the message's
+// last error when the message is nacked, and marks a failure that wraps
+// [ErrPermanent] with [MetadataPermanent]. A panic, recovered by the
+// middleware inside it, is logged with its stack and kept as "panic: " and
+// its value.
 func (r *Relay) reason(h message.HandlerFunc) message.HandlerFunc {
 	return func(wm *message.Message) ([]*message.Message, error) {
 		out, err := h(wm)

@@ -307,6 +307,7 @@ func TestRelayOutcome(t *testing.T) {
 	t.Run("keeps the reason of a retry", testRelayKeepsTheReasonOfARetry)
 	t.Run("buries a message that fails on its own", testRelayBuriesAMessageThatFailsOnItsOwn)
 	t.Run("buries a permanent failure at once", testRelayBuriesAPermanentFailureAtOnce)
+	t.Run("run buries a permanent failure at once", testRunBuriesAPermanentFailureAtOnce)
 }
 
 func testRelayBuriesAfterMaxAttempts(t *testing.T) {
@@ -314,7 +315,7 @@ func testRelayBuriesAfterMaxAttempts(t *testing.T) {
 	calls := 0
 	f.handle = func(context.Context, outbox.Message) error {
 		calls++
-		return errors.New("550 mailbox unavailable")
+		return errors.New("451 4.3.0 mailbox unavailable, try later")
 	}
 	m := f.add(t, "mail")
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -331,7 +332,7 @@ func testRelayBuriesAfterMaxAttempts(t *testing.T) {
 		t.Errorf("handler called %d times, want 3", calls)
 	}
 	b := f.buried(t, m.ID)
-	if b.LastError != "550 mailbox unavailable" || b.Attempts != 3 {
+	if b.LastError != "451 4.3.0 mailbox unavailable, try later" || b.Attempts != 3 {
 		t.Errorf("buried with reason %q after %d attempts, want the last error after 3", b.LastError, b.Attempts)
 	}
 }
@@ -493,7 +494,7 @@ func testRelayBuriesAMessageThatFailsOnItsOwn(t *testing.T) {
 	poison := f.add(t, "mail")
 	f.handle = func(_ context.Context, m outbox.Message) error {
 		if m.ID == poison.ID {
-			return errors.New("550 no such user")
+			return errors.New("451 4.3.0 try again later")
 		}
 		return nil
 	}
@@ -550,5 +551,33 @@ func testRelayBuriesAPermanentFailureAtOnce(t *testing.T) {
 	}
 	if got := collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]; got != 0 {
 		t.Errorf("breaker state %v, want 0 (closed)", got)
+	}
+}
+
+// Under Run, the subscriber settles the nack of a permanent failure as
+// Drain does: the message is buried at its first try.
+func testRunBuriesAPermanentFailureAtOnce(t *testing.T) {
+	f := newFixture(t) // MaxAttempts 3
+	called := make(chan struct{}, 1)
+	f.handle = func(context.Context, outbox.Message) error {
+		called <- struct{}{}
+		return fmt.Errorf("550 5.1.1 no such mailbox: %w", outbox.ErrPermanent)
+	}
+	m := f.add(t, "mail")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- f.relay.Run(ctx) }()
+	select {
+	case <-called:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the mail handler was not called")
+	}
+	// A stop lets the delivery in flight settle.
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b := f.buried(t, m.ID); b.Attempts != 1 || !strings.HasPrefix(b.LastError, "550 5.1.1 no such mailbox: ") {
+		t.Errorf("buried after %d attempts with reason %q, want 1 and the handler's error", b.Attempts, b.LastError)
 	}
 }

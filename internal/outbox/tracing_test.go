@@ -207,7 +207,7 @@ func testTracingRetry(t *testing.T) {
 // A delivery whose failure buries its message ends with that outcome.
 func testTracingBuried(t *testing.T) {
 	f := newTraced(t, outbox.RelayConfig{MaxAttempts: 1})
-	f.handle = func(context.Context, outbox.Message) error { return errors.New("550 no such user") }
+	f.handle = func(context.Context, outbox.Message) error { return errors.New("451 4.3.0 try again later") }
 	m, _ := f.request(t, "req-buried")
 	if got := f.drain(t); got.Buried != 1 {
 		t.Fatalf("drain: %+v, want one buried", got)
