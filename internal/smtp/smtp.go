@@ -7,6 +7,7 @@ import (
 	"net"
 	netmail "net/mail"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,7 +98,7 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
 		return fmt.Errorf("smtp: from %q: %w", m.From, err)
 	}
 	if err := msg.To(m.To); err != nil {
-		return fmt.Errorf("smtp: send %s: the recipient is no address: %w", m.MessageID, unparsed)
+		return fmt.Errorf("smtp: send %s: %w: the recipient is no address: %w", m.MessageID, mail.ErrRefused, unparsed)
 	}
 	msg.Subject(m.Subject)
 	msg.SetMessageIDWithValue(m.MessageID)
@@ -135,26 +136,35 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
 }
 
 // refusedForGood reports whether err, of a send, is the server's
-// permanent refusal of the recipient ([mail.ErrRefused]): a 5xx reply to
-// RCPT TO whose enhanced status code speaks of the address (5.1.x), or,
-// from a server that sends no such code, 550, 551 or 553. Other refusals
-// ("5.7.1 relaying denied", or a refusal of MAIL FROM) speak of this
-// service's account or configuration, which an operator mends, so their
-// mails are tried again.
+// refusal of the recipient for good ([mail.ErrRefused]): a 5xx reply to
+// RCPT TO whose enhanced status code says the mailbox does not exist or
+// cannot be addressed (5.1.1, 5.1.2, 5.1.3, 5.1.6 or 5.1.10). The code is
+// read from the reply's text when go-mail has none: it reads codes only
+// from a server that announces them. Other refusals speak of this
+// service's account or configuration, which an operator mends: "5.7.1
+// relaying denied", a sender refused at RCPT TO (5.1.0, 5.1.7, 5.1.8), a
+// reply with no code at all. Their mails are tried again.
 func refusedForGood(err error) bool {
 	var se *gomail.SendError
-	if !errors.As(err, &se) || se.Reason != gomail.ErrSMTPRcptTo || se.IsTemp() {
+	if !errors.As(err, &se) || se.Reason != gomail.ErrSMTPRcptTo || se.IsTemp() || se.ErrorCode()/100 != 5 {
 		return false
 	}
-	if code := se.EnhancedStatusCode(); code != "" {
-		return strings.HasPrefix(code, "5.1.")
+	code := se.EnhancedStatusCode()
+	if code == "" {
+		// The server's reply, without the recipients go-mail lists after it.
+		reply, _, _ := strings.Cut(se.Error(), ", affected recipient(s):")
+		code = enhancedCode.FindString(reply)
 	}
-	switch se.ErrorCode() {
-	case 550, 551, 553:
+	switch code {
+	case "5.1.1", "5.1.2", "5.1.3", "5.1.6", "5.1.10":
 		return true
 	}
 	return false
 }
+
+// enhancedCode finds a permanent enhanced status code (RFC 3463) in a
+// reply's text.
+var enhancedCode = regexp.MustCompile(`\b5\.\d{1,3}\.\d{1,3}\b`)
 
 // stopConn is a connection whose reads and writes fail at once past the
 // end of its context, whatever deadlines are set on it: go-mail sets one

@@ -3,6 +3,9 @@ package smtp_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -128,28 +131,39 @@ func TestSendErrorsKeepNoAddress(t *testing.T) {
 }
 
 // A refusal of the recipient for good wraps mail.ErrRefused, so that its
-// message is buried at once; every other refusal is tried again.
+// message is buried at once; every other refusal is tried again. The
+// enhanced status code decides, whether or not the server announces
+// ENHANCEDSTATUSCODES (smtptest's does; refusingServer's does not).
 func TestSendRefusals(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		code    int
-		reply   string
-		forGood bool
+		name      string
+		announced bool
+		code      int
+		reply     string
+		forGood   bool
 	}{
-		{"NoSuchMailbox", 550, "5.1.1 no such mailbox", true},
-		{"BadAddressSyntax", 553, "5.1.3 bad destination mailbox address syntax", true},
-		{"NoEnhancedCode", 550, "mailbox unavailable", true},
-		{"NotLocalNoEnhancedCode", 551, "user not local", true},
-		{"RelayingDenied", 550, "5.7.1 relaying denied", false},
-		{"TransactionFailed", 554, "transaction failed", false},
-		{"MailboxBusy", 450, "4.2.1 mailbox busy, try later", false},
+		{"NoSuchMailbox", true, 550, "5.1.1 no such mailbox", true},
+		{"BadAddressSyntax", true, 553, "5.1.3 bad destination mailbox address syntax", true},
+		{"RelayingDenied", true, 550, "5.7.1 relaying denied", false},
+		{"SenderRejectedAtRcpt", true, 550, "5.1.0 sender address rejected: user unknown", false},
+		{"NoEnhancedCode", true, 550, "mailbox unavailable", false},
+		{"MailboxBusy", true, 450, "4.2.1 mailbox busy, try later", false},
+		{"NoSuchMailboxUnannounced", false, 550, "5.1.1 no such mailbox", true},
+		{"QmailRelayUnannounced", false, 553, "sorry, that domain isn't in my list of allowed rcpthosts (#5.7.1)", false},
+		{"NoEnhancedCodeUnannounced", false, 550, "mailbox unavailable", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := smtptest.NewServer(t)
-			srv.Refuse(tc.code, tc.reply)
-			s, err := smtp.New(srv.URL(), time.Hour)
+			var url string
+			if tc.announced {
+				srv := smtptest.NewServer(t)
+				srv.Refuse(tc.code, tc.reply)
+				url = srv.URL()
+			} else {
+				url = refusingServer(t, fmt.Sprintf("%d %s", tc.code, tc.reply))
+			}
+			s, err := smtp.New(url, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,4 +179,57 @@ func TestSendRefusals(t *testing.T) {
 			}
 		})
 	}
+	t.Run("RecipientThatIsNoAddress", func(t *testing.T) {
+		t.Parallel()
+		s, err := smtp.New(smtptest.NewServer(t).URL(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: "ada@@example.com", Subject: "s", MessageID: "id@accounts.test", Text: "t"})
+		if !errors.Is(err, mail.ErrRefused) {
+			t.Errorf("a recipient that does not parse: %v, want mail.ErrRefused", err)
+		}
+	})
+}
+
+// refusingServer serves SMTP on loopback, announcing no extension, and
+// answers every RCPT TO with reply; it returns its SMTP_URL.
+func refusingServer(t *testing.T, reply string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				tc := textproto.NewConn(conn)
+				_ = tc.PrintfLine("220 refusing.test")
+				for {
+					line, err := tc.ReadLine()
+					if err != nil {
+						return
+					}
+					switch verb, _, _ := strings.Cut(strings.ToUpper(line), " "); verb {
+					case "EHLO", "HELO", "MAIL", "RSET", "NOOP":
+						_ = tc.PrintfLine("250 ok")
+					case "RCPT":
+						_ = tc.PrintfLine("%s", reply)
+					case "QUIT":
+						_ = tc.PrintfLine("221 bye")
+						return
+					default:
+						_ = tc.PrintfLine("502 not implemented")
+					}
+				}
+			}()
+		}
+	}()
+	return "smtp://" + l.Addr().String()
 }

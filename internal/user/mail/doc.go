@@ -9,8 +9,7 @@
 // Message-ID comes from the outbox message's ID, the same on every resend,
 // so that a mail system can tell a resend. A link that expired before its
 // message was delivered, or whose code the sweep removed, is dropped
-// rather than sent. A mail whose recipient the server refuses for good
-// ([ErrRefused]) fails as [outbox.ErrPermanent], and its message is buried
-// without another try. The plain code lives only in the outbox message and
+// rather than sent. A mail whose recipient is refused for good
+// ([ErrRefused]) fails as [outbox.ErrPermanent]. The plain code lives only in the outbox message and
 // the mail; [Console] prints it on a terminal, never in a log.
 package mail

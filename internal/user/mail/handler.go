@@ -32,10 +32,10 @@ type Sender interface {
 	Send(ctx context.Context, m Mail) error
 }
 
-// ErrRefused, wrapped in a [Sender]'s error, says that the recipient's
-// mail server refused the address for good: it has no such mailbox. The
-// handlers fail such a mail as [outbox.ErrPermanent], so that its message
-// is buried at once instead of tried again.
+// ErrRefused, wrapped in a [Sender]'s error, says that no mail to the
+// recipient can ever be sent: its server has no such mailbox, or the
+// recipient is no address. The handlers fail such a mail as
+// [outbox.ErrPermanent].
 var ErrRefused = errors.New("mail: recipient refused for good")
 
 // Config is what the handlers need besides a sender.

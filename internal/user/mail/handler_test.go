@@ -152,7 +152,7 @@ func TestRefusedMail(t *testing.T) {
 		reply     string
 		permanent bool
 	}{
-		{"ForGood", 550, "mailbox unavailable", true},
+		{"ForGood", 550, "5.1.1 mailbox unavailable", true},
 		{"ForNow", 450, "4.2.1 mailbox busy", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
