@@ -122,10 +122,11 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 // between its round trips, so the server sits idle on each connection part
 // of the time, and it takes a few connections per server core to keep the
 // server busy; too many, and the server's processes crowd its cores. On
-// two cores pgx's default (the app's cores, at least 4) left the server
-// idle, and 8 gave 2–24% more sign-ins than 16 in eight pairs of runs,
-// with no worse a commit latency (docs/benchmarks.md). Set pool_max_conns
-// to a few times the database's cores.
+// two cores 8 gave 2–24% more sign-ins than 16 in eight pairs of runs,
+// with no worse a commit latency, and 4 about as many as 8; 4 once left
+// the server idle, when the app's part of a request was heavier
+// (docs/benchmarks.md). Set pool_max_conns to a few times the database's
+// cores.
 const DefaultMaxConns = 8
 
 // ParseConfig parses url as [Open] does, with [DefaultMaxConns] unless url
