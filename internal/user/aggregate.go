@@ -132,6 +132,10 @@ type emailChange struct {
 	// taken says that the address had an account when the change was
 	// asked for: no mail carried its code, and it confirms nothing.
 	taken bool
+	// superseded says that another change, asked for before this one was
+	// confirmed, was confirmed first: the account has moved on from the
+	// address this change was asked from, and its code works no more.
+	superseded bool
 }
 
 // foldAccount folds a stretch of a user's stream: the changes of address
@@ -154,8 +158,13 @@ func foldAccount(events []eventstore.Event) (account, error) {
 			if err != nil {
 				return a, err
 			}
+			// A confirmed change voids the others asked for before it
+			// ([Service.ConfirmEmailChange]).
+			for i := range a.changes {
+				a.changes[i].superseded = true
+			}
 			if c := a.change(d.CodeHash); c != nil {
-				c.used = true
+				c.used, c.superseded = true, false
 			}
 		}
 	}

@@ -66,6 +66,8 @@ func (s *Service) liveChange(ctx context.Context, tx uow.Tx, hash string) (accou
 		return account{}, nil, fmt.Errorf("%w: unknown confirmation code", ErrInvalidCode)
 	case c.used:
 		return account{}, nil, fmt.Errorf("%w: confirmation code already used", ErrInvalidCode)
+	case c.superseded:
+		return account{}, nil, fmt.Errorf("%w: another change of address was confirmed since", ErrInvalidCode)
 	case !tx.Now().Before(c.expiresAt):
 		return account{}, nil, fmt.Errorf("%w: confirmation code expired", ErrInvalidCode)
 	}
@@ -172,8 +174,10 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 }
 
 // ConfirmEmailChange uses a confirmation code and moves its user to the new
-// address. It returns [ErrInvalidCode], or [ErrEmailTaken] when another
-// account took the address meanwhile.
+// address. A confirmed change voids the codes of the user's other changes
+// asked for before it: a link mailed to a mistyped address, corrected
+// since, cannot move the account later. It returns [ErrInvalidCode], or
+// [ErrEmailTaken] when another account took the address meanwhile.
 func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, error) {
 	if !validSecret(code) {
 		return User{}, fmt.Errorf("%w: malformed", ErrInvalidCode)

@@ -525,6 +525,37 @@ func TestEmailChange(t *testing.T) {
 	}
 }
 
+// A confirmed change voids the codes asked for before it, so a link
+// mailed to a mistyped address, corrected since, cannot move the account
+// later; a change asked for after it works.
+func TestAConfirmedChangeVoidsTheCodesAskedBeforeIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	mistyped := b.changeCode(t, ada.Token, "ada@exmaple.com")
+	corrected := b.changeCode(t, ada.Token, "ada@example.org")
+	if _, err := b.svc.ConfirmEmailChange(ctx, corrected); err != nil {
+		t.Fatal(err)
+	}
+	events := b.events(t)
+	if _, _, err := b.svc.EmailChangeOf(ctx, mistyped); !errors.Is(err, user.ErrInvalidCode) {
+		t.Errorf("EmailChangeOf the earlier code: %v, want ErrInvalidCode", err)
+	}
+	if _, err := b.svc.ConfirmEmailChange(ctx, mistyped); !errors.Is(err, user.ErrInvalidCode) {
+		t.Errorf("ConfirmEmailChange of the earlier code: %v, want ErrInvalidCode", err)
+	}
+	b.unchanged(t, "the earlier code's confirmation", events)
+	if got := b.me(t, ada.Token).Email; got != "ada@example.org" {
+		t.Errorf("Me shows %q, want ada@example.org", got)
+	}
+
+	later := b.changeCode(t, ada.Token, "ada@example.net")
+	if u, err := b.svc.ConfirmEmailChange(ctx, later); err != nil || u.Email != "ada@example.net" {
+		t.Errorf("ConfirmEmailChange of a code asked for after the change: %+v, %v; want ada@example.net", u, err)
+	}
+}
+
 func TestRequestEmailChangeRefusals(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
