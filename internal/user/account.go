@@ -24,8 +24,9 @@ type SessionEnded struct {
 // keeps; what it asked for lately (its change requests and their codes)
 // comes from the tail of its stream: the events of the last LinkWindow or
 // LinkTTL, whichever is longer, the only ones that can count against the
-// limit or confirm a change ([eventstore.Store.LoadSince]). So a command
-// costs the same for an account with years of sign-ins as for a new one.
+// limit or confirm a change, and those after them ([Service.loadTail]).
+// So a command costs the same for an account with years of sign-ins as
+// for a new one.
 //
 // The tail, and with it the version the command appends at, is read
 // first, and the view after it. On PostgreSQL each statement of a unit of
@@ -33,7 +34,7 @@ type SessionEnded struct {
 // least what the version covers; whatever commits later moves the stream
 // past the version, and the command's append fails and is tried again.
 func (s *Service) loadAccount(ctx context.Context, tx uow.Tx, id uuid.UUID) (account, error) {
-	events, version, err := s.Events.LoadSince(ctx, tx, userStream(id), s.window(tx))
+	events, version, err := s.loadTail(ctx, tx, userStream(id))
 	if err != nil {
 		return account{}, err
 	}

@@ -20,7 +20,7 @@ import (
 
 // Errors of the commands, checked with errors.Is.
 var (
-	// ErrInvalidCode is an unknown, used or expired one-time code.
+	// ErrInvalidCode is an unknown, used, expired or voided one-time code.
 	ErrInvalidCode = errors.New("user: invalid code")
 	// ErrUnauthenticated is a missing, unknown, ended or expired session.
 	ErrUnauthenticated = errors.New("user: not signed in")
@@ -246,6 +246,34 @@ func (s *Service) addMail(ctx context.Context, tx uow.Tx, topic string, link mai
 // the last LinkWindow or LinkTTL, whichever is longer.
 func (s *Service) window(tx uow.Tx) time.Time {
 	return tx.Now().Add(-s.span())
+}
+
+// loadTail returns the events of stream from the first one recorded within
+// [Service.window], and the stream's version. An event's time comes from
+// the clock of the unit of work that wrote it, so a later event can carry
+// an earlier time than the one before it ([eventstore.Store.LoadSince])
+// and be left out while that one is in: the use of a code, or the
+// confirmation that voided it, would then be missed. So when the recent
+// events are not the whole stream from the first of them, the rest is
+// loaded too.
+func (s *Service) loadTail(ctx context.Context, tx uow.Tx, stream string) ([]eventstore.Event, int64, error) {
+	events, version, err := s.Events.LoadSince(ctx, tx, stream, s.window(tx))
+	if err != nil || len(events) == 0 {
+		return events, version, err
+	}
+	first := events[0].Version
+	if int64(len(events)) == version-first+1 {
+		return events, version, nil
+	}
+	all, err := s.Events.Load(ctx, tx, stream, first)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Events appended since LoadSince read the version fail the append.
+	for len(all) > 0 && all[len(all)-1].Version > version {
+		all = all[:len(all)-1]
+	}
+	return all, version, nil
 }
 
 // span is how long a request for a link matters: the longer of

@@ -189,10 +189,10 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 // loadSignInLinks returns the state of an address's sign-in links. Only
 // links asked for within the last LinkWindow or LinkTTL, whichever is
 // longer, can still count against the limit or sign in, so it loads just
-// those ([eventstore.Store.LoadSince]): an address asked for often over
+// those ([Service.loadTail]): an address asked for often over
 // years costs what a new one does.
 func (s *Service) loadSignInLinks(ctx context.Context, tx uow.Tx, stream string) (signInLinks, error) {
-	events, version, err := s.Events.LoadSince(ctx, tx, stream, s.window(tx))
+	events, version, err := s.loadTail(ctx, tx, stream)
 	if err != nil {
 		return signInLinks{}, err
 	}
