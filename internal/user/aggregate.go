@@ -132,9 +132,8 @@ type emailChange struct {
 	// taken says that the address had an account when the change was
 	// asked for: no mail carried its code, and it confirms nothing.
 	taken bool
-	// superseded says that another change, asked for before this one was
-	// confirmed, was confirmed first: the account has moved on from the
-	// address this change was asked from, and its code works no more.
+	// superseded says that another change was confirmed after this one
+	// was asked for ([Service.ConfirmEmailChange]).
 	superseded bool
 }
 

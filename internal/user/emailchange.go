@@ -86,7 +86,7 @@ func (s *Service) liveChange(ctx context.Context, tx uow.Tx, hash string) (accou
 // EmailChangeOf returns the address a confirmation code would move its
 // account from and the one it would move it to, and uses nothing up, for
 // the page a confirmation link opens. It returns [ErrInvalidCode] for a
-// code that is unknown, used or expired.
+// code that is unknown, used, expired or voided.
 func (s *Service) EmailChangeOf(ctx context.Context, code string) (from, to string, err error) {
 	if !validSecret(code) {
 		return "", "", fmt.Errorf("%w: malformed", ErrInvalidCode)
@@ -174,7 +174,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 }
 
 // ConfirmEmailChange uses a confirmation code and moves its user to the new
-// address. A confirmed change voids the codes of the user's other changes
+// address. A confirmation voids the codes of the user's other changes
 // asked for before it: a link mailed to a mistyped address, corrected
 // since, cannot move the account later. It returns [ErrInvalidCode], or
 // [ErrEmailTaken] when another account took the address meanwhile.
