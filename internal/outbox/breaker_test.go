@@ -111,13 +111,7 @@ func testBreakerProbesAgainAfterAProbeThatFailsForGood(t *testing.T) {
 	defer relay.Close()
 	drain := func(want outbox.DrainStats) {
 		t.Helper()
-		got, err := relay.Drain(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("drain at +%s: %+v, want %+v", now.Sub(epoch), got, want)
-		}
+		drainWant(t, relay, now, want)
 	}
 	commit(t, db.Runner(clock), store, "mail", 3)
 	drain(outbox.DrainStats{Claimed: 3, Retried: 3}) // The breaker opens.
@@ -165,13 +159,7 @@ func testRelayBreakerStopsATopicWhoseDeliveriesAllFail(t *testing.T) {
 	}
 	drain := func(want outbox.DrainStats) {
 		t.Helper()
-		got, err := relay.Drain(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("drain at +%s: %+v, want %+v", now.Sub(epoch), got, want)
-		}
+		drainWant(t, relay, now, want)
 	}
 	state := func() float64 {
 		return collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]
@@ -259,5 +247,18 @@ func testBreakerLeftHalfOpenWhenTheProbeClaimFails(t *testing.T) {
 	if f.delivered("mail") != 3 || f.delivered("sms") != 3 {
 		t.Errorf("an hour after the database and both destinations came back: delivered %d mail and %d sms of 3 each",
 			f.delivered("mail"), f.delivered("sms"))
+	}
+}
+
+// drainWant runs one pass of relay, whose clock reads now, and fails t
+// unless it gives want.
+func drainWant(t *testing.T, relay *outbox.Relay, now time.Time, want outbox.DrainStats) {
+	t.Helper()
+	got, err := relay.Drain(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Fatalf("drain at +%s: %+v, want %+v", now.Sub(epoch), got, want)
 	}
 }
