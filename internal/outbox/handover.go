@@ -85,20 +85,22 @@ func (h *Handover) Take(origin Origin, msgs []Message) *Taken {
 type Taken struct {
 	sub *subscriber
 	// claimed are the messages taken, in the order of the Add, as a claim
-	// until until would return them; leases is the lease of each message
-	// of the Add, zero for one not taken.
+	// until until would return them; took says of each message of the Add
+	// whether it is among them.
 	claimed []Claimed
 	until   time.Time
-	leases  []Lease
+	took    []bool
 }
 
-// Lease returns the lease under which the i-th message of the Add is to be
-// stored, and false when no relay took it.
-func (t *Taken) Lease(i int) (Lease, bool) {
-	if t == nil || t.leases[i].Attempts == 0 {
-		return Lease{}, false
+// Due returns when m, the i-th message of the Add, is to be stored due,
+// and with how many attempts: at its creation with none, or, when a relay
+// took it, as its claim would leave it, due when the lease ends with its
+// first attempt counted.
+func (t *Taken) Due(i int, m Message) (time.Time, int) {
+	if t == nil || !t.took[i] {
+		return m.CreatedAt, 0
 	}
-	return t.leases[i], true
+	return t.until, 1
 }
 
 // Len returns how many messages of the Add were taken.
@@ -147,10 +149,10 @@ func (s *subscriber) take(origin Origin, msgs []Message) *Taken {
 			break
 		}
 		if t == nil {
-			t = &Taken{sub: s, until: until, leases: make([]Lease, len(msgs))}
+			t = &Taken{sub: s, until: until, took: make([]bool, len(msgs))}
 		}
 		m.Attempts = 1
-		t.leases[i] = Lease{ID: m.ID, Attempts: 1, Until: until}
+		t.took[i] = true
 		t.claimed = append(t.claimed, Claimed{Message: m, Origin: origin})
 	}
 	return t

@@ -94,21 +94,13 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 	if pt.hooked {
 		taken = o.db.handover.Take(origin, msgs)
 	}
-	// A message is due at its creation, unless a relay took it: then it
-	// is stored as its claim would leave it.
-	due := func(i int) (time.Time, int) {
-		if l, ok := taken.Lease(i); ok {
-			return l.Until, l.Attempts
-		}
-		return msgs[i].CreatedAt, 0
-	}
 	var q string
 	var args []any
 	if len(msgs) == 1 {
 		// One message travels as scalars, which pgx encodes without the
 		// reflection that arrays of UUIDs cost it.
 		m := msgs[0]
-		dueAt, attempts := due(0)
+		dueAt, attempts := taken.Due(0, m)
 		q = `
 INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, attempts, ordering_key, origin)
 VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $5::timestamptz, $6::int4, nullif($7::text, ''), $8::text::json)`
@@ -124,7 +116,7 @@ VALUES ($1::uuid, $2::text, $3::text::json, $4::timestamptz, $5::timestamptz, $6
 		for i, m := range msgs {
 			ids[i], topics[i], payloads[i], created[i], keys[i] = m.ID, m.Topic, string(m.Payload), m.CreatedAt, m.Key
 			var n int
-			dues[i], n = due(i)
+			dues[i], n = taken.Due(i, m)
 			attempts[i] = int32(n)
 		}
 		// The rows are inserted in the order of msgs, so that seq puts the

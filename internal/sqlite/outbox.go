@@ -90,19 +90,13 @@ func (o *Outbox) Add(ctx context.Context, t uow.Tx, msgs ...outbox.Message) erro
 		for chunk := range slices.Chunk(msgs, addChunk) {
 			args := make([]any, 0, 9*len(chunk))
 			for i, m := range chunk {
-				created := micros(m.CreatedAt)
-				// A message is due at its creation, unless a relay took
-				// it: then it is stored as its claim would leave it.
-				due, attempts := created, 0
-				if l, ok := taken.Lease(first + i); ok {
-					due, attempts = micros(l.Until), l.Attempts
-				}
+				due, attempts := taken.Due(first+i, m)
 				var key, k any
 				if m.Key != "" {
 					seq++
 					key, k = m.Key, seq
 				}
-				args = append(args, m.ID, m.Topic, string(m.Payload), created, due, attempts, key, k, originJSON)
+				args = append(args, m.ID, m.Topic, string(m.Payload), micros(m.CreatedAt), micros(due), attempts, key, k, originJSON)
 			}
 			q := `INSERT INTO outbox_messages (id, topic, payload, created_at, due_at, attempts, ordering_key, seq, origin) VALUES ` +
 				valueRows(len(chunk), 9)
