@@ -118,6 +118,18 @@ type Store interface {
 	// with %w, the error of every call of tx after it. Under [Any] it is
 	// Append.
 	AppendLater(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
+	// AppendLaterIfQuiet is AppendLater for a decision taken without
+	// loading the stream, on the presumption that [Store.LoadSince] with
+	// since would have returned no event: it appends events after the
+	// stream's head, whatever its version, only while the stream has no
+	// event whose RecordedAt is at or after since. Otherwise, or when a
+	// concurrent transaction appends to the stream first, it fails the
+	// unit of work with ErrConcurrency, as AppendLater fails it, and the
+	// unit of work runs again, loading the stream this time. It saves the
+	// load's round trip for streams that are usually quiet. The events it
+	// returns have their RecordedAt set but no Version, which is known only
+	// once the append is sent.
+	AppendLaterIfQuiet(ctx context.Context, tx uow.Tx, stream string, since time.Time, events ...Event) ([]Event, error)
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.
 	Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]Event, error)

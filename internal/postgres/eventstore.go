@@ -125,6 +125,27 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 	fail := func(err error) error {
 		return fmt.Errorf("eventstore: append %s at version %d: %w", stream, expected, err)
 	}
+	appended, err := s.appendLater(ctx, t, stream, expected, appendLaterOneQuery, appendLaterQuery, int64(expected), fail, events)
+	for i := range appended {
+		appended[i].Version = int64(expected) + int64(i) + 1
+	}
+	return appended, err
+}
+
+// AppendLaterIfQuiet is [eventstore.Store.AppendLaterIfQuiet]: the INSERT
+// of [EventStore.AppendLater], under the condition that the stream has no
+// event recorded at or after since instead of a version.
+func (s *EventStore) AppendLaterIfQuiet(ctx context.Context, t uow.Tx, stream string, since time.Time, events ...eventstore.Event) ([]eventstore.Event, error) {
+	fail := func(err error) error {
+		return fmt.Errorf("eventstore: append %s if quiet since %s: %w", stream, since.UTC().Format(time.RFC3339Nano), err)
+	}
+	return s.appendLater(ctx, t, stream, eventstore.Any, appendQuietOneQuery, appendQuietQuery, ceilMicro(since), fail, events)
+}
+
+// appendLater holds the INSERT of events, one for one event and several
+// for more, whose condition takes cond as $2, and returns the events with
+// their stream and time set.
+func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, one, several string, cond any, fail func(error) error, events []eventstore.Event) ([]eventstore.Event, error) {
 	pt, err := asTx(t)
 	if err != nil {
 		return nil, fail(err)
@@ -142,59 +163,71 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 	}
 	now := t.Now()
 	var args []any
-	q := appendLaterOneQuery
+	q := one
 	if len(events) == 1 {
 		e := events[0]
-		args = []any{stream, int64(expected), now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0]}
+		args = []any{stream, cond, now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0]}
 	} else {
 		types := make([]string, len(events))
 		data := make([]string, len(events))
 		for i, e := range events {
 			types[i], data[i] = e.Type, string(e.Data)
 		}
-		q, args = appendLaterQuery, []any{stream, int64(expected), now, ids, types, data, metadata}
+		q, args = several, []any{stream, cond, now, ids, types, data, metadata}
 	}
 	if err := pt.later(ctx, q, args, func(err error) error { return fail(appendLaterError(err)) }); err != nil {
 		return nil, err
 	}
 	appended := make([]eventstore.Event, len(events))
 	for i, e := range events {
-		e.Stream, e.Version, e.RecordedAt, e.Position = stream, int64(expected)+int64(i)+1, now, eventstore.Position{}
+		e.Stream, e.Version, e.RecordedAt, e.Position = stream, 0, now, eventstore.Position{}
 		appended[i] = e
 	}
 	pt.wakeLog()
 	return appended, nil
 }
 
-// appendLaterQuery and appendLaterOneQuery are the statements of
-// [EventStore.AppendLater], for several events and for one. They check
-// what Append asks before it writes: the events follow the stream's head
-// when it is the expected version ($2), or when an event's ID is stored
-// already, so that the ID's unique index refuses the row; otherwise their
-// version is NULL, which the column refuses. The ID's probe is an
-// uncorrelated EXISTS, so an InitPlan, which PostgreSQL runs only when
-// the head is not the expected version; correlated with each row it would
-// run for every event. A version that another transaction inserts
-// meanwhile breaks the primary key once that one commits (the INSERT
-// waits for it). A truncation that deletes a probed ID between the probe
-// and the insert would let the events in at the head; only a replay of
-// an event being truncated meets that.
+// The statements of [EventStore.AppendLater] and
+// [EventStore.AppendLaterIfQuiet], for several events and for one. They
+// check what the append asks before they write: the events follow the
+// stream's head when the condition on $2 holds (the head is the expected
+// version, or no event of the stream is recorded at or after $2), or when
+// an event's ID is stored already, so that the ID's unique index refuses
+// the row; otherwise their version is NULL, which the column refuses.
+// The condition and the ID's probe are uncorrelated, so InitPlans, which
+// PostgreSQL runs once, and the probe only when the condition fails;
+// correlated with each row they would run for every event. A version that
+// another transaction inserts meanwhile breaks the primary key once that
+// one commits (the INSERT waits for it). A truncation that deletes a
+// probed ID between the probe and the insert would let the events in at
+// the head; only a replay of an event being truncated meets that.
 const (
-	appendLaterQuery = `
-WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT e.id, $1,
-	CASE WHEN head.version = $2 OR EXISTS (SELECT 1 FROM events WHERE id = ANY($4::uuid[])) THEN head.version + e.n END,
-	e.type, e.data::jsonb, e.metadata::jsonb, $3
-FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
-ORDER BY e.n`
-	appendLaterOneQuery = `
+	// The conditions on $2.
+	atExpected = `head.version = $2`
+	quietSince = `NOT EXISTS (SELECT 1 FROM events WHERE stream = $1 AND recorded_at >= $2)`
+
+	appendOneBefore = `
 WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
 INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
 SELECT $4::uuid, $1,
-	CASE WHEN head.version = $2 OR EXISTS (SELECT 1 FROM events WHERE id = $4::uuid) THEN head.version + 1 END,
+	CASE WHEN `
+	appendOneAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = $4::uuid) THEN head.version + 1 END,
 	$5::text, $6::text::jsonb, $7::text::jsonb, $3
 FROM head`
+	appendSeveralBefore = `
+WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
+INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
+SELECT e.id, $1,
+	CASE WHEN `
+	appendSeveralAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = ANY($4::uuid[])) THEN head.version + e.n END,
+	e.type, e.data::jsonb, e.metadata::jsonb, $3
+FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+ORDER BY e.n`
+
+	appendLaterOneQuery = appendOneBefore + atExpected + appendOneAfter
+	appendLaterQuery    = appendSeveralBefore + atExpected + appendSeveralAfter
+	appendQuietOneQuery = appendOneBefore + quietSince + appendOneAfter
+	appendQuietQuery    = appendSeveralBefore + quietSince + appendSeveralAfter
 )
 
 // appendLaterError returns err, the error of an [EventStore.AppendLater]

@@ -120,6 +120,39 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 	return s.Append(ctx, t, stream, expected, events...)
 }
 
+// AppendLaterIfQuiet is [EventStore.Append] at the stream's head, after a
+// check that the stream has no event recorded at or after since. A unit of
+// work holds the write lock from its first statement, so nothing appends
+// between the check and the append.
+func (s *EventStore) AppendLaterIfQuiet(ctx context.Context, t uow.Tx, stream string, since time.Time, events ...eventstore.Event) ([]eventstore.Event, error) {
+	fail := func(err error) error {
+		return fmt.Errorf("eventstore: append %s if quiet since %s: %w", stream, since.UTC().Format(time.RFC3339Nano), err)
+	}
+	st, err := asTx(t)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if _, err := eventstore.CheckAppend(stream, eventstore.Any, events); err != nil {
+		return nil, fail(err)
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	var recent bool
+	const q = `SELECT EXISTS (SELECT 1 FROM events WHERE stream = ? AND recorded_at >= ?)`
+	if err := st.QueryRowContext(ctx, q, stream, ceilMicros(since)).Scan(&recent); err != nil {
+		return nil, fail(err)
+	}
+	if recent {
+		return nil, fail(fmt.Errorf("%w: an event is recorded since", eventstore.ErrConcurrency))
+	}
+	appended, err := s.Append(ctx, t, stream, eventstore.Any, events...)
+	for i := range appended {
+		appended[i].Version = 0
+	}
+	return appended, err
+}
+
 // stored returns the events with the IDs of the JSON array idList, all of
 // which are in stream, as an idempotent append returns them.
 func (s *EventStore) stored(ctx context.Context, st *tx, stream, idList string) ([]eventstore.Event, error) {

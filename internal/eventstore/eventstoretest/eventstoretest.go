@@ -91,6 +91,11 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "AppendLater/FailsALaterCall", run: testAppendLaterFailsALaterCall},
 		{name: "AppendLater/WhileOtherOpen", concurrent: true, run: testAppendLaterWhileOtherOpen},
 		{name: "AppendLater/Refused", run: testAppendLaterRefused},
+		{name: "AppendLaterIfQuiet/Appends", run: testAppendLaterIfQuietAppends},
+		{name: "AppendLaterIfQuiet/Refused", run: testAppendLaterIfQuietRefused},
+		{name: "AppendLaterIfQuiet/Duplicates", run: testAppendLaterIfQuietDuplicates},
+		{name: "AppendLaterIfQuiet/WhileOtherOpen", concurrent: true, run: testAppendLaterIfQuietWhileOtherOpen},
+		{name: "AppendLaterIfQuiet/Invalid", run: testAppendLaterIfQuietInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
