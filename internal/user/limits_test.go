@@ -54,10 +54,12 @@ func TestEmailChangeRequestsAreLimitedPerUser(t *testing.T) {
 	}
 }
 
-// tailSpy is an event store that counts the events its loads return.
+// tailSpy is an event store that counts the events its loads return, and
+// its calls of LoadSince.
 type tailSpy struct {
 	*postgres.EventStore
-	loaded atomic.Int64
+	loaded     atomic.Int64
+	loadsSince atomic.Int64
 }
 
 func (s *tailSpy) Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]eventstore.Event, error) {
@@ -68,6 +70,7 @@ func (s *tailSpy) Load(ctx context.Context, tx uow.Tx, stream string, from int64
 
 func (s *tailSpy) LoadSince(ctx context.Context, tx uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
 	events, version, err := s.EventStore.LoadSince(ctx, tx, stream, since)
+	s.loadsSince.Add(1)
 	s.loaded.Add(int64(len(events)))
 	return events, version, err
 }
@@ -113,6 +116,51 @@ func TestSignInLinkRequestsReadOnlyRecentHistory(t *testing.T) {
 	}
 	if n := spy.loaded.Load(); n != 1 {
 		t.Errorf("a request after one recent link read %d events, want 1", n)
+	}
+}
+
+// A request for a link presumes it is the address's first in the window
+// and loads nothing; one that follows a recent request finds it was not,
+// loads the address's links, and counts them against the limit.
+func TestSignInLinkRequestsLoadOnlyAfterARecentOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc, spy := spied(t, b)
+	const address = "ada@example.com"
+	request := func(what string, loads int64) error {
+		t.Helper()
+		spy.loadsSince.Store(0)
+		err := svc.RequestSignInLink(t.Context(), address)
+		if n := spy.loadsSince.Load(); n != loads {
+			t.Errorf("%s loaded the address's links %d times, want %d", what, n, loads)
+		}
+		return err
+	}
+	for i := range 5 {
+		loads := int64(1)
+		if i == 0 {
+			loads = 0
+		}
+		if err := request(fmt.Sprintf("request %d", i+1), loads); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+		b.clock.Advance(time.Minute)
+	}
+	if sent := b.mails(t); len(sent) != 5 {
+		t.Fatalf("five requests mailed %d links, want 5", len(sent))
+	}
+	events := b.events(t)
+	if err := request("the sixth request", 1); !errors.Is(err, user.ErrTooManyRequests) {
+		t.Fatalf("the sixth request: %v, want ErrTooManyRequests", err)
+	}
+	b.unchanged(t, "the sixth request", events)
+	// Once the links no longer count nor work, the address is quiet again.
+	b.clock.Advance(15 * time.Minute)
+	if err := request("a request after the window", 0); err != nil {
+		t.Fatal(err)
+	}
+	if sent := b.mails(t); len(sent) != 1 {
+		t.Errorf("the request after the window mailed %d links, want 1", len(sent))
 	}
 }
 

@@ -170,32 +170,54 @@ const maxTries = 8
 func (s *Service) do(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
 	ctx, span := s.startCommand(ctx, name)
 	defer endOnPanic(span)
-	tries, err := s.tries(ctx, span, fn)
+	tries, err := s.tries(ctx, span, 0, fn)
 	span.SetAttributes(attrTries.Int(tries))
 	endCommand(span, err)
 	return err
 }
 
-// tries runs fn as [Service.do] describes, and returns how often it ran.
-func (s *Service) tries(ctx context.Context, span trace.Span, fn func(ctx context.Context, tx uow.Tx) error) (int, error) {
+// doPresuming runs the command name as [Service.do] does, but tries first
+// presumed, a unit of work that decides without loading its stream, on the
+// presumption that the stream is quiet, and appends under that condition
+// ([eventstore.Store.AppendLaterIfQuiet]). It saves a round trip to the
+// database when the presumption holds; when it does not, the append fails
+// with ErrConcurrency and fn, which loads the stream, runs as do runs it,
+// at once, the command's span marking the failed presumption.
+func (s *Service) doPresuming(ctx context.Context, name string, presumed, fn func(ctx context.Context, tx uow.Tx) error) error {
+	ctx, span := s.startCommand(ctx, name)
+	defer endOnPanic(span)
+	err := s.Runner.Do(ctx, withKeys(presumed))
+	tries := 1
+	if errors.Is(err, eventstore.ErrConcurrency) {
+		span.AddEvent(eventNotQuiet)
+		tries, err = s.tries(ctx, span, 1, fn)
+	}
+	span.SetAttributes(attrTries.Int(tries))
+	endCommand(span, err)
+	return err
+}
+
+// tries runs fn as [Service.do] describes, after the command's first
+// before tries, and returns how often the command ran in all.
+func (s *Service) tries(ctx context.Context, span trace.Span, before int, fn func(ctx context.Context, tx uow.Tx) error) (int, error) {
 	var err error
 	for try := range maxTries {
 		if try > 0 {
-			lostRace(span, try)
+			lostRace(span, before+try)
 			pause := time.Duration(rand.Int64N(int64(time.Millisecond) << try))
 			select {
 			case <-ctx.Done():
-				return try, ctx.Err()
+				return before + try, ctx.Err()
 			case <-time.After(pause):
 			}
 		}
 		err = s.Runner.Do(ctx, withKeys(fn))
 		if !errors.Is(err, eventstore.ErrConcurrency) {
-			return try + 1, err
+			return before + try + 1, err
 		}
 	}
-	lostRace(span, maxTries)
-	return maxTries, fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
+	lostRace(span, before+maxTries)
+	return before + maxTries, fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
 }
 
 // read runs fn, the query name, in a read-only unit of work, as one span

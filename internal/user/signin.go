@@ -69,7 +69,15 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 		return err
 	}
 	stream := signInStream(secret, email)
-	return s.do(ctx, "user.RequestSignInLink", func(ctx context.Context, tx uow.Tx) error {
+	// Most requests are an address's first in the window, so the request
+	// presumes it is and sends everything in one round trip; a request
+	// that follows another loads the address's links and counts them.
+	presumed := func(ctx context.Context, tx uow.Tx) error {
+		return s.sendSignInLink(ctx, tx, stream, email, func(e eventstore.Event) ([]eventstore.Event, error) {
+			return s.Events.AppendLaterIfQuiet(ctx, tx, stream, s.window(tx), e)
+		})
+	}
+	return s.doPresuming(ctx, "user.RequestSignInLink", presumed, func(ctx context.Context, tx uow.Tx) error {
 		links, err := s.loadSignInLinks(ctx, tx, stream)
 		if err != nil {
 			return err
@@ -77,24 +85,36 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 		if wait := links.retryAfter(tx.Now(), s.policy); wait > 0 {
 			return &TooManyRequestsError{RetryAfter: wait}
 		}
-		code, hash := newSecret()
-		expires := tx.Now().Add(s.policy.LinkTTL)
-		// The key of the address is kept while this link can count or
-		// sign in, and forgotten by the sweep after.
-		sealed, err := s.sealUntil(ctx, tx, stream, email, tx.Now().Add(s.span()))
-		if err != nil {
-			return err
-		}
-		e, err := event(TypeSignInLinkRequested, SignInLinkRequested{Email: sealed, CodeHash: hash, ExpiresAt: expires})
-		if err != nil {
-			return err
-		}
-		if _, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(links.version), e); err != nil {
-			return err
-		}
-		return s.addMail(ctx, tx, mail.TopicLoginLink, mail.Link{
-			To: email, URL: s.baseURL + "/sign-in?code=" + code, Code: code, ExpiresAt: expires,
+		return s.sendSignInLink(ctx, tx, stream, email, func(e eventstore.Event) ([]eventstore.Event, error) {
+			return s.Events.AppendLater(ctx, tx, stream, eventstore.Exactly(links.version), e)
 		})
+	})
+}
+
+// sendSignInLink records a new sign-in link for email in its stream
+// through appendEvent, and mails it.
+func (s *Service) sendSignInLink(ctx context.Context, tx uow.Tx, stream, email string, appendEvent func(eventstore.Event) ([]eventstore.Event, error)) error {
+	code, hash := newSecret()
+	expires := tx.Now().Add(s.policy.LinkTTL)
+	// The key of the address is kept while this link can count or sign
+	// in, and forgotten by the sweep after.
+	sealed, err := s.sealUntil(ctx, tx, stream, email, tx.Now().Add(s.span()))
+	if err != nil {
+		return err
+	}
+	e, err := event(TypeSignInLinkRequested, SignInLinkRequested{Email: sealed, CodeHash: hash, ExpiresAt: expires})
+	if err != nil {
+		return err
+	}
+	appended, err := appendEvent(e)
+	if err != nil {
+		return err
+	}
+	if err := s.views.Apply(ctx, tx, appended...); err != nil {
+		return err
+	}
+	return s.addMail(ctx, tx, mail.TopicLoginLink, mail.Link{
+		To: email, URL: s.baseURL + "/sign-in?code=" + code, Code: code, ExpiresAt: expires,
 	})
 }
 
