@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,10 +123,165 @@ func runFlap(t *testing.T, stopFirst bool) {
 	}
 }
 
-// TestRelayAck checks the batched acknowledgements of Run: through a database that goes away and back, and under a clock in another zone.
+// TestRelayAck checks the batched acknowledgements of Run: through a
+// database that goes away and back, under a clock in another zone, and how
+// long an acknowledgement waits for others.
 func TestRelayAck(t *testing.T) {
 	t.Run("through a database flap", testAckThroughADatabaseFlap)
 	t.Run("with a clock in another zone", testAckAllWithAClockInAnotherZone)
+	t.Run("waits for a batch's worth", testAckWaitsForABatchsWorth)
+	t.Run("writes a keyed message's at once", testAckWritesAKeyedMessagesAtOnce)
+	t.Run("writes at once when slots run short", testAckWritesAtOnceWhenSlotsRunShort)
+	t.Run("writes what waits when the relay stops", testAckWritesWhatWaitsWhenTheRelayStops)
+}
+
+// ackSizes is the PostgreSQL outbox, with all its methods, telling the
+// test how many leases each AckAll acknowledged.
+type ackSizes struct {
+	*postgres.Outbox
+	sizes chan int
+}
+
+func (w *ackSizes) AckAll(ctx context.Context, leases []outbox.Lease) error {
+	err := w.Outbox.AckAll(ctx, leases)
+	if err == nil {
+		w.sizes <- len(leases)
+	}
+	return err
+}
+
+// ackSetup returns a relay of batch over a store that reports its
+// acknowledgements, whose acknowledgements would wait an hour for others
+// to join them, with a handler of "mail" that reports each delivery, and
+// one of "slow" that waits for gate.
+func ackSetup(t *testing.T, batch int, gate <-chan struct{}) (*postgres.DB, *ackSizes, *outbox.Relay, <-chan struct{}) {
+	t.Helper()
+	db := pgtest.New(t)
+	store := &ackSizes{Outbox: db.Outbox().(*postgres.Outbox), sizes: make(chan int, 100)}
+	handled := make(chan struct{}, 100)
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		"mail": func(context.Context, outbox.Message) error {
+			handled <- struct{}{}
+			return nil
+		},
+		"slow": func(context.Context, outbox.Message) error {
+			handled <- struct{}{}
+			<-gate
+			return nil
+		},
+	}, outbox.RelayConfig{Batch: batch, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	outbox.SetAckDelay(relay, time.Hour)
+	return db, store, relay, handled
+}
+
+// nextSize returns the size of the next AckAll, failing t when none comes
+// within a bound.
+func nextSize(t *testing.T, sizes <-chan int, what string) int {
+	t.Helper()
+	select {
+	case n := <-sizes:
+		return n
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		return 0
+	}
+}
+
+// Messages delivered one after the other are acknowledged together, once
+// a batch's worth waits: no acknowledgement is written alone before.
+func testAckWaitsForABatchsWorth(t *testing.T) {
+	t.Parallel()
+	db, store, relay, handled := ackSetup(t, 3, nil)
+	cancel, done := runRelay(t, relay)
+	for i := range 3 {
+		addNow(t, db, store.Outbox)
+		within(t, handled, fmt.Sprintf("delivery %d", i+1))
+	}
+	if n := nextSize(t, store.sizes, "the acknowledgements"); n != 3 {
+		t.Errorf("the first AckAll acknowledged %d messages, want the batch's 3 together", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A keyed message's acknowledgement is written at once: the next message
+// of its key is due only once it is gone.
+func testAckWritesAKeyedMessagesAtOnce(t *testing.T) {
+	t.Parallel()
+	db, store, relay, handled := ackSetup(t, 3, nil)
+	cancel, done := runRelay(t, relay)
+	commitKeyed(t, db.Runner(nil), store.Outbox, "k")
+	within(t, handled, "the keyed delivery")
+	if n := nextSize(t, store.sizes, "the keyed message's acknowledgement"); n != 1 {
+		t.Errorf("AckAll acknowledged %d messages, want the keyed one", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// While the relay holds so many messages that fewer slots are free than
+// two claims need, an acknowledgement is written at once: it frees a
+// slot.
+func testAckWritesAtOnceWhenSlotsRunShort(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	const batch = 2
+	db, store, relay, handled := ackSetup(t, batch, gate)
+	cancel, done := runRelay(t, relay)
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	defer close(gate)
+	// Hold all but three of the relay's slots in handlers that wait.
+	slow := outbox.HeldBatches*batch - 3
+	commit(t, db.Runner(nil), store.Outbox, "slow", slow)
+	for i := range slow {
+		within(t, handled, fmt.Sprintf("slow delivery %d", i+1))
+	}
+	addNow(t, db, store.Outbox)
+	within(t, handled, "the delivery")
+	if n := nextSize(t, store.sizes, "the acknowledgement"); n != 1 {
+		t.Errorf("AckAll acknowledged %d messages, want the one delivered", n)
+	}
+}
+
+// Run writes the acknowledgements that wait before it returns.
+func testAckWritesWhatWaitsWhenTheRelayStops(t *testing.T) {
+	t.Parallel()
+	db, store, relay, handled := ackSetup(t, 3, nil)
+	cancel, done := runRelay(t, relay)
+	addNow(t, db, store.Outbox)
+	within(t, handled, "the delivery")
+	select {
+	case n := <-store.sizes:
+		t.Fatalf("AckAll acknowledged %d messages before the relay stopped, want it to wait", n)
+	default:
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := nextSize(t, store.sizes, "the acknowledgement at the stop"); n != 1 {
+		t.Errorf("AckAll at the stop acknowledged %d messages, want 1", n)
+	}
+	left, err := db.Outbox().Claim(t.Context(), time.Now().Add(time.Hour), time.Minute, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("%d delivered messages are still in the outbox", len(left))
+	}
 }
 
 func testAckThroughADatabaseFlap(t *testing.T) { runFlap(t, false) }

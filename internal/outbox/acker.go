@@ -10,19 +10,34 @@ import (
 
 // acker acknowledges the messages that the deliveries of [Relay.Run]
 // finish, coalescing them: one goroutine writes everything delivered since
-// its last write in one store call, so that a delivered message waits for
-// at most the write in progress, never for the rest of its batch, and a
-// busy relay writes many acknowledgements per round trip.
+// its last write in one store call, so that a delivered message never waits
+// for the rest of its batch, and a busy relay writes many acknowledgements
+// per round trip.
+//
+// A write waits up to [ackDelay] for more to join it, as River's completer
+// waits for its batch: at a thousand messages a second, one at a time,
+// each would otherwise cost the database a transaction of its own beside
+// the one that added it. It waits for nothing once a batch's worth is
+// queued, while the relay is short of slots for its next claim (a queued
+// acknowledgement holds its message's slot), or when a queued message has
+// an ordering key, whose next message is due only once it is gone.
 type acker struct {
 	r       *Relay
 	mu      sync.Mutex
 	pending []*held
 	spare   []*held
+	// keyed is set while a queued message has an ordering key.
+	keyed   bool
 	stopped bool
 	kick    chan struct{}
 	done    chan struct{}
 	quit    chan struct{}
 }
+
+// ackDelay is how long an acknowledgement may wait for others to join its
+// write. A crash loses at most this much of acknowledgements, whose
+// messages are delivered again once their leases end.
+const ackDelay = 20 * time.Millisecond
 
 func newAcker(r *Relay) *acker {
 	return &acker{r: r, kick: make(chan struct{}, 1), done: make(chan struct{}), quit: make(chan struct{})}
@@ -38,6 +53,7 @@ func (a *acker) add(h *held) {
 		return
 	}
 	a.pending = append(a.pending, h)
+	a.keyed = a.keyed || h.msg.Key != ""
 	a.mu.Unlock()
 	select {
 	case a.kick <- struct{}{}:
@@ -45,12 +61,37 @@ func (a *acker) add(h *held) {
 	}
 }
 
+// urgent reports whether what is queued must be written without waiting
+// for more: see [acker].
+func (a *acker) urgent() bool {
+	a.mu.Lock()
+	n, keyed := len(a.pending), a.keyed
+	a.mu.Unlock()
+	batch := a.r.cfg.Batch
+	return n >= batch || keyed || a.r.sem.available() < 2*batch
+}
+
 // run writes acknowledgements until stop is called, then writes the last.
 func (a *acker) run() {
 	defer close(a.done)
+	wait := time.NewTimer(a.r.ackDelay)
+	wait.Stop()
+	waiting := false
 	for {
 		select {
 		case <-a.kick:
+			if a.urgent() {
+				if waiting {
+					wait.Stop()
+					waiting = false
+				}
+				a.flush()
+			} else if !waiting {
+				wait.Reset(a.r.ackDelay)
+				waiting = true
+			}
+		case <-wait.C:
+			waiting = false
 			a.flush()
 		case <-a.quit:
 			a.mu.Lock()
@@ -77,7 +118,7 @@ func (a *acker) flush() {
 		a.mu.Unlock()
 		return
 	}
-	a.pending, a.spare = a.spare[:0], nil
+	a.pending, a.spare, a.keyed = a.spare[:0], nil, false
 	a.mu.Unlock()
 	a.r.delivered(context.Background(), batch)
 	leases := make([]Lease, len(batch))

@@ -94,7 +94,9 @@ type Relay struct {
 	policies  map[string]RetryPolicy
 	// stopGrace bounds the deliveries in flight once Run's context ends;
 	// zero leaves them their timeout.
-	stopGrace   time.Duration
+	stopGrace time.Duration
+	// ackDelay is how long an acknowledgement waits for others ([acker]).
+	ackDelay    time.Duration
 	settledKeys *settledKeys
 	sem         *semaphore
 	inflight    inflight
@@ -130,6 +132,7 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 		meter:       noop.NewMeterProvider(),
 		sem:         newSemaphore(HeldBatches * cfg.Batch),
 		settledKeys: newSettledKeys(),
+		ackDelay:    ackDelay,
 	}
 	topics := make([]string, 0, len(handlers))
 	for topic, h := range handlers {
