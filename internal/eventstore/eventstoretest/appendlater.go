@@ -192,14 +192,24 @@ func testAppendLaterFailsALaterCall(t *testing.T, h Harness) {
 func testAppendLaterWhileOtherOpen(t *testing.T, h Harness) {
 	first := mustAppend(t, h, "s", eventstore.NoStream, newEvents(t, 1)...)
 	a := hold(t, h, "s", eventstore.Exactly(1))
+	loseToHeld(t, h, a, func(ctx context.Context, tx uow.Tx) error {
+		_, err := h.Store.AppendLater(ctx, tx, "s", eventstore.Exactly(1), newEvents(t, 1)...)
+		return err
+	})
+	assertStream(t, h, "s", append(first, a.events...)...)
+}
+
+// loseToHeld runs, in a second unit of work, fn, which appends to the
+// stream that a holds, then lets a commit, and checks that the second
+// fails with ErrConcurrency.
+func loseToHeld(t *testing.T, h Harness, a *held, fn func(ctx context.Context, tx uow.Tx) error) {
+	t.Helper()
 	bDone := make(chan error, 1)
 	bStarted := make(chan struct{})
-	second := newEvents(t, 1)
 	go func() {
 		bDone <- h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 			close(bStarted)
-			_, err := h.Store.AppendLater(ctx, tx, "s", eventstore.Exactly(1), second...)
-			return err
+			return fn(ctx, tx)
 		})
 	}()
 	select {
@@ -211,7 +221,6 @@ func testAppendLaterWhileOtherOpen(t *testing.T, h Harness) {
 	if err := <-bDone; !errors.Is(err, eventstore.ErrConcurrency) {
 		t.Fatalf("the second unit of work: %v, want ErrConcurrency", err)
 	}
-	assertStream(t, h, "s", append(first, a.events...)...)
 }
 
 // testAppendLaterRefused checks the errors a call returns at once: an

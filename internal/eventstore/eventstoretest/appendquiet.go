@@ -139,24 +139,10 @@ func testAppendLaterIfQuietWhileOtherOpen(t *testing.T, h Harness) {
 	since := time.Now().Add(-time.Hour).Truncate(time.Microsecond)
 	first := appendAt(t, h, since.Add(-time.Hour), "s", eventstore.NoStream, newEvents(t, 1)...)
 	a := hold(t, h, "s", eventstore.Exactly(1))
-	bDone := make(chan error, 1)
-	bStarted := make(chan struct{})
-	go func() {
-		bDone <- h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			close(bStarted)
-			_, err := h.Store.AppendLaterIfQuiet(ctx, tx, "s", since, newEvents(t, 1)...)
-			return err
-		})
-	}()
-	select {
-	case <-bStarted:
-	case err := <-bDone:
-		t.Fatalf("the second unit of work ended before it appended: %v", err)
-	}
-	a.commit(t)
-	if err := <-bDone; !errors.Is(err, eventstore.ErrConcurrency) {
-		t.Fatalf("the second unit of work: %v, want ErrConcurrency", err)
-	}
+	loseToHeld(t, h, a, func(ctx context.Context, tx uow.Tx) error {
+		_, err := h.Store.AppendLaterIfQuiet(ctx, tx, "s", since, newEvents(t, 1)...)
+		return err
+	})
 	assertStream(t, h, "s", append(first, a.events...)...)
 }
 
