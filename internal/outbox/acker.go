@@ -9,25 +9,18 @@ import (
 )
 
 // acker acknowledges the messages that the deliveries of [Relay.Run]
-// finish, coalescing them: one goroutine writes everything delivered since
-// its last write in one store call, so that a delivered message never waits
-// for the rest of its batch, and a busy relay writes many acknowledgements
-// per round trip.
-//
-// A write waits up to [ackDelay] for more to join it, as River's completer
-// waits for its batch: at a thousand messages a second, one at a time,
-// each would otherwise cost the database a transaction of its own beside
-// the one that added it. It waits for nothing once a batch's worth is
-// queued, while the relay is short of slots for its next claim (a queued
-// acknowledgement holds its message's slot), or when a queued message has
-// an ordering key, whose next message is due only once it is gone.
+// finish, as [Relay] describes: one goroutine writes everything delivered
+// since its last write in one store call, after waiting up to
+// the relay's ackDelay for more unless [acker.urgent].
 type acker struct {
 	r       *Relay
 	mu      sync.Mutex
 	pending []*held
 	spare   []*held
-	// keyed is set while a queued message has an ordering key.
+	// keyed is set while a queued message has an ordering key; soonest is
+	// the earliest end of the queued messages' leases.
 	keyed   bool
+	soonest time.Time
 	stopped bool
 	kick    chan struct{}
 	done    chan struct{}
@@ -35,8 +28,7 @@ type acker struct {
 }
 
 // ackDelay is how long an acknowledgement may wait for others to join its
-// write. A crash loses at most this much of acknowledgements, whose
-// messages are delivered again once their leases end.
+// write, unless a test changes it.
 const ackDelay = 20 * time.Millisecond
 
 func newAcker(r *Relay) *acker {
@@ -54,7 +46,16 @@ func (a *acker) add(h *held) {
 	}
 	a.pending = append(a.pending, h)
 	a.keyed = a.keyed || h.msg.Key != ""
+	if a.soonest.IsZero() || h.lease.Until.Before(a.soonest) {
+		a.soonest = h.lease.Until
+	}
 	a.mu.Unlock()
+	a.hurry()
+}
+
+// hurry makes the acker look again at what waits: the subscriber calls it
+// when it finds too few slots free for a claim.
+func (a *acker) hurry() {
 	select {
 	case a.kick <- struct{}{}:
 	default:
@@ -62,13 +63,18 @@ func (a *acker) add(h *held) {
 }
 
 // urgent reports whether what is queued must be written without waiting
-// for more: see [acker].
+// for more: a batch's worth is queued; a queued message has an ordering
+// key, whose next message is due only once it is gone; fewer slots are
+// free than two claims need, since a queued acknowledgement holds its
+// message's slot; or a queued lease would end before a write that waited
+// could be retried for [SettleTimeout].
 func (a *acker) urgent() bool {
 	a.mu.Lock()
-	n, keyed := len(a.pending), a.keyed
+	n, keyed, soonest := len(a.pending), a.keyed, a.soonest
 	a.mu.Unlock()
 	batch := a.r.cfg.Batch
-	return n >= batch || keyed || a.r.sem.available() < 2*batch
+	return n >= batch || keyed || a.r.sem.available() < 2*batch ||
+		(n > 0 && a.r.now().Add(SettleTimeout+a.r.ackDelay).After(soonest))
 }
 
 // run writes acknowledgements until stop is called, then writes the last.
@@ -118,7 +124,7 @@ func (a *acker) flush() {
 		a.mu.Unlock()
 		return
 	}
-	a.pending, a.spare, a.keyed = a.spare[:0], nil, false
+	a.pending, a.spare, a.keyed, a.soonest = a.spare[:0], nil, false, time.Time{}
 	a.mu.Unlock()
 	a.r.delivered(context.Background(), batch)
 	leases := make([]Lease, len(batch))
@@ -172,11 +178,10 @@ func (r *Relay) ackNow(h *held) {
 	r.settled(h)
 }
 
-// delivered counts the deliveries of hs, by topic, and tells the breakers.
-// The acknowledger calls it once for what it writes together, rather than
-// each delivery's goroutine for its own.
+// delivered counts the deliveries of hs, by topic. The acknowledger calls
+// it once for what it writes together, rather than each delivery's
+// goroutine for its own.
 func (r *Relay) delivered(ctx context.Context, hs []*held) {
-	now := r.now()
 	var topic string
 	n := int64(0)
 	flush := func() {
@@ -188,7 +193,6 @@ func (r *Relay) delivered(ctx context.Context, hs []*held) {
 		if h.msg.Topic != topic {
 			flush()
 			topic, n = h.msg.Topic, 0
-			r.breakers.record(topic, h.msg.ID, true, now)
 		}
 		n++
 		mctx := ctx

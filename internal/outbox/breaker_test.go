@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/uow"
 )
 
 // breakerFixture is a relay over two topics, mail and sms, whose handlers
@@ -85,6 +88,7 @@ func TestRelayBreaker(t *testing.T) {
 	t.Run("left half-open without a probe when the batch is full", testBreakerLeftHalfOpenWithoutAProbeWhenTheBatchIsFull)
 	t.Run("left half-open when the probe's claim fails", testBreakerLeftHalfOpenWhenTheProbeClaimFails)
 	t.Run("probes again after a probe that fails for good", testBreakerProbesAgainAfterAProbeThatFailsForGood)
+	t.Run("stays open when a late acknowledgement is written", testBreakerStaysOpenWhenALateAckIsWritten)
 }
 
 // A probe that fails for good (outbox.ErrPermanent) is buried and says
@@ -260,5 +264,78 @@ func drainWant(t *testing.T, relay *outbox.Relay, now time.Time, want outbox.Dra
 	}
 	if got != want {
 		t.Fatalf("drain at +%s: %+v, want %+v", now.Sub(epoch), got, want)
+	}
+}
+
+// A success whose acknowledgement waits is told to the breaker when its
+// handler returns: failures that open the breaker while the
+// acknowledgement waits keep it open once it is written.
+func testBreakerStaysOpenWhenALateAckIsWritten(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	store := &ackSizes{Outbox: db.Outbox().(*postgres.Outbox), sizes: make(chan int, 100)}
+	var down atomic.Bool
+	handled := make(chan struct{}, 100)
+	var logMu sync.Mutex
+	var logs strings.Builder
+	logged := func(what string) bool {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return strings.Contains(logs.String(), what)
+	}
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+		"mail": func(context.Context, outbox.Message) error {
+			defer func() { handled <- struct{}{} }()
+			if down.Load() {
+				return errors.New("dial tcp: connection refused")
+			}
+			return nil
+		},
+		"sms": func(context.Context, outbox.Message) error { return nil },
+	}, outbox.RelayConfig{Batch: 10, Interval: time.Hour, Lease: 2 * time.Hour},
+		outbox.WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	outbox.SetAckDelay(relay, time.Hour)
+	cancel, done := runRelay(t, relay)
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	addNow(t, db, store.Outbox)
+	within(t, handled, "the delivery")
+	down.Store(true)
+	commit(t, db.Runner(nil), store.Outbox, "mail", 3)
+	for i := range 3 {
+		within(t, handled, fmt.Sprintf("failure %d", i+1))
+	}
+	for deadline := time.Now().Add(30 * time.Second); !logged("circuit open"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the breaker did not open after three failures; logs:\n%s", logs.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// A keyed message's acknowledgement is written at once, with the one
+	// that waited.
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		m, err := outbox.NewMessage("sms", map[string]string{"to": "a"}, tx.Now())
+		if err != nil {
+			return err
+		}
+		m.Key = "k"
+		return store.Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nextSize(t, store.sizes, "the acknowledgements"); n != 2 {
+		t.Errorf("AckAll acknowledged %d messages, want the waiting one with the keyed one", n)
+	}
+	if logged("circuit closed") {
+		t.Errorf("the late acknowledgement closed the breaker that the failures opened; logs:\n%s", logs.String())
 	}
 }

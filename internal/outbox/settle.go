@@ -69,7 +69,11 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 	m := h.msg
 	took := tookFrom(wm)
 	if !failed {
-		// The acknowledgement counts the delivery, with others at once.
+		// The breaker hears of the success now: the acknowledgement may
+		// wait, and a success heard late could close a breaker that
+		// failures opened meanwhile. The acknowledgement counts the
+		// delivery, with the others it writes.
+		r.breakers.record(m.Topic, m.ID, true, r.now())
 		h.took, h.span = took, trace.SpanContextFromContext(wm.Context())
 		ack(h)
 		return outcomeDelivered

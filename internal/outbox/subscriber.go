@@ -30,9 +30,9 @@ import (
 // One claiming loop serves every topic, unlike most Watermill subscribers,
 // since a claim takes the due messages of all topics in one statement.
 type subscriber struct {
-	r   *Relay
-	ack func(*held)
-	cur cursor
+	r    *Relay
+	acks *acker
+	cur  cursor
 	// closing is closed by Close.
 	closing chan struct{}
 	// cut, when not nil, ends the handlers' contexts once a stop's grace
@@ -76,9 +76,9 @@ type subscription struct {
 
 var _ message.Subscriber = (*subscriber)(nil)
 
-func newSubscriber(r *Relay, ack func(*held)) *subscriber {
+func newSubscriber(r *Relay, acks *acker) *subscriber {
 	s := &subscriber{
-		r: r, ack: ack, closing: make(chan struct{}), takenReady: make(chan struct{}, 1),
+		r: r, acks: acks, closing: make(chan struct{}), takenReady: make(chan struct{}, 1),
 		topics: make(map[string]*subscription), ready: make(chan struct{}),
 	}
 	s.backlog.Store(true)
@@ -202,6 +202,8 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 			case running == 2:
 			case r.sem.available() < r.cfg.Batch:
 				released = r.sem.released
+				// Acknowledgements waiting to be written hold slots.
+				s.acks.hurry()
 			default:
 				lead := !leading
 				cur := &s.cur
@@ -402,9 +404,9 @@ func (s *subscriber) handOne(ctx context.Context, c *claim, h *held) bool {
 func (s *subscriber) settleOn(wm *message.Message, h *held) {
 	select {
 	case <-wm.Acked():
-		s.r.settle(h, wm, false, s.ack)
+		s.r.settle(h, wm, false, s.acks.add)
 	case <-wm.Nacked():
-		s.r.settle(h, wm, true, s.ack)
+		s.r.settle(h, wm, true, s.acks.add)
 	}
 }
 
