@@ -123,12 +123,16 @@ type Store interface {
 	// since would have returned no event: it appends events after the
 	// stream's head, whatever its version, only while the stream has no
 	// event whose RecordedAt is at or after since. Otherwise, or when a
-	// concurrent transaction appends to the stream first, it fails the
-	// unit of work with ErrConcurrency, as AppendLater fails it, and the
-	// unit of work runs again, loading the stream this time. It saves the
-	// load's round trip for streams that are usually quiet. The events it
-	// returns have their RecordedAt set but no Version, which is known only
-	// once the append is sent.
+	// concurrent transaction appends to the stream first, the unit of work
+	// fails with ErrConcurrency, from the call or a later one as under
+	// AppendLater, and its caller may run it again, loading the stream
+	// this time. It saves the load's round trip for streams that are
+	// usually quiet. An event whose ID is stored already, in this stream
+	// or another, is ErrDuplicateEvent, whether or not the stream is
+	// quiet; an invalid event is ErrInvalidEvent; in a read-only unit of
+	// work it returns an error wrapping [uow.ErrReadOnly]. Appending no
+	// events does nothing. The events it returns have their RecordedAt
+	// set but no Version, which is known only once the append is sent.
 	AppendLaterIfQuiet(ctx context.Context, tx uow.Tx, stream string, since time.Time, events ...Event) ([]Event, error)
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.

@@ -125,7 +125,9 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 	fail := func(err error) error {
 		return fmt.Errorf("eventstore: append %s at version %d: %w", stream, expected, err)
 	}
-	appended, err := s.appendLater(ctx, t, stream, expected, appendLaterOneQuery, appendLaterQuery, int64(expected), fail, events)
+	appended, err := s.appendLater(ctx, t, stream, heldAppend{
+		expected: expected, one: appendLaterOneQuery, several: appendLaterQuery, cond: int64(expected), fail: fail,
+	}, events)
 	for i := range appended {
 		appended[i].Version = int64(expected) + int64(i) + 1
 	}
@@ -139,18 +141,32 @@ func (s *EventStore) AppendLaterIfQuiet(ctx context.Context, t uow.Tx, stream st
 	fail := func(err error) error {
 		return fmt.Errorf("eventstore: append %s if quiet since %s: %w", stream, since.UTC().Format(time.RFC3339Nano), err)
 	}
-	return s.appendLater(ctx, t, stream, eventstore.Any, appendQuietOneQuery, appendQuietQuery, ceilMicro(since), fail, events)
+	return s.appendLater(ctx, t, stream, heldAppend{
+		expected: eventstore.Any, one: appendQuietOneQuery, several: appendQuietQuery, cond: ceilMicro(since), fail: fail,
+	}, events)
 }
 
-// appendLater holds the INSERT of events, one for one event and several
-// for more, whose condition takes cond as $2, and returns the events with
-// their stream and time set.
-func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, one, several string, cond any, fail func(error) error, events []eventstore.Event) ([]eventstore.Event, error) {
+// heldAppend is how [EventStore.appendLater] holds an append.
+type heldAppend struct {
+	// expected is the version that the events are checked against.
+	expected eventstore.Expected
+	// one and several are the INSERT of one event and of more, whose
+	// condition takes cond as $2.
+	one, several string
+	cond         any
+	// fail describes an error of the append.
+	fail func(error) error
+}
+
+// appendLater holds the INSERT of events as a says, and returns the events
+// with their stream and time set.
+func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a heldAppend, events []eventstore.Event) ([]eventstore.Event, error) {
+	fail := a.fail
 	pt, err := asTx(t)
 	if err != nil {
 		return nil, fail(err)
 	}
-	ids, err := eventstore.CheckAppend(stream, expected, events)
+	ids, err := eventstore.CheckAppend(stream, a.expected, events)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -163,17 +179,17 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, e
 	}
 	now := t.Now()
 	var args []any
-	q := one
+	q := a.one
 	if len(events) == 1 {
 		e := events[0]
-		args = []any{stream, cond, now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0]}
+		args = []any{stream, a.cond, now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0]}
 	} else {
 		types := make([]string, len(events))
 		data := make([]string, len(events))
 		for i, e := range events {
 			types[i], data[i] = e.Type, string(e.Data)
 		}
-		q, args = several, []any{stream, cond, now, ids, types, data, metadata}
+		q, args = a.several, []any{stream, a.cond, now, ids, types, data, metadata}
 	}
 	if err := pt.later(ctx, q, args, func(err error) error { return fail(appendLaterError(err)) }); err != nil {
 		return nil, err
@@ -194,9 +210,10 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, e
 // version, or no event of the stream is recorded at or after $2), or when
 // an event's ID is stored already, so that the ID's unique index refuses
 // the row; otherwise their version is NULL, which the column refuses.
-// The condition and the ID's probe are uncorrelated, so InitPlans, which
-// PostgreSQL runs once, and the probe only when the condition fails;
-// correlated with each row they would run for every event. A version that
+// The quiet condition and the ID's probe are uncorrelated subqueries, so
+// InitPlans, which PostgreSQL runs once, and the probe only when the
+// condition fails; correlated with each row they would run for every
+// event. A version that
 // another transaction inserts meanwhile breaks the primary key once that
 // one commits (the INSERT waits for it). A truncation that deletes a
 // probed ID between the probe and the insert would let the events in at

@@ -44,20 +44,39 @@ const appendChunk = 500
 // SQLite's JSON functions refuse, such as JSON nested deeper than 1000
 // levels, is [eventstore.ErrInvalidEvent]. A failed append writes nothing.
 func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
-	st, err := asTx(t)
+	appended, err := s.append(ctx, t, stream, expected, nil, events)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
+	return appended, nil
+}
+
+// append is [EventStore.Append] without its errors' prefix, or, when
+// quietSince is not nil, [EventStore.AppendLaterIfQuiet]: refused in a
+// read-only unit of work, ErrDuplicateEvent for any event stored
+// already, even all in this stream, and ErrConcurrency when the stream
+// has an event recorded at or after quietSince; the events follow the
+// head.
+func (s *EventStore) append(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, quietSince *time.Time, events []eventstore.Event) ([]eventstore.Event, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return nil, err
+	}
 	ids, err := eventstore.CheckAppend(stream, expected, events)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		return nil, err
 	}
 	if len(events) == 0 {
 		return nil, nil
 	}
+	if quietSince != nil {
+		if err := st.writing(); err != nil {
+			return nil, err
+		}
+	}
 	idList, err := json.Marshal(ids)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		return nil, err
 	}
 
 	const state = `
@@ -67,18 +86,27 @@ FROM events WHERE id IN (SELECT value FROM json_each(?2))`
 	var version int64
 	var found, inStream int
 	if err := st.QueryRowContext(ctx, state, stream, string(idList)).Scan(&version, &found, &inStream); err != nil {
-		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		return nil, err
 	}
 	if found > 0 {
-		if inStream < len(ids) {
-			return nil, fmt.Errorf("eventstore: append %s: %w: %d of %d events stored, %d of them in this stream",
-				stream, eventstore.ErrDuplicateEvent, found, len(ids), inStream)
+		if inStream < len(ids) || quietSince != nil {
+			return nil, fmt.Errorf("%w: %d of %d events stored, %d of them in this stream",
+				eventstore.ErrDuplicateEvent, found, len(ids), inStream)
 		}
-		return s.stored(ctx, st, stream, string(idList))
+		return s.stored(ctx, st, string(idList))
 	}
-	if expected != eventstore.Any && int64(expected) != version {
-		return nil, fmt.Errorf("eventstore: append %s: %w: stream is at version %d, expected %d",
-			stream, eventstore.ErrConcurrency, version, expected)
+	if quietSince != nil {
+		var recent bool
+		const q = `SELECT EXISTS (SELECT 1 FROM events WHERE stream = ? AND recorded_at >= ?)`
+		if err := st.QueryRowContext(ctx, q, stream, ceilMicros(*quietSince)).Scan(&recent); err != nil {
+			return nil, err
+		}
+		if recent {
+			return nil, fmt.Errorf("%w: an event is recorded since", eventstore.ErrConcurrency)
+		}
+	} else if expected != eventstore.Any && int64(expected) != version {
+		return nil, fmt.Errorf("%w: stream is at version %d, expected %d",
+			eventstore.ErrConcurrency, version, expected)
 	}
 
 	now := t.Now()
@@ -109,7 +137,7 @@ FROM events WHERE id IN (SELECT value FROM json_each(?2))`
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		return nil, err
 	}
 	st.wakeLog()
 	return appended, nil
@@ -120,46 +148,29 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 	return s.Append(ctx, t, stream, expected, events...)
 }
 
-// AppendLaterIfQuiet is [EventStore.Append] at the stream's head, after a
-// check that the stream has no event recorded at or after since. A unit of
-// work holds the write lock from its first statement, so nothing appends
-// between the check and the append.
+// AppendLaterIfQuiet appends events at the stream's head unless an event of
+// the stream is recorded at or after since, as
+// [eventstore.Store.AppendLaterIfQuiet] describes. A unit of work holds the
+// write lock from its first statement, so nothing appends between the
+// check and the append.
 func (s *EventStore) AppendLaterIfQuiet(ctx context.Context, t uow.Tx, stream string, since time.Time, events ...eventstore.Event) ([]eventstore.Event, error) {
-	fail := func(err error) error {
-		return fmt.Errorf("eventstore: append %s if quiet since %s: %w", stream, since.UTC().Format(time.RFC3339Nano), err)
-	}
-	st, err := asTx(t)
+	appended, err := s.append(ctx, t, stream, eventstore.Any, &since, events)
 	if err != nil {
-		return nil, fail(err)
+		return nil, fmt.Errorf("eventstore: append %s if quiet since %s: %w", stream, since.UTC().Format(time.RFC3339Nano), err)
 	}
-	if _, err := eventstore.CheckAppend(stream, eventstore.Any, events); err != nil {
-		return nil, fail(err)
-	}
-	if len(events) == 0 {
-		return nil, nil
-	}
-	var recent bool
-	const q = `SELECT EXISTS (SELECT 1 FROM events WHERE stream = ? AND recorded_at >= ?)`
-	if err := st.QueryRowContext(ctx, q, stream, ceilMicros(since)).Scan(&recent); err != nil {
-		return nil, fail(err)
-	}
-	if recent {
-		return nil, fail(fmt.Errorf("%w: an event is recorded since", eventstore.ErrConcurrency))
-	}
-	appended, err := s.Append(ctx, t, stream, eventstore.Any, events...)
 	for i := range appended {
 		appended[i].Version = 0
 	}
-	return appended, err
+	return appended, nil
 }
 
 // stored returns the events with the IDs of the JSON array idList, all of
 // which are in stream, as an idempotent append returns them.
-func (s *EventStore) stored(ctx context.Context, st *tx, stream, idList string) ([]eventstore.Event, error) {
+func (s *EventStore) stored(ctx context.Context, st *tx, idList string) ([]eventstore.Event, error) {
 	events, err := queryEvents(ctx, st,
 		`SELECT `+eventColumns+` FROM events WHERE id IN (SELECT value FROM json_each(?)) ORDER BY version`, idList)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
+		return nil, err
 	}
 	for i := range events {
 		events[i].Position = eventstore.Position{}

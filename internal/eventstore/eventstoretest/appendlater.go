@@ -199,30 +199,6 @@ func testAppendLaterWhileOtherOpen(t *testing.T, h Harness) {
 	assertStream(t, h, "s", append(first, a.events...)...)
 }
 
-// loseToHeld runs, in a second unit of work, fn, which appends to the
-// stream that a holds, then lets a commit, and checks that the second
-// fails with ErrConcurrency.
-func loseToHeld(t *testing.T, h Harness, a *held, fn func(ctx context.Context, tx uow.Tx) error) {
-	t.Helper()
-	bDone := make(chan error, 1)
-	bStarted := make(chan struct{})
-	go func() {
-		bDone <- h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			close(bStarted)
-			return fn(ctx, tx)
-		})
-	}()
-	select {
-	case <-bStarted:
-	case err := <-bDone:
-		t.Fatalf("the second unit of work ended before it appended: %v", err)
-	}
-	a.commit(t)
-	if err := <-bDone; !errors.Is(err, eventstore.ErrConcurrency) {
-		t.Fatalf("the second unit of work: %v, want ErrConcurrency", err)
-	}
-}
-
 // testAppendLaterRefused checks the errors a call returns at once: an
 // invalid event, and any append in a read-only unit of work.
 func testAppendLaterRefused(t *testing.T, h Harness) {

@@ -115,20 +115,35 @@ func testAppendLaterIfQuietRefused(t *testing.T, h Harness) {
 	assertStream(t, h, "skewed", skewed...)
 }
 
-// testAppendLaterIfQuietDuplicates appends an event stored in another
-// stream, alone and among new ones: ErrDuplicateEvent, and nothing is
-// written.
+// testAppendLaterIfQuietDuplicates appends events stored already: one of
+// another stream, alone and among new ones, to a quiet stream and to one
+// that is not, and a stream's own event again, quiet or not. Each is
+// ErrDuplicateEvent, whatever the stream's quiet, and writes nothing.
 func testAppendLaterIfQuietDuplicates(t *testing.T, h Harness) {
-	stored := mustAppend(t, h, "a", eventstore.NoStream, newEvents(t, 1)...)
-	now := time.Now().Add(time.Hour)
-	for i, events := range [][]eventstore.Event{stored, append(newEvents(t, 1), stored...)} {
-		_, err := appendIfQuiet(t, h, now, "b", fmt.Sprintf("beside-%d", i), now, events...)
+	t0 := tailBase
+	stored := appendAt(t, h, t0, "a", eventstore.NoStream, newEvents(t, 1)...)
+	busy := appendAt(t, h, t0, "busy", eventstore.NoStream, newEvents(t, 1)...)
+	now := t0.Add(time.Hour)
+	for i, tc := range []struct {
+		name   string
+		stream string
+		since  time.Time
+		events []eventstore.Event
+	}{
+		{"an event of a, to a quiet stream", "b", now, stored},
+		{"a new event and an event of a, to a quiet stream", "b", now, append(newEvents(t, 1), stored...)},
+		{"an event of a, to a stream that is not quiet", "busy", t0, stored},
+		{"a's own event, a quiet", "a", t0.Add(time.Second), stored},
+		{"a's own event, a not quiet", "a", t0, stored},
+	} {
+		_, err := appendIfQuiet(t, h, now, tc.stream, fmt.Sprintf("beside-%d", i), tc.since, tc.events...)
 		if !errors.Is(err, eventstore.ErrDuplicateEvent) {
-			t.Errorf("AppendLaterIfQuiet(b) of %d events, one of a: %v, want ErrDuplicateEvent", len(events), err)
+			t.Errorf("%s: %v, want ErrDuplicateEvent", tc.name, err)
 		}
 	}
 	assertStream(t, h, "a", stored...)
 	assertStream(t, h, "b")
+	assertStream(t, h, "busy", busy...)
 }
 
 // testAppendLaterIfQuietWhileOtherOpen appends to a quiet stream that a
@@ -147,22 +162,28 @@ func testAppendLaterIfQuietWhileOtherOpen(t *testing.T, h Harness) {
 }
 
 // testAppendLaterIfQuietInvalid checks the errors a call returns at once:
-// an invalid event, and any append in a read-only unit of work; and that
-// appending nothing does nothing, even to a stream that is not quiet.
+// an invalid event, and any append in a read-only unit of work, quiet or
+// not; and that appending nothing does nothing, even to a stream that is
+// not quiet.
 func testAppendLaterIfQuietInvalid(t *testing.T, h Harness) {
 	now := time.Now()
 	if _, err := appendIfQuiet(t, h, now, "s", "beside", now, eventstore.Event{Type: "test.happened"}); !errors.Is(err, eventstore.ErrInvalidEvent) {
 		t.Errorf("AppendLaterIfQuiet of an event without an ID: %v, want ErrInvalidEvent", err)
 	}
-	err := h.Runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		_, err := h.Store.AppendLaterIfQuiet(ctx, tx, "s", now, newEvents(t, 1)...)
-		return err
-	})
-	if !errors.Is(err, uow.ErrReadOnly) {
-		t.Errorf("AppendLaterIfQuiet in a read-only unit of work: %v, want ErrReadOnly", err)
+	readOnly := func(what string) {
+		t.Helper()
+		err := h.Runner.Read(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			_, err := h.Store.AppendLaterIfQuiet(ctx, tx, "s", time.Time{}, newEvents(t, 1)...)
+			return err
+		})
+		if !errors.Is(err, uow.ErrReadOnly) {
+			t.Errorf("AppendLaterIfQuiet in a read-only unit of work, %s: %v, want ErrReadOnly", what, err)
+		}
 	}
+	readOnly("to a missing stream")
 	assertStream(t, h, "s")
 	stored := mustAppend(t, h, "s", eventstore.NoStream, newEvents(t, 1)...)
+	readOnly("to a stream that is not quiet")
 	got, err := appendIfQuiet(t, h, now, "s", "beside-nothing", time.Time{})
 	if err != nil || len(got) != 0 {
 		t.Errorf("AppendLaterIfQuiet of no events = %v, %v; want nothing", describe(got), err)

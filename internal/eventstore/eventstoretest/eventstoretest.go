@@ -24,8 +24,8 @@ type Harness struct {
 	Runner uow.Runner
 	// RunnerAt returns a runner like Runner, on the same database, whose
 	// units of work take their time from now. The cases of
-	// [eventstore.Store.LoadSince] need it to record events at the times
-	// they choose.
+	// [eventstore.Store.LoadSince] and [eventstore.Store.AppendLaterIfQuiet]
+	// need it to record events at the times they choose.
 	RunnerAt func(now func() time.Time) uow.Runner
 	// Store is the store under test, empty when setup returns it.
 	Store eventstore.Store
@@ -1010,6 +1010,30 @@ func hold(t *testing.T, h Harness, stream string, expected eventstore.Expected) 
 		t.Fatalf("held unit of work ended before it appended: %v", err)
 	}
 	return hd
+}
+
+// loseToHeld runs, in a second unit of work, fn, which appends to the
+// stream that a holds, then lets a commit, and checks that the second
+// fails with ErrConcurrency.
+func loseToHeld(t *testing.T, h Harness, a *held, fn func(ctx context.Context, tx uow.Tx) error) {
+	t.Helper()
+	bDone := make(chan error, 1)
+	bStarted := make(chan struct{})
+	go func() {
+		bDone <- h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+			close(bStarted)
+			return fn(ctx, tx)
+		})
+	}()
+	select {
+	case <-bStarted:
+	case err := <-bDone:
+		t.Fatalf("the second unit of work ended before it appended: %v", err)
+	}
+	a.commit(t)
+	if err := <-bDone; !errors.Is(err, eventstore.ErrConcurrency) {
+		t.Fatalf("the second unit of work: %v, want ErrConcurrency", err)
+	}
 }
 
 // release lets the held unit of work append more and commit; only the
