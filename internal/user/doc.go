@@ -9,7 +9,9 @@
 // appends it (signin.go, account.go, emailchange.go, erase.go). Each
 // command of a [Service] is one unit of work: it loads the streams it
 // needs, decides, appends events with optimistic concurrency, applies them
-// to the inline views, and adds the outbox messages for its mail. A query,
+// to the inline views, and adds the outbox messages for its mail. A request
+// for a sign-in link first presumes its address quiet, decides without
+// loading, and appends on that condition ([Service.RequestSignInLink]). A query,
 // which changes nothing, is a read-only unit of work ([uow.Runner.Read]).
 //
 // Addresses are personal data: every one in an event is sealed with the

@@ -197,8 +197,8 @@ func (s *Service) doPresuming(ctx context.Context, name string, presumed, fn fun
 	return err
 }
 
-// tries runs fn as [Service.do] describes, after the command's first
-// before tries, and returns how often the command ran in all.
+// tries runs fn as [Service.do] describes, for a command that has run
+// before times already, and returns how often it ran in all.
 func (s *Service) tries(ctx context.Context, span trace.Span, before int, fn func(ctx context.Context, tx uow.Tx) error) (int, error) {
 	var err error
 	for try := range maxTries {

@@ -34,8 +34,9 @@ const (
 	attrDone = attribute.Key("user.job.done")
 	// eventLostRace marks a try that lost a race and is run again.
 	eventLostRace = "lost race"
-	// eventNotQuiet marks a try that presumed its stream quiet and found
-	// it was not ([Service.doPresuming]); the command runs again at once.
+	// eventNotQuiet marks a try that presumed its stream quiet and failed:
+	// the stream was not, or another command appended to it first
+	// ([Service.doPresuming]). The command runs again at once.
 	eventNotQuiet = "stream not quiet"
 )
 
