@@ -148,7 +148,8 @@ func (s *EventStore) AppendLaterIfQuiet(ctx context.Context, t uow.Tx, stream st
 
 // heldAppend is how [EventStore.appendLater] holds an append.
 type heldAppend struct {
-	// expected is the version that the events are checked against.
+	// expected is the expectation the events are validated with
+	// ([eventstore.CheckAppend]); the statement itself checks cond.
 	expected eventstore.Expected
 	// one and several are the INSERT of one event and of more, whose
 	// condition takes cond as $2.
