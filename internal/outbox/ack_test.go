@@ -205,10 +205,7 @@ func testAckWaitsForABatchsWorth(t *testing.T) {
 	if n := nextSize(t, store.sizes, "the acknowledgements"); n != 3 {
 		t.Errorf("the first AckAll acknowledged %d messages, want the batch's 3 together", n)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 }
 
 // A keyed message's acknowledgement is written at once: the next message
@@ -222,10 +219,7 @@ func testAckWritesAKeyedMessagesAtOnce(t *testing.T) {
 	if n := nextSize(t, store.sizes, "the keyed message's acknowledgement"); n != 1 {
 		t.Errorf("AckAll acknowledged %d messages, want the keyed one", n)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 }
 
 // While the relay holds so many messages that fewer slots are free than
@@ -264,10 +258,7 @@ func testAckWritesWhatWaitsWhenTheRelayStops(t *testing.T) {
 	cancel, done := runRelay(t, relay)
 	addNow(t, db, store.Outbox)
 	within(t, handled, "the delivery")
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 	if n := nextSize(t, store.sizes, "the acknowledgement at the stop"); n != 1 {
 		t.Errorf("AckAll at the stop acknowledged %d messages, want 1", n)
 	}
@@ -304,10 +295,7 @@ func testAckAllWithAClockInAnotherZone(t *testing.T) {
 	cancel, done := runRelay(t, relay)
 	rec.wait(t)
 	within(t, store.all, "AckAll to acknowledge all twenty")
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 	left, err := db.Outbox().Claim(t.Context(), time.Now().Add(time.Hour), time.Minute, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -329,8 +317,5 @@ func testAckWritesAtOnceForALeaseThatWouldEndFirst(t *testing.T) {
 	if n := nextSize(t, store.sizes, "the acknowledgement"); n != 1 {
 		t.Errorf("AckAll acknowledged %d messages, want the one delivered", n)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 }

@@ -77,10 +77,7 @@ func testRelayWakesOnCommit(t *testing.T) {
 	}
 	commitKeyed(t, db.Runner(nil), spy, "ada")
 	rec.wait(t)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 }
 
 // A message committed while a claim is under way does not wait for that
@@ -108,10 +105,7 @@ func testRelayClaimsACommitWhileAnotherClaimRuns(t *testing.T) {
 	commitKeyed(t, db.Runner(nil), store, "ada")
 	rec.wait(t)
 	released()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 }
 
 // While a backlog is drained, each claim starts where the previous one

@@ -102,10 +102,7 @@ func testRelayDeliversAKeyInOrderAndOthersInParallel(t *testing.T) {
 	close(release)
 	await("ada")
 	await("ada")
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 	mu.Lock()
 	defer mu.Unlock()
 	var ada []string

@@ -153,6 +153,16 @@ func runRelay(t *testing.T, relay *outbox.Relay) (cancel context.CancelFunc, don
 	return cancel, ran
 }
 
+// stopRelay stops a relay that runRelay runs and fails t when Run
+// returned an error.
+func stopRelay(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // addNow commits one message for topic "mail" to store, created now.
 func addNow(t *testing.T, db *postgres.DB, store outbox.Store) {
 	t.Helper()
@@ -380,10 +390,7 @@ func testRunHandsOverAndBuriesWithoutHandler(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the mail handler was not called")
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 	if m.ID != want.ID || m.Topic != want.Topic || string(m.Payload) != string(want.Payload) ||
 		!m.CreatedAt.Equal(want.CreatedAt) || m.Key != want.Key || m.Attempts != 1 {
 		t.Errorf("handler got %+v, want %+v with attempt 1", m, want)
@@ -573,10 +580,7 @@ func testRunBuriesAPermanentFailureAtOnce(t *testing.T) {
 		t.Fatal("the mail handler was not called")
 	}
 	// A stop lets the delivery in flight settle.
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 	if b := f.buried(t, m.ID); b.Attempts != 1 || !strings.HasPrefix(b.LastError, "550 5.1.1 no such mailbox: ") {
 		t.Errorf("buried after %d attempts with reason %q, want 1 and the handler's error", b.Attempts, b.LastError)
 	}

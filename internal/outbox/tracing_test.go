@@ -257,10 +257,7 @@ func testTracingRun(t *testing.T) {
 	m, origin := f.request(t, "req-run")
 	cancel, done := runRelay(t, f.relay)
 	<-delivered
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stopRelay(t, cancel, done)
 	spans := f.deliveries(t)
 	if len(spans) != 1 {
 		t.Fatalf("%d delivery spans, want 1", len(spans))
