@@ -33,6 +33,14 @@ func appendIfQuiet(t *testing.T, h Harness, now time.Time, stream, beside string
 	return got, err
 }
 
+// quietCase is an append of n new events to stream, quiet since since.
+type quietCase struct {
+	name   string
+	stream string
+	since  time.Time
+	n      int
+}
+
 // testAppendLaterIfQuietAppends appends, one event and several, to a
 // missing stream and to streams whose events are all older than since: the
 // events follow the head, at the unit of work's time, and come back
@@ -42,12 +50,7 @@ func testAppendLaterIfQuietAppends(t *testing.T, h Harness) {
 	appendAt(t, h, t0, "s", eventstore.NoStream, newEvents(t, 2)...)
 	appendAt(t, h, t0, "t", eventstore.NoStream, newEvents(t, 1)...)
 	now := t0.Add(time.Hour)
-	for i, tc := range []struct {
-		name   string
-		stream string
-		since  time.Time
-		n      int
-	}{
+	for i, tc := range []quietCase{
 		{"a missing stream", "new", now, 1},
 		{"a missing stream, several events", "new2", time.Time{}, 3},
 		{"a nanosecond after the last event", "s", t0.Add(time.Nanosecond), 1},
@@ -92,12 +95,7 @@ func testAppendLaterIfQuietRefused(t *testing.T, h Harness) {
 	skewed := appendAt(t, h, t1, "skewed", eventstore.NoStream, newEvents(t, 1)...)
 	skewed = append(skewed, appendAt(t, h, t0, "skewed", eventstore.Exactly(1), newEvents(t, 1)...)...)
 	now := t1.Add(time.Hour)
-	for i, tc := range []struct {
-		name   string
-		stream string
-		since  time.Time
-		n      int
-	}{
+	for i, tc := range []quietCase{
 		{"the last event's time", "s", t1, 1},
 		{"the last event's time in another zone", "s", t1.In(time.FixedZone("UTC-5", -5*60*60)), 1},
 		{"a microsecond before the last event", "s", t1.Add(-time.Microsecond), 2},
