@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -163,6 +164,32 @@ func browserWalkThrough(t *testing.T, scripts bool, opts []browsertest.Option) {
 	if got := text(".notice"); got != "Your email address has been changed." {
 		t.Errorf("after the change the notice says %q", got)
 	}
+	notice := mx.Wait(t, 3, e2eWait)[2]
+	undoCode := e2eLinkCode(t, notice, linkBase+"/undo-email?code=")
+
+	// Another client signs in to the account; the account page lists it
+	// beside this browser, and ends it.
+	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"grace@example.com"}`, http.StatusAccepted, nil)
+	var other struct {
+		Token string `json:"token"`
+	}
+	app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": e2eLinkCode(t, mx.Wait(t, 4, e2eWait)[3], linkBase+"/sign-in?code=")}), http.StatusCreated, &other)
+	endOther := chromedp.CSS(`form[action="/account/sessions/end"] button`)
+	step("7a-sessions",
+		chromedp.Navigate(app.base+"/account"),
+		chromedp.WaitVisible(endOther),
+	)
+	if got := text(".sessions"); !strings.Contains(got, "(this browser)") || !strings.Contains(got, "Chrome") {
+		t.Errorf("the account page lists the sessions as %q, want this browser's, a Chrome, marked", got)
+	}
+	step("7b-session-ended",
+		chromedp.Click(endOther),
+		chromedp.WaitVisible(chromedp.CSS(".notice")),
+	)
+	if got := text(".notice"); got != "That session has ended." {
+		t.Errorf("after ending the other session the notice says %q", got)
+	}
+	app.expect(t, "GET", "/v1/me", other.Token, "", http.StatusUnauthorized, nil)
 
 	step("8-signed-out",
 		chromedp.Click(chromedp.CSS(`form[action="/sign-out"] button`)),
@@ -180,13 +207,30 @@ func browserWalkThrough(t *testing.T, scripts bool, opts []browsertest.Option) {
 		t.Errorf("/account after signing out went to %q, want /", got)
 	}
 
-	// Signed in again, the person deletes their account.
+	// The mail to the address the account left undoes the change.
+	step("9a-undo-link",
+		chromedp.Navigate(open(linkBase+"/undo-email?code="+undoCode)),
+		chromedp.WaitVisible(chromedp.ID("code")),
+	)
+	if got := text("#undo-to"); got != "ada@example.com" {
+		t.Errorf("the undo page says it moves the account back to %q, want ada@example.com", got)
+	}
+	step("9b-undone",
+		chromedp.Click(submit),
+		chromedp.WaitVisible(chromedp.ID("email")),
+	)
+	if got := text(".notice"); !strings.HasPrefix(got, "The change of address is undone") {
+		t.Errorf("after the undo the notice says %q", got)
+	}
+
+	// Signed in again, at the address the account is back at, the person
+	// deletes their account.
 	step("10-link-sent-again",
-		chromedp.SendKeys(chromedp.ID("email"), "grace@example.com"),
+		chromedp.SendKeys(chromedp.ID("email"), "ada@example.com"),
 		chromedp.Click(submit),
 		chromedp.WaitVisible(chromedp.ID("sent-to")),
 	)
-	again := e2eLinkCode(t, mx.Wait(t, 3, e2eWait)[2], linkBase+"/sign-in?code=")
+	again := e2eLinkCode(t, mx.Wait(t, 5, e2eWait)[4], linkBase+"/sign-in?code=")
 	step("11-account-again",
 		chromedp.Navigate(open(linkBase+"/sign-in?code="+again)),
 		chromedp.WaitVisible(chromedp.ID("code")),

@@ -150,7 +150,7 @@ func endToEnd(t *testing.T, database e2eDatabase) {
 	}
 
 	var changed me
-	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": changeCode}), http.StatusOK, &changed)
+	app.expect(t, "POST", "/v1/email-changes", token, e2eJSON(t, map[string]string{"code": changeCode}), http.StatusOK, &changed)
 	if changed.ID != session.User.ID || changed.Email != "grace@example.com" {
 		t.Fatalf("POST /v1/email-changes: %+v, want user %s with grace@example.com", changed, session.User.ID)
 	}
@@ -159,18 +159,35 @@ func endToEnd(t *testing.T, database e2eDatabase) {
 		t.Fatalf("GET /v1/me after the change: %+v, want grace@example.com", who)
 	}
 
+	// The address it left is told, the new one masked, with a link that
+	// undoes the change.
+	notice := mx.Wait(t, 3, e2eWait)[2]
+	e2eCheckMail(t, notice, "ada@example.com", "Your email address was changed")
+	undoCode := e2eLinkCode(t, notice, "http://accounts.test/undo-email?code=")
+	if !strings.Contains(notice.Text, "g***@e***.com") || strings.Contains(notice.Text, "grace@") {
+		t.Errorf("the notice does not name the new address masked, or names it whole:\n%s", notice.Text)
+	}
+
 	// Sign out: the token no longer works.
 	app.expect(t, "DELETE", "/v1/sessions/current", token, "", http.StatusNoContent, nil)
 	app.expect(t, "GET", "/v1/me", token, "", http.StatusUnauthorized, nil)
 
+	// The undo link moves the account back; it works once.
+	var restored me
+	app.expect(t, "POST", "/v1/email-changes/undo", "", e2eJSON(t, map[string]string{"code": undoCode}), http.StatusOK, &restored)
+	if restored.ID != session.User.ID || restored.Email != "ada@example.com" {
+		t.Fatalf("POST /v1/email-changes/undo: %+v, want user %s with ada@example.com", restored, session.User.ID)
+	}
+	app.expect(t, "POST", "/v1/email-changes/undo", "", e2eJSON(t, map[string]string{"code": undoCode}), http.StatusBadRequest, nil)
+
 	// Each topic's delivery is counted. The relay counts a delivery just
 	// after the SMTP server has taken the mail, so the count may trail the
 	// mail by a moment.
-	for _, topic := range []string{mail.TopicLoginLink, mail.TopicEmailChange} {
+	for _, topic := range []string{mail.TopicLoginLink, mail.TopicEmailChange, mail.TopicEmailChanged} {
 		app.awaitMetric(t, "outbox_delivered_total", topic)
 	}
-	if got := len(mx.Messages()); got != 2 {
-		t.Errorf("the SMTP server received %d mails, want 2", got)
+	if got := len(mx.Messages()); got != 3 {
+		t.Errorf("the SMTP server received %d mails, want 3", got)
 	}
 	app.stop(t)
 }

@@ -65,7 +65,8 @@ func erasure(t *testing.T, database e2eDatabase) {
 
 	ada := signIn(app, "ada@example.com")
 	app.expect(t, "POST", "/v1/me/email-change", ada.Token, `{"new_email":"ada.lovelace@example.com"}`, http.StatusAccepted, nil)
-	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, "ada.lovelace@example.com", "/confirm-email")}), http.StatusOK, nil)
+	app.expect(t, "POST", "/v1/email-changes", ada.Token, e2eJSON(t, map[string]string{"code": mails.nextCode(t, "ada.lovelace@example.com", "/confirm-email")}), http.StatusOK, nil)
+	mails.nextCode(t, "ada@example.com", "/undo-email")
 	app.expect(t, "POST", "/v1/me/email-change", ada.Token, `{"new_email":"ada.byron@example.com"}`, http.StatusAccepted, nil)
 	pending := mails.nextCode(t, "ada.byron@example.com", "/confirm-email")
 	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"ada.lovelace@example.com"}`, http.StatusAccepted, nil)
@@ -130,10 +131,11 @@ func erasure(t *testing.T, database e2eDatabase) {
 	var moved struct {
 		Email string `json:"email"`
 	}
-	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": bobChange}), http.StatusOK, &moved)
+	app.expect(t, "POST", "/v1/email-changes", bob.Token, e2eJSON(t, map[string]string{"code": bobChange}), http.StatusOK, &moved)
 	if moved.Email != "bob.new@example.com" {
 		t.Errorf("Bob's change after the rotation moved him to %q", moved.Email)
 	}
+	mails.nextCode(t, "bob@example.com", "/undo-email")
 	if again := signIn(app, "bob.new@example.com"); again.User.ID != bob.User.ID {
 		t.Errorf("Bob signs in to %s after the rotation, want his account %s", again.User.ID, bob.User.ID)
 	}

@@ -102,7 +102,8 @@ func personalData(t *testing.T, database e2eDatabase) {
 
 	// Change the address.
 	app.expect(t, "POST", "/v1/me/email-change", session.Token, e2eJSON(t, map[string]string{"new_email": pdSecond + "@example.com"}), http.StatusAccepted, nil)
-	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": mailed(pdSecond+"@example.com", "/confirm-email")}), http.StatusOK, nil)
+	app.expect(t, "POST", "/v1/email-changes", session.Token, e2eJSON(t, map[string]string{"code": mailed(pdSecond+"@example.com", "/confirm-email")}), http.StatusOK, nil)
+	mailed(pdFirst+"@example.com", "/undo-email")
 	app.expect(t, "GET", "/v1/me/activity", session.Token, "", http.StatusOK, nil)
 
 	// Refusals, whose errors quote what was asked for.

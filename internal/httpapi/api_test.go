@@ -81,8 +81,9 @@ func TestHappyPath(t *testing.T) {
 		t.Errorf("before confirmation the address is %q, want the old one", got)
 	}
 
-	r = e.post(t, "/v1/email-changes", "", codeBody(change))
+	r = e.post(t, "/v1/email-changes", s.Token, codeBody(change))
 	wantStatus(t, "POST /v1/email-changes", r, http.StatusOK)
+	e.oneMail(t, mail.TopicEmailChanged, "ada@example.com", "/undo-email")
 	wantKeys(t, "POST /v1/email-changes", r.body, "id", "email", "created_at")
 	var changed me
 	if err := json.Unmarshal(r.body, &changed); err != nil {
@@ -459,7 +460,8 @@ func testConfirmEmailChangeRefuses(t *testing.T) {
 	}
 
 	used := ask(ada.Token, "ada2@example.com")
-	wantStatus(t, "confirm", e.post(t, "/v1/email-changes", "", codeBody(used)), http.StatusOK)
+	wantStatus(t, "confirm", e.post(t, "/v1/email-changes", ada.Token, codeBody(used)), http.StatusOK)
+	e.oneMail(t, mail.TopicEmailChanged, "ada@example.com", "/undo-email")
 	signInCode := e.link(t, "zed@example.com", "zed@example.com")
 
 	refuse("an unknown code", strings.Repeat("a", len(used)), http.StatusBadRequest, httpapi.TypeInvalidCode)
@@ -491,7 +493,8 @@ func testConfirmEmailChangeRefuses(t *testing.T) {
 	pending := ask(ada.Token, "shared@example.com")
 	dave := e.signIn(t, "dave@example.com")
 	daves := ask(dave.Token, "shared@example.com")
-	wantStatus(t, "dave confirms first", e.post(t, "/v1/email-changes", "", codeBody(daves)), http.StatusOK)
+	wantStatus(t, "dave confirms first", e.post(t, "/v1/email-changes", dave.Token, codeBody(daves)), http.StatusOK)
+	e.oneMail(t, mail.TopicEmailChanged, "dave@example.com", "/undo-email")
 	refuse("a pending change to an address confirmed by another", pending, http.StatusConflict, httpapi.TypeEmailTaken)
 }
 

@@ -22,3 +22,6 @@ func Routes() []Route {
 
 // routesOnly stands for an activity reader when only the routes are listed.
 type routesOnly struct{ ActivityReader }
+
+// DescribeClient is describeClient, for its table test.
+var DescribeClient = describeClient

@@ -26,7 +26,10 @@ import (
 //   - Codes are valid when they are exactly 32 lower-case base32 letters; a
 //     valid confirmation code that starts with "taken" finds its address
 //     taken meanwhile.
-//   - The one live session token is fakeToken.
+//   - The one live session token is fakeToken; its account has one other
+//     session, fakeOtherSession.
+//   - A valid undo code that starts with "taken" finds the old address
+//     taken meanwhile.
 type fakeUsers struct{}
 
 var (
@@ -35,6 +38,53 @@ var (
 )
 
 var _ httpapi.Users = fakeUsers{}
+
+var fakeOtherSession = uuid.MustParse("01900000-0000-7000-8000-000000000002")
+
+func (fakeUsers) Sessions(_ context.Context, token string) ([]user.SessionInfo, error) {
+	if token != fakeToken {
+		return nil, user.ErrUnauthenticated
+	}
+	return []user.SessionInfo{
+		{ID: uuid.MustParse("01900000-0000-7000-8000-000000000003"), StartedAt: start, LastUsedAt: start,
+			ExpiresAt: start.Add(sessionTTL), Client: "Firefox on Linux", Current: true},
+		{ID: fakeOtherSession, StartedAt: start, LastUsedAt: start, ExpiresAt: start.Add(sessionTTL)},
+	}, nil
+}
+
+func (fakeUsers) EndSession(_ context.Context, token string, id uuid.UUID) error {
+	if token != fakeToken {
+		return user.ErrUnauthenticated
+	}
+	if id != fakeOtherSession {
+		return user.ErrNoSuchSession
+	}
+	return nil
+}
+
+func (fakeUsers) EndOtherSessions(_ context.Context, token string) (int, error) {
+	if token != fakeToken {
+		return 0, user.ErrUnauthenticated
+	}
+	return 1, nil
+}
+
+func (fakeUsers) UndoEmailAddress(_ context.Context, code string) (string, error) {
+	if !fakeValidCode(code) {
+		return "", fmt.Errorf("%w: malformed", user.ErrInvalidCode)
+	}
+	return fakeUser.Email, nil
+}
+
+func (fakeUsers) UndoEmailChange(_ context.Context, code string) (user.User, error) {
+	if !fakeValidCode(code) {
+		return user.User{}, fmt.Errorf("%w: malformed", user.ErrInvalidCode)
+	}
+	if strings.HasPrefix(code, "taken") {
+		return user.User{}, fmt.Errorf("%w: meanwhile", user.ErrEmailTaken)
+	}
+	return fakeUser, nil
+}
 
 // fakeValidCode reports whether s is 32 lower-case base32 letters.
 func fakeValidCode(s string) bool {
@@ -113,7 +163,7 @@ func (fakeUsers) EmailChangeOf(_ context.Context, code string) (string, string, 
 	return fakeUser.Email, "new@example.com", nil
 }
 
-func (fakeUsers) ConfirmEmailChange(_ context.Context, code string) (user.User, error) {
+func (fakeUsers) ConfirmEmailChange(_ context.Context, code, _ string) (user.User, error) {
 	if !fakeValidCode(code) {
 		return user.User{}, fmt.Errorf("%w: malformed", user.ErrInvalidCode)
 	}

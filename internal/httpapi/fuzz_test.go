@@ -147,7 +147,7 @@ func expected(ep int, jsonType bool, token string, body []byte) []outcome {
 		err = fakeUsers{}.RequestEmailChange(context.Background(), token, value)
 		success.status = 202
 	case "/v1/email-changes":
-		_, err = fakeUsers{}.ConfirmEmailChange(context.Background(), value)
+		_, err = fakeUsers{}.ConfirmEmailChange(context.Background(), value, "")
 		success.status = 200
 	}
 	switch {

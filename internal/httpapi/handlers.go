@@ -48,6 +48,8 @@ func failureOf(r *http.Request, log *slog.Logger, err error, invalidCode int) (f
 		return failure{status: invalidCode, typ: TypeInvalidCode, challenge: invalidCode == http.StatusUnauthorized}, true
 	case errors.Is(err, user.ErrUnauthenticated):
 		return failure{status: http.StatusUnauthorized, typ: TypeUnauthenticated, challenge: true}, true
+	case errors.Is(err, user.ErrNoSuchSession):
+		return failure{status: http.StatusNotFound, typ: TypeNotFound, detail: "no live session of this account has that ID"}, true
 	case errors.Is(err, user.ErrEmailTaken):
 		return failure{status: http.StatusConflict, typ: TypeEmailTaken}, true
 	case errors.Is(err, eventstore.ErrConcurrency):
@@ -132,7 +134,7 @@ func handleSignIn(users Users, log *slog.Logger) http.HandlerFunc {
 			writeError(w, r, log, err, 0)
 			return
 		}
-		s, err := users.SignIn(r.Context(), req.Code)
+		s, err := users.SignIn(withClient(r), req.Code)
 		if err != nil {
 			writeError(w, r, log, err, http.StatusUnauthorized)
 			return
@@ -185,7 +187,8 @@ func handleConfirmEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
 			writeError(w, r, log, err, 0)
 			return
 		}
-		u, err := users.ConfirmEmailChange(r.Context(), req.Code)
+		// The session that confirms, if any, is the one that stays.
+		u, err := users.ConfirmEmailChange(r.Context(), req.Code, bearer(r))
 		if err != nil {
 			writeError(w, r, log, err, http.StatusBadRequest)
 			return

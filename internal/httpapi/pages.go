@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -70,11 +72,14 @@ func address(email string) template.HTML {
 // ?notice=; the key is all a URL carries, so no one can put words on a page
 // through a link.
 var notices = map[string]string{
-	"email-sent":    "We sent a confirmation link to your new address. Your address changes when you open it.",
-	"email-changed": "Your email address has been changed.",
-	"signed-out":    "You have signed out.",
-	"session-ended": "Your session has ended. Sign in again to go on.",
-	"deleted":       "Your account is deleted, and everything we held of it erased. You can sign up again with the same address, as a new account.",
+	"email-sent":              "We sent a confirmation link to your new address. Your address changes when you open it.",
+	"email-changed":           "Your email address has been changed.",
+	"signed-out":              "You have signed out.",
+	"session-ended-elsewhere": "That session has ended.",
+	"sessions-ended":          "Every other session has ended.",
+	"email-restored":          "The change of address is undone, and every session of the account has ended. Sign in again with your address.",
+	"session-ended":           "Your session has ended. Sign in again to go on.",
+	"deleted":                 "Your account is deleted, and everything we held of it erased. You can sign up again with the same address, as a new account.",
 }
 
 // maxFormBytes bounds the body of a page's form.
@@ -98,6 +103,8 @@ type pageData struct {
 	// ChangeTo the change a confirmation code makes, and SignedInAs whom
 	// the browser is signed in as already.
 	SignInAs, ChangeFrom, ChangeTo, SignedInAs string
+	// UndoTo is the address an undo code moves its account back to.
+	UndoTo string
 
 	// User, NewEmail and the activity fill the account page.
 	User          user.User
@@ -106,6 +113,7 @@ type pageData struct {
 	ActivityShown bool
 	Activity      []activityLine
 	Behind        int64
+	Sessions      []user.SessionInfo
 
 	// Next and NextLabel are the way on from a message page, or from a
 	// code that no longer works.
@@ -131,6 +139,18 @@ func describeActivity(a user.Activity) string {
 		return "Asked to change the address"
 	case user.ActivityEmailChanged:
 		return "Address changed to " + a.Detail
+	case user.ActivityEmailChangeUndone:
+		return "Change of address undone; the address is " + a.Detail + " again"
+	case user.ActivitySessionEnded:
+		switch a.Detail {
+		case user.EndedByOwner:
+			return "A session was ended from another"
+		case user.EndedByEmailChange:
+			return "A session was ended by the change of address"
+		case user.EndedByUndo:
+			return "A session was ended by undoing a change of address"
+		}
+		return "A session was ended"
 	default:
 		return a.Type
 	}
@@ -337,6 +357,16 @@ var (
 			return err
 		},
 	}
+	undoPage = codePage{
+		title: "Undo the change of address", lead: "Press the button to move the account back to this address. Every session of the account ends, and you sign in again.",
+		button: "Undo the change", busy: "Undoing…",
+		next: "/", nextLabel: "Go to the start",
+		preview: func(s *site, r *http.Request, code string, d *pageData) error {
+			to, err := s.users.UndoEmailAddress(r.Context(), code)
+			d.UndoTo = to
+			return err
+		},
+	}
 )
 
 // data returns the page with code in its form.
@@ -380,7 +410,7 @@ func (s *site) signIn(w http.ResponseWriter, r *http.Request) {
 	code, err := form(w, r, "code")
 	var session user.Session
 	if err == nil {
-		session, err = s.users.SignIn(r.Context(), code)
+		session, err = s.users.SignIn(withClient(r), code)
 	}
 	if err != nil {
 		s.fail(w, r, err, "code", signInPage.data(r, code), "")
@@ -395,13 +425,78 @@ func (s *site) signIn(w http.ResponseWriter, r *http.Request) {
 func (s *site) confirmEmail(w http.ResponseWriter, r *http.Request) {
 	code, err := form(w, r, "code")
 	if err == nil {
-		_, err = s.users.ConfirmEmailChange(r.Context(), code)
+		// The browser's session, if it is one of the account, stays.
+		_, err = s.users.ConfirmEmailChange(r.Context(), code, s.cookie.token(r))
 	}
 	if err != nil {
 		s.fail(w, r, err, "code", confirmPage.data(r, code), "")
 		return
 	}
 	seeOther(w, "/account?notice=email-changed")
+}
+
+// undoEmail sends an undo page's form: it uses the code, which moves the
+// account back to its old address and ends every session of it, this
+// browser's too.
+func (s *site) undoEmail(w http.ResponseWriter, r *http.Request) {
+	code, err := form(w, r, "code")
+	if err == nil {
+		_, err = s.users.UndoEmailChange(r.Context(), code)
+	}
+	if err != nil {
+		d := undoPage.data(r, code)
+		if errors.Is(err, user.ErrEmailTaken) {
+			d.Error = "Another account holds that address now, so the change cannot be undone. Nothing was changed."
+		}
+		s.fail(w, r, err, "code", d, "")
+		return
+	}
+	s.cookie.clear(w)
+	seeOther(w, "/?notice=email-restored")
+}
+
+// endSession sends the form of one session on the account page: it ends
+// that session, or signs this browser out when it is its own.
+func (s *site) endSession(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.signedIn(w, r, ""); !ok {
+		return
+	}
+	field, err := form(w, r, "id")
+	if err == nil {
+		var id uuid.UUID
+		if id, err = uuid.Parse(field); err != nil {
+			err = user.ErrNoSuchSession
+		} else {
+			err = s.users.EndSession(r.Context(), s.cookie.token(r), id)
+		}
+	}
+	if err != nil {
+		s.fail(w, r, err, "", pageData{}, "/account")
+		return
+	}
+	if _, err := s.users.Me(r.Context(), s.cookie.token(r)); errors.Is(err, user.ErrUnauthenticated) {
+		// It was this browser's own.
+		s.cookie.clear(w)
+		seeOther(w, "/?notice=signed-out")
+		return
+	}
+	seeOther(w, "/account?notice=session-ended-elsewhere")
+}
+
+// endOtherSessions sends the account page's "sign out everywhere else".
+func (s *site) endOtherSessions(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.signedIn(w, r, ""); !ok {
+		return
+	}
+	_, err := form(w, r, "")
+	if err == nil {
+		_, err = s.users.EndOtherSessions(r.Context(), s.cookie.token(r))
+	}
+	if err != nil {
+		s.fail(w, r, err, "", pageData{}, "/account")
+		return
+	}
+	seeOther(w, "/account?notice=sessions-ended")
 }
 
 // signedIn returns the person the browser's cookie signs in. Without a
@@ -430,6 +525,11 @@ func (s *site) signedIn(w http.ResponseWriter, r *http.Request, notice string) (
 // accountPage fills the account page of u.
 func (s *site) accountPage(r *http.Request, u user.User) (pageData, error) {
 	d := pageData{Title: "Your account", User: u}
+	sessions, err := s.users.Sessions(r.Context(), s.cookie.token(r))
+	if err != nil {
+		return d, fmt.Errorf("httpapi: account page: sessions: %w", err)
+	}
+	d.Sessions = sessions
 	if s.activity == nil {
 		return d, nil
 	}

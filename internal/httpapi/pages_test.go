@@ -166,9 +166,9 @@ func (c countingUsers) SignIn(ctx context.Context, code string) (user.Session, e
 	return c.fakeUsers.SignIn(ctx, code)
 }
 
-func (c countingUsers) ConfirmEmailChange(ctx context.Context, code string) (user.User, error) {
+func (c countingUsers) ConfirmEmailChange(ctx context.Context, code, token string) (user.User, error) {
 	c.used.Add(1)
-	return c.fakeUsers.ConfirmEmailChange(ctx, code)
+	return c.fakeUsers.ConfirmEmailChange(ctx, code, token)
 }
 
 // TestPages holds the browser pages to what docs/api.md says of them.

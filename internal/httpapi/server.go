@@ -24,11 +24,18 @@ type Users interface {
 	SignOut(ctx context.Context, token string) error
 	DeleteAccount(ctx context.Context, token string) error
 	RequestEmailChange(ctx context.Context, token, newEmail string) error
-	ConfirmEmailChange(ctx context.Context, code string) (user.User, error)
+	ConfirmEmailChange(ctx context.Context, code, token string) (user.User, error)
+	UndoEmailChange(ctx context.Context, code string) (user.User, error)
+	Sessions(ctx context.Context, token string) ([]user.SessionInfo, error)
+	EndSession(ctx context.Context, token string, id uuid.UUID) error
+	EndOtherSessions(ctx context.Context, token string) (int, error)
 	// SignInAddress and EmailChangeOf tell what a code would do, and use
 	// nothing up, for the pages the mailed links open.
 	SignInAddress(ctx context.Context, code string) (string, error)
 	EmailChangeOf(ctx context.Context, code string) (from, to string, err error)
+	// UndoEmailAddress tells the address an undo code would move its
+	// account back to, and uses nothing up.
+	UndoEmailAddress(ctx context.Context, code string) (string, error)
 }
 
 // Deps are what [NewServer] serves.

@@ -45,20 +45,34 @@ func (UserViews) SetEmail(ctx context.Context, t uow.Tx, id uuid.UUID, email str
 func (UserViews) DeleteUser(ctx context.Context, t uow.Tx, id uuid.UUID) error {
 	return writeLater(ctx, t, "delete user", `
 WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING email),
-     sessions AS (DELETE FROM sessions WHERE user_id = $1),
-     changes AS (DELETE FROM email_change_codes WHERE user_id = $1)
+     sessions AS (DELETE FROM sessions WHERE user_id = $1 RETURNING token_hash),
+     uses AS (DELETE FROM session_uses WHERE token_hash IN (SELECT token_hash FROM sessions)),
+     changes AS (DELETE FROM email_change_codes WHERE user_id = $1),
+     undos AS (DELETE FROM email_undo_codes WHERE user_id = $1)
 DELETE FROM signin_codes WHERE email IN (SELECT email FROM gone)`, id)
 }
 
 // PutSession adds a session.
 func (UserViews) PutSession(ctx context.Context, t uow.Tx, s user.SessionRow) error {
-	return writeLater(ctx, t, "put session", `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES ($1, $2, $3)`,
-		s.TokenHash, s.UserID, s.ExpiresAt)
+	return writeLater(ctx, t, "put session", `
+INSERT INTO sessions (token_hash, user_id, id, started_at, expires_at, client) VALUES ($1, $2, $3, $4, $5, $6)`,
+		s.TokenHash, s.UserID, s.ID, s.StartedAt, s.ExpiresAt, s.Client)
 }
 
-// DeleteSession deletes the session with the token hash.
+// DeleteSession deletes the session with the token hash and its last use.
 func (UserViews) DeleteSession(ctx context.Context, t uow.Tx, tokenHash string) error {
-	return writeLater(ctx, t, "delete session", `DELETE FROM sessions WHERE token_hash = $1`, tokenHash)
+	return writeLater(ctx, t, "delete session", `
+WITH uses AS (DELETE FROM session_uses WHERE token_hash = $1)
+DELETE FROM sessions WHERE token_hash = $1`, tokenHash)
+}
+
+// TouchSession records a use of the session with the token hash, as
+// [user.Views] describes.
+func (UserViews) TouchSession(ctx context.Context, t uow.Tx, tokenHash string, at time.Time) error {
+	return writeLater(ctx, t, "touch session", `
+INSERT INTO session_uses (token_hash, used_at) VALUES ($1, $2)
+ON CONFLICT (token_hash) DO UPDATE SET used_at = excluded.used_at WHERE session_uses.used_at < excluded.used_at`,
+		tokenHash, at)
 }
 
 // PutSignInCode adds a sign-in code.
@@ -81,6 +95,17 @@ func (UserViews) PutChangeCode(ctx context.Context, t uow.Tx, c user.ChangeCodeR
 // DeleteChangeCode deletes the confirmation code with hash.
 func (UserViews) DeleteChangeCode(ctx context.Context, t uow.Tx, codeHash string) error {
 	return writeLater(ctx, t, "delete change code", `DELETE FROM email_change_codes WHERE code_hash = $1`, codeHash)
+}
+
+// PutUndoCode adds the code that undoes a change of address.
+func (UserViews) PutUndoCode(ctx context.Context, t uow.Tx, c user.UndoCodeRow) error {
+	return writeLater(ctx, t, "put undo code", `INSERT INTO email_undo_codes (code_hash, user_id, version, expires_at) VALUES ($1, $2, $3, $4)`,
+		c.CodeHash, c.UserID, c.Version, c.ExpiresAt)
+}
+
+// DeleteUndoCode deletes the undo code with hash.
+func (UserViews) DeleteUndoCode(ctx context.Context, t uow.Tx, codeHash string) error {
+	return writeLater(ctx, t, "delete undo code", `DELETE FROM email_undo_codes WHERE code_hash = $1`, codeHash)
 }
 
 // writeNow runs a write of the views at once.
@@ -124,7 +149,7 @@ func (UserViews) Reset(ctx context.Context, t uow.Tx) error {
 		return fmt.Errorf("user views: reset: %w", err)
 	}
 	_, err = ptx.Exec(ctx, `
-TRUNCATE users, sessions, signin_codes, email_change_codes;
+TRUNCATE users, sessions, signin_codes, email_change_codes, email_undo_codes;
 SET CONSTRAINTS users_email_key DEFERRED`)
 	if err != nil {
 		return fmt.Errorf("user views: reset: %w", err)
@@ -147,8 +172,14 @@ WITH s AS (DELETE FROM sessions WHERE token_hash IN
      c AS (DELETE FROM signin_codes WHERE code_hash IN
         (SELECT code_hash FROM signin_codes WHERE expires_at <= $1 LIMIT $2) RETURNING 1),
      e AS (DELETE FROM email_change_codes WHERE code_hash IN
-        (SELECT code_hash FROM email_change_codes WHERE expires_at <= $1 LIMIT $2) RETURNING 1)
-SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM e)`, now, limit).Scan(&n)
+        (SELECT code_hash FROM email_change_codes WHERE expires_at <= $1 LIMIT $2) RETURNING 1),
+     u AS (DELETE FROM email_undo_codes WHERE code_hash IN
+        (SELECT code_hash FROM email_undo_codes WHERE expires_at <= $1 LIMIT $2) RETURNING 1),
+     -- The last uses of sessions gone, by this sweep or before.
+     l AS (DELETE FROM session_uses WHERE token_hash IN
+        (SELECT token_hash FROM session_uses l WHERE NOT EXISTS
+            (SELECT FROM sessions s WHERE s.token_hash = l.token_hash AND s.expires_at > $1) LIMIT $2))
+SELECT (SELECT count(*) FROM s) + (SELECT count(*) FROM c) + (SELECT count(*) FROM e) + (SELECT count(*) FROM u)`, now, limit).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("user views: sweep: %w", err)
 	}
@@ -187,13 +218,55 @@ func (UserViews) EmailChangeCode(ctx context.Context, t uow.Tx, hash string) (uu
 	return id, found, err
 }
 
-// Session returns the user of the session with the token hash and when it
-// expires.
-func (UserViews) Session(ctx context.Context, t uow.Tx, hash string) (uuid.UUID, time.Time, bool, error) {
-	var id uuid.UUID
-	var expires time.Time
-	found, err := queryRow(ctx, t, `SELECT user_id, expires_at FROM sessions WHERE token_hash = $1`, []any{hash}, &id, &expires)
-	return id, expires.UTC(), found, err
+// UndoCode returns the undo code with hash.
+func (UserViews) UndoCode(ctx context.Context, t uow.Tx, hash string) (user.UndoCodeRow, bool, error) {
+	c := user.UndoCodeRow{CodeHash: hash}
+	found, err := queryRow(ctx, t, `SELECT user_id, version, expires_at FROM email_undo_codes WHERE code_hash = $1`,
+		[]any{hash}, &c.UserID, &c.Version, &c.ExpiresAt)
+	c.ExpiresAt = c.ExpiresAt.UTC()
+	return c, found, err
+}
+
+// selectSessions reads sessions with their last uses; a WHERE follows.
+const selectSessions = `
+SELECT s.token_hash, s.user_id, s.id, s.started_at, s.expires_at, s.client, coalesce(l.used_at, s.started_at)
+  FROM sessions s LEFT JOIN session_uses l USING (token_hash)`
+
+// Session returns the session with the token hash, with its last use.
+func (UserViews) Session(ctx context.Context, t uow.Tx, hash string) (user.SessionRow, bool, error) {
+	var r user.SessionRow
+	found, err := queryRow(ctx, t, selectSessions+` WHERE s.token_hash = $1`, []any{hash}, sessionFields(&r)...)
+	return utcSession(r), found, err
+}
+
+// Sessions returns every session of the user with id, with their last uses.
+func (UserViews) Sessions(ctx context.Context, t uow.Tx, id uuid.UUID) ([]user.SessionRow, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("user views: sessions: %w", err)
+	}
+	rows, err := ptx.Query(ctx, selectSessions+` WHERE s.user_id = $1 ORDER BY s.started_at`, id)
+	if err != nil {
+		return nil, fmt.Errorf("user views: sessions: %w", err)
+	}
+	var r user.SessionRow
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (user.SessionRow, error) {
+		err := row.Scan(sessionFields(&r)...)
+		return utcSession(r), err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("user views: sessions: %w", err)
+	}
+	return list, nil
+}
+
+func sessionFields(r *user.SessionRow) []any {
+	return []any{&r.TokenHash, &r.UserID, &r.ID, &r.StartedAt, &r.ExpiresAt, &r.Client, &r.LastUsedAt}
+}
+
+func utcSession(r user.SessionRow) user.SessionRow {
+	r.StartedAt, r.ExpiresAt, r.LastUsedAt = r.StartedAt.UTC(), r.ExpiresAt.UTC(), r.LastUsedAt.UTC()
+	return r
 }
 
 // queryRow scans the one row of q into dest and reports whether there was one.

@@ -24,6 +24,9 @@ var userViewTables = []struct{ name, key string }{
 	{"sessions", "token_hash"},
 	{"signin_codes", "code_hash"},
 	{"email_change_codes", "code_hash"},
+	{"email_undo_codes", "code_hash"},
+	// No event makes it, and a rebuild leaves it as it is.
+	{"session_uses", "token_hash"},
 }
 
 // snapshotUserViews returns every row of every projection table, all

@@ -176,9 +176,12 @@ func (u *user) changeAddress(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a, uncertain, err = s.client.do(ctx, http.MethodPost, "/v1/email-changes", "", map[string]string{"code": m.code})
+	// Confirmed from the user's session, which stays; the address it
+	// leaves is told.
+	a, uncertain, err = s.client.do(ctx, http.MethodPost, "/v1/email-changes", u.token, map[string]string{"code": m.code})
 	if err != nil || (uncertain > 0 && a.status == http.StatusBadRequest) {
 		s.ledger.event(u.id, evEmailChanged, true)
+		s.ledger.mail(u.email, kindNotice, true)
 		if err != nil {
 			return fmt.Errorf("confirm the change: %w", err)
 		}
@@ -189,6 +192,7 @@ func (u *user) changeAddress(ctx context.Context) error {
 		return fmt.Errorf("confirm the change: %d %.200s", a.status, a.body)
 	}
 	s.ledger.event(u.id, evEmailChanged, false)
+	s.ledger.mail(u.email, kindNotice, false)
 	u.email = to
 	return nil
 }

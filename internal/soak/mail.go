@@ -16,12 +16,16 @@ import (
 const (
 	kindSignIn  = "sign-in"
 	kindConfirm = "confirm"
-	kindOther   = "other"
+	// kindNotice is the notice of a confirmed change, to the address the
+	// account left, with its undo link.
+	kindNotice = "notice"
+	kindOther  = "other"
 )
 
 var (
 	signInCode  = regexp.MustCompile(`/sign-in\?code=([a-z2-7]+)`)
 	confirmCode = regexp.MustCompile(`/confirm-email\?code=([a-z2-7]+)`)
+	undoCode    = regexp.MustCompile(`/undo-email\?code=([a-z2-7]+)`)
 )
 
 // mail is one mail received, by the Message-ID of its first arrival.
@@ -85,6 +89,8 @@ func (m *mailServer) deliver(msg mailbox.Message) {
 		x.kind, x.code = kindSignIn, c[1]
 	} else if c := confirmCode.FindStringSubmatch(msg.Text); c != nil {
 		x.kind, x.code = kindConfirm, c[1]
+	} else if c := undoCode.FindStringSubmatch(msg.Text); c != nil {
+		x.kind, x.code = kindNotice, c[1]
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

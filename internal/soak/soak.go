@@ -211,6 +211,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 type soak struct {
 	cfg   Config
 	log   io.Writer
+	logMu sync.Mutex
 	began time.Time
 	dir   string
 
@@ -226,8 +227,12 @@ type soak struct {
 	dataKey   string
 }
 
+// logf writes a progress line; the drivers and the chaos write at once.
 func (s *soak) logf(format string, args ...any) {
-	fmt.Fprintf(s.log, "%7s  %s\n", time.Since(s.began).Round(time.Second), fmt.Sprintf(format, args...))
+	line := fmt.Sprintf("%7s  %s\n", time.Since(s.began).Round(time.Second), fmt.Sprintf(format, args...))
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_, _ = io.WriteString(s.log, line)
 }
 
 func (s *soak) run(ctx context.Context) (res *Result, err error) {

@@ -52,8 +52,10 @@ func (UserViews) DeleteUser(ctx context.Context, t uow.Tx, id uuid.UUID) error {
 	s := id.String()
 	for _, q := range []string{
 		`DELETE FROM signin_codes WHERE email = (SELECT email FROM users WHERE id = ?)`,
+		`DELETE FROM session_uses WHERE token_hash IN (SELECT token_hash FROM sessions WHERE user_id = ?)`,
 		`DELETE FROM sessions WHERE user_id = ?`,
 		`DELETE FROM email_change_codes WHERE user_id = ?`,
+		`DELETE FROM email_undo_codes WHERE user_id = ?`,
 		`DELETE FROM users WHERE id = ?`,
 	} {
 		if err := writeViews(ctx, t, "delete user", q, s); err != nil {
@@ -65,13 +67,26 @@ func (UserViews) DeleteUser(ctx context.Context, t uow.Tx, id uuid.UUID) error {
 
 // PutSession adds a session.
 func (UserViews) PutSession(ctx context.Context, t uow.Tx, s user.SessionRow) error {
-	return writeViews(ctx, t, "put session", `INSERT INTO sessions (token_hash, user_id, expires_at) VALUES (?, ?, ?)`,
-		s.TokenHash, s.UserID, micros(s.ExpiresAt))
+	return writeViews(ctx, t, "put session", `
+INSERT INTO sessions (token_hash, user_id, id, started_at, expires_at, client) VALUES (?, ?, ?, ?, ?, ?)`,
+		s.TokenHash, s.UserID, s.ID, micros(s.StartedAt), micros(s.ExpiresAt), s.Client)
 }
 
-// DeleteSession deletes the session with the token hash.
+// DeleteSession deletes the session with the token hash and its last use.
 func (UserViews) DeleteSession(ctx context.Context, t uow.Tx, tokenHash string) error {
+	if err := writeViews(ctx, t, "delete session", `DELETE FROM session_uses WHERE token_hash = ?`, tokenHash); err != nil {
+		return err
+	}
 	return writeViews(ctx, t, "delete session", `DELETE FROM sessions WHERE token_hash = ?`, tokenHash)
+}
+
+// TouchSession records a use of the session with the token hash, as
+// [user.Views] describes.
+func (UserViews) TouchSession(ctx context.Context, t uow.Tx, tokenHash string, at time.Time) error {
+	return writeViews(ctx, t, "touch session", `
+INSERT INTO session_uses (token_hash, used_at) VALUES (?, ?)
+ON CONFLICT (token_hash) DO UPDATE SET used_at = excluded.used_at WHERE session_uses.used_at < excluded.used_at`,
+		tokenHash, micros(at))
 }
 
 // PutSignInCode adds a sign-in code.
@@ -94,6 +109,17 @@ func (UserViews) PutChangeCode(ctx context.Context, t uow.Tx, c user.ChangeCodeR
 // DeleteChangeCode deletes the confirmation code with hash.
 func (UserViews) DeleteChangeCode(ctx context.Context, t uow.Tx, codeHash string) error {
 	return writeViews(ctx, t, "delete change code", `DELETE FROM email_change_codes WHERE code_hash = ?`, codeHash)
+}
+
+// PutUndoCode adds the code that undoes a change of address.
+func (UserViews) PutUndoCode(ctx context.Context, t uow.Tx, c user.UndoCodeRow) error {
+	return writeViews(ctx, t, "put undo code", `INSERT INTO email_undo_codes (code_hash, user_id, version, expires_at) VALUES (?, ?, ?, ?)`,
+		c.CodeHash, c.UserID, c.Version, micros(c.ExpiresAt))
+}
+
+// DeleteUndoCode deletes the undo code with hash.
+func (UserViews) DeleteUndoCode(ctx context.Context, t uow.Tx, codeHash string) error {
+	return writeViews(ctx, t, "delete undo code", `DELETE FROM email_undo_codes WHERE code_hash = ?`, codeHash)
 }
 
 // writeViews runs a write of the views; an address given to two users is an
@@ -122,7 +148,7 @@ func (UserViews) Reset(ctx context.Context, t uow.Tx) error {
 	if err != nil {
 		return fmt.Errorf("user views: reset: %w", err)
 	}
-	for _, table := range []string{"users", "sessions", "signin_codes", "email_change_codes"} {
+	for _, table := range []string{"users", "sessions", "signin_codes", "email_change_codes", "email_undo_codes"} {
 		if _, err := st.ExecContext(ctx, `DELETE FROM `+table); err != nil {
 			return fmt.Errorf("user views: reset %s: %w", table, err)
 		}
@@ -141,6 +167,7 @@ func (UserViews) Sweep(ctx context.Context, t uow.Tx, now time.Time, limit int) 
 	var n int64
 	for _, table := range []struct{ name, key string }{
 		{"sessions", "token_hash"}, {"signin_codes", "code_hash"}, {"email_change_codes", "code_hash"},
+		{"email_undo_codes", "code_hash"},
 	} {
 		res, err := st.ExecContext(ctx, `DELETE FROM `+table.name+` WHERE `+table.key+` IN
 (SELECT `+table.key+` FROM `+table.name+` WHERE expires_at <= ? LIMIT ?)`, micros(now), limit)
@@ -152,6 +179,13 @@ func (UserViews) Sweep(ctx context.Context, t uow.Tx, now time.Time, limit int) 
 			return n, fmt.Errorf("user views: sweep %s: %w", table.name, err)
 		}
 		n += deleted
+	}
+	// The last uses of sessions gone, by this sweep or before.
+	_, err = st.ExecContext(ctx, `DELETE FROM session_uses WHERE token_hash IN
+(SELECT token_hash FROM session_uses l WHERE NOT EXISTS
+    (SELECT 1 FROM sessions s WHERE s.token_hash = l.token_hash) LIMIT ?)`, limit)
+	if err != nil {
+		return n, fmt.Errorf("user views: sweep session_uses: %w", err)
 	}
 	return n, nil
 }
@@ -191,16 +225,70 @@ func (UserViews) EmailChangeCode(ctx context.Context, t uow.Tx, hash string) (uu
 	return id, found, err
 }
 
-// Session returns the user of the session with the token hash and when it
-// expires.
-func (UserViews) Session(ctx context.Context, t uow.Tx, hash string) (uuid.UUID, time.Time, bool, error) {
-	var id uuid.UUID
+// UndoCode returns the undo code with hash.
+func (UserViews) UndoCode(ctx context.Context, t uow.Tx, hash string) (user.UndoCodeRow, bool, error) {
+	c := user.UndoCodeRow{CodeHash: hash}
 	var expires int64
-	found, err := queryRow(ctx, t, `SELECT user_id, expires_at FROM sessions WHERE token_hash = ?`, []any{hash}, &id, &expires)
+	found, err := queryRow(ctx, t, `SELECT user_id, version, expires_at FROM email_undo_codes WHERE code_hash = ?`,
+		[]any{hash}, &c.UserID, &c.Version, &expires)
+	c.ExpiresAt = fromMicros(expires)
+	return c, found, err
+}
+
+// selectSessions reads sessions with their last uses; a WHERE follows.
+const selectSessions = `
+SELECT s.token_hash, s.user_id, s.id, s.started_at, s.expires_at, s.client, coalesce(l.used_at, s.started_at)
+  FROM sessions s LEFT JOIN session_uses l USING (token_hash)`
+
+// sessionScan scans a row of selectSessions.
+type sessionScan struct {
+	r                        user.SessionRow
+	started, expires, usedAt int64
+}
+
+func (s *sessionScan) fields() []any {
+	return []any{&s.r.TokenHash, &s.r.UserID, &s.r.ID, &s.started, &s.expires, &s.r.Client, &s.usedAt}
+}
+
+func (s *sessionScan) row() user.SessionRow {
+	r := s.r
+	r.StartedAt, r.ExpiresAt, r.LastUsedAt = fromMicros(s.started), fromMicros(s.expires), fromMicros(s.usedAt)
+	return r
+}
+
+// Session returns the session with the token hash, with its last use.
+func (UserViews) Session(ctx context.Context, t uow.Tx, hash string) (user.SessionRow, bool, error) {
+	var s sessionScan
+	found, err := queryRow(ctx, t, selectSessions+` WHERE s.token_hash = ?`, []any{hash}, s.fields()...)
 	if !found {
-		return id, time.Time{}, found, err
+		return user.SessionRow{}, found, err
 	}
-	return id, fromMicros(expires), found, err
+	return s.row(), found, err
+}
+
+// Sessions returns every session of the user with id, with their last uses.
+func (UserViews) Sessions(ctx context.Context, t uow.Tx, id uuid.UUID) ([]user.SessionRow, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("user views: sessions: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, selectSessions+` WHERE s.user_id = ? ORDER BY s.started_at`, id)
+	if err != nil {
+		return nil, fmt.Errorf("user views: sessions: %w", err)
+	}
+	defer rows.Close()
+	var list []user.SessionRow
+	for rows.Next() {
+		var s sessionScan
+		if err := rows.Scan(s.fields()...); err != nil {
+			return nil, fmt.Errorf("user views: sessions: %w", err)
+		}
+		list = append(list, s.row())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("user views: sessions: %w", err)
+	}
+	return list, nil
 }
 
 // queryRow scans the one row of q into dest and reports whether there was one.

@@ -13,10 +13,13 @@ import (
 // TypeSessionEnded is the event of a sign-out, in the account's stream.
 const TypeSessionEnded = "user.session_ended"
 
-// SessionEnded records a sign-out.
+// SessionEnded records the end of a session: a sign-out, or an end that
+// another session of the account, or a change of address, brought about.
+// Reason says which ([EndedBySignOut] and the others).
 type SessionEnded struct {
 	UserID    uuid.UUID `json:"user_id"`
 	TokenHash string    `json:"token_hash"`
+	Reason    string    `json:"reason,omitempty"`
 }
 
 // loadAccount returns the account of id as a command decides on it. Who
@@ -66,66 +69,80 @@ func (s *Service) user(ctx context.Context, tx uow.Tx, id uuid.UUID) (User, erro
 	return u, nil
 }
 
-// session returns the user of a live session token and the token's hash,
-// from the sessions view, which the events of the user's stream keep in
-// the transaction that appends them: a token works from the commit of its
-// SessionStarted until its expiry or the commit of its SessionEnded.
-func (s *Service) session(ctx context.Context, tx uow.Tx, token string) (uuid.UUID, string, error) {
+// liveSession returns the session of a live token, from the sessions
+// view, which the events of the user's stream keep in the transaction
+// that appends them: a token works from the commit of its SessionStarted
+// until its expiry or the commit of its SessionEnded.
+func (s *Service) liveSession(ctx context.Context, tx uow.Tx, token string) (SessionRow, error) {
 	if !validSecret(token) {
-		return uuid.Nil, "", ErrUnauthenticated
+		return SessionRow{}, ErrUnauthenticated
 	}
 	return s.sessionOf(ctx, tx, hashSecret(token))
 }
 
-// sessionOf returns the user of the live session with the token hash.
-func (s *Service) sessionOf(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, string, error) {
-	id, expires, ok, err := s.Views.Session(ctx, tx, hash)
+// sessionOf returns the live session with the token hash.
+func (s *Service) sessionOf(ctx context.Context, tx uow.Tx, hash string) (SessionRow, error) {
+	r, ok, err := s.Views.Session(ctx, tx, hash)
 	if err != nil {
-		return uuid.Nil, "", err
+		return SessionRow{}, err
 	}
-	if !ok || !tx.Now().Before(expires) {
-		return uuid.Nil, "", ErrUnauthenticated
+	if !ok || !tx.Now().Before(r.ExpiresAt) {
+		return SessionRow{}, ErrUnauthenticated
 	}
-	return id, hash, nil
+	return r, nil
 }
 
 // authenticate returns the account of a live session token
-// ([Service.session]) for a command. The session is read again after the
-// account ([Service.loadAccount]): a sign-out that committed before the
-// account's version was read is seen then, and one that commits after it
-// fails the command's append.
+// ([Service.liveSession]) for a command, and the token's hash, and writes
+// the session's last use when it is stale. The session is read again
+// after the account ([Service.loadAccount]): a sign-out that committed
+// before the account's version was read is seen then, and one that
+// commits after it fails the command's append.
 func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (account, string, error) {
-	id, hash, err := s.session(ctx, tx, token)
+	r, err := s.liveSession(ctx, tx, token)
 	if err != nil {
 		return account{}, "", err
 	}
-	acct, err := s.loadAccount(ctx, tx, id)
+	acct, err := s.loadAccount(ctx, tx, r.UserID)
 	if err != nil {
 		return account{}, "", err
 	}
-	if again, _, err := s.sessionOf(ctx, tx, hash); err != nil {
+	if again, err := s.sessionOf(ctx, tx, r.TokenHash); err != nil {
 		return account{}, "", err
-	} else if again != id {
+	} else if again.UserID != r.UserID {
 		return account{}, "", ErrUnauthenticated
 	}
-	return acct, hash, nil
+	if err := s.touchIn(ctx, tx, r); err != nil {
+		return account{}, "", err
+	}
+	return acct, r.TokenHash, nil
 }
 
 // Me returns the user of a session token, or [ErrUnauthenticated]. It
-// changes nothing, so it runs in a read-only unit of work, which waits for
-// no command, and it reads two rows of the views, whatever the account's
-// history.
+// runs in a read-only unit of work, which waits for no command, and it
+// reads two rows of the views, whatever the account's history; the
+// session's last use is written after it, in a unit of work of its own,
+// at most once a minute ([Service.Sessions]).
 func (s *Service) Me(ctx context.Context, token string) (User, error) {
-	var u User
+	var (
+		u     User
+		r     SessionRow
+		stale bool
+	)
 	err := s.read(ctx, "user.Me", func(ctx context.Context, tx uow.Tx) error {
-		id, _, err := s.session(ctx, tx, token)
-		if err != nil {
+		var err error
+		if r, err = s.liveSession(ctx, tx, token); err != nil {
 			return err
 		}
-		u, err = s.user(ctx, tx, id)
+		stale = tx.Now().Sub(lastUsed(r)) >= touchEvery
+		u, err = s.user(ctx, tx, r.UserID)
 		return err
 	})
-	return u, err
+	if err != nil {
+		return User{}, err
+	}
+	s.touch(ctx, r, stale)
+	return u, nil
 }
 
 // SignOut ends the session of token. It returns [ErrUnauthenticated].

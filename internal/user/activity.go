@@ -23,6 +23,10 @@ const (
 	ActivitySignedOut            = "signed_out"
 	ActivityEmailChangeRequested = "email_change_requested"
 	ActivityEmailChanged         = "email_changed"
+	// ActivitySessionEnded is a session ended otherwise than by its own
+	// sign-out; Detail is why ([SessionEnded.Reason]).
+	ActivitySessionEnded      = "session_ended"
+	ActivityEmailChangeUndone = "email_change_undone"
 )
 
 // Activity is one thing that happened to an account, as the account's
@@ -31,7 +35,8 @@ type Activity struct {
 	Type string
 	At   time.Time
 	// Detail says more where there is more to say: the address a change
-	// of address made, which was the account's own. The address a change
+	// of address, or its undoing, made, which was the account's own; why
+	// a session ended. The address a change
 	// asked for is not shown: it may be another person's, and their
 	// erasure could not reach it here. It is never a code or a token.
 	Detail string
@@ -192,7 +197,8 @@ func (p ActivityProjection) Behind(ctx context.Context) (int64, error) {
 // ActivityTypes are the event types an account's activity is made of, and
 // [TypeErased], which ends it.
 func ActivityTypes() []string {
-	return []string{TypeRegistered, TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged, TypeErased}
+	return []string{TypeRegistered, TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged,
+		TypeEmailChangeUndone, TypeErased}
 }
 
 // ActivityOf returns the account and the activity that e records, and false
@@ -220,6 +226,8 @@ func activityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventst
 		a.Type = ActivityEmailChangeRequested
 	case TypeEmailChanged:
 		a.Type = ActivityEmailChanged
+	case TypeEmailChangeUndone:
+		a.Type = ActivityEmailChangeUndone
 	default:
 		return uuid.Nil, Activity{}, false, nil
 	}
@@ -229,6 +237,8 @@ func activityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventst
 	d, err := eventstore.Decode[struct {
 		UserID   uuid.UUID `json:"user_id"`
 		NewEmail string    `json:"new_email"`
+		Email    string    `json:"email"`
+		Reason   string    `json:"reason"`
 	}](e)
 	if err != nil {
 		return uuid.Nil, Activity{}, false, err
@@ -236,8 +246,15 @@ func activityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventst
 	if d.UserID == uuid.Nil {
 		return uuid.Nil, Activity{}, false, errors.New("no user_id")
 	}
-	if a.Type == ActivityEmailChanged {
-		email, ok, err := Address(ctx, tx, keys, e, d.NewEmail)
+	if a.Type == ActivitySignedOut && d.Reason != EndedBySignOut {
+		a.Type, a.Detail = ActivitySessionEnded, d.Reason
+	}
+	if a.Type == ActivityEmailChanged || a.Type == ActivityEmailChangeUndone {
+		sealed := d.NewEmail
+		if a.Type == ActivityEmailChangeUndone {
+			sealed = d.Email
+		}
+		email, ok, err := Address(ctx, tx, keys, e, sealed)
 		if err != nil {
 			return uuid.Nil, Activity{}, false, err
 		}

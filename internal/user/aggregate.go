@@ -165,6 +165,14 @@ func foldAccount(events []eventstore.Event) (account, error) {
 			if c := a.change(d.CodeHash); c != nil {
 				c.used, c.superseded = true, false
 			}
+		case TypeEmailChangeUndone:
+			// An undo voids every change asked for before it: whoever
+			// asked may have been the one it signs out.
+			for i := range a.changes {
+				if !a.changes[i].used {
+					a.changes[i].superseded = true
+				}
+			}
 		}
 	}
 	return a, nil

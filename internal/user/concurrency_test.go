@@ -91,11 +91,11 @@ func TestConfirmationsAtOnceMoveTheAccountOnce(t *testing.T) {
 	first := b.changeCode(t, ada.Token, "one@example.com")
 	second := b.changeCode(t, ada.Token, "two@example.com")
 	svc := interrupted(t, b, func() {
-		if _, err := b.svc.ConfirmEmailChange(ctx, second); err != nil {
+		if _, err := b.svc.ConfirmEmailChange(ctx, second, ada.Token); err != nil {
 			t.Errorf("the interrupting confirmation: %v", err)
 		}
 	})
-	if _, err := svc.ConfirmEmailChange(ctx, first); !errors.Is(err, user.ErrInvalidCode) {
+	if _, err := svc.ConfirmEmailChange(ctx, first, ada.Token); !errors.Is(err, user.ErrInvalidCode) {
 		t.Fatalf("the confirmation that lost the race: %v, want ErrInvalidCode", err)
 	}
 	olds, news := b.addresses(t, user.TypeEmailChanged, "old_email"), b.addresses(t, user.TypeEmailChanged, "new_email")
@@ -155,7 +155,7 @@ func TestTheSweepForgetsAnAddressThatSignedInLate(t *testing.T) {
 	// Ada moves on and is erased: her former address's stream still ties
 	// the keyed hash of ada@example.com to her user ID, for good.
 	change := b.changeCode(t, ada.Token, "ada.new@example.com")
-	if _, err := b.svc.ConfirmEmailChange(ctx, change); err != nil {
+	if _, err := b.svc.ConfirmEmailChange(ctx, change, ada.Token); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {

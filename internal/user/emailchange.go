@@ -2,6 +2,7 @@ package user
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -16,7 +17,11 @@ import (
 const (
 	TypeEmailChangeRequested = "user.email_change_requested"
 	TypeEmailChanged         = "user.email_changed"
+	TypeEmailChangeUndone    = "user.email_change_undone"
 )
+
+// undoTTL is how long the link that undoes a change of address works.
+const undoTTL = 7 * 24 * time.Hour
 
 // EmailChangeRequested records a request to move to a new address: a
 // confirmation link mailed to it, or, when the address had an account of
@@ -38,11 +43,26 @@ type EmailChangeRequested struct {
 	Taken     bool      `json:"taken,omitempty"`
 }
 
-// EmailChanged records a confirmed change of address.
+// EmailChanged records a confirmed change of address. The old address was
+// told, with a code that undoes the change until UndoExpiresAt
+// ([Service.UndoEmailChange]); changes confirmed before such codes were
+// mailed have no UndoCodeHash.
 type EmailChanged struct {
+	UserID        uuid.UUID `json:"user_id"`
+	OldEmail      string    `json:"old_email"`
+	NewEmail      string    `json:"new_email"`
+	CodeHash      string    `json:"code_hash"`
+	UndoCodeHash  string    `json:"undo_code_hash,omitempty"`
+	UndoExpiresAt time.Time `json:"undo_expires_at,omitzero"`
+}
+
+// EmailChangeUndone records the undoing of a change of address by the
+// code mailed to the address it left, which the account holds again
+// (Email, sealed as the account's addresses are). It voids every change
+// asked for before it, and comes with the end of every session.
+type EmailChangeUndone struct {
 	UserID   uuid.UUID `json:"user_id"`
-	OldEmail string    `json:"old_email"`
-	NewEmail string    `json:"new_email"`
+	Email    string    `json:"email"`
 	CodeHash string    `json:"code_hash"`
 }
 
@@ -176,9 +196,13 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 // ConfirmEmailChange uses a confirmation code and moves its user to the new
 // address. A confirmation voids the codes of the user's other changes
 // asked for before it: a link mailed to a mistyped address, corrected
-// since, cannot move the account later. It returns [ErrInvalidCode], or
-// [ErrEmailTaken] when another account took the address meanwhile.
-func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, error) {
+// since, cannot move the account later. It ends every session of the
+// account but the one of token, when token is a live session of it (the
+// one that confirmed; "" is none), and mails the address it left a notice
+// with a code that undoes the change for 7 days ([Service.UndoEmailChange]).
+// It returns [ErrInvalidCode], or [ErrEmailTaken] when another account
+// took the address meanwhile.
+func (s *Service) ConfirmEmailChange(ctx context.Context, code, token string) (User, error) {
 	if !validSecret(code) {
 		return User{}, fmt.Errorf("%w: malformed", ErrInvalidCode)
 	}
@@ -198,18 +222,168 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code string) (User, er
 		if err != nil {
 			return err
 		}
-		e, err := event(TypeEmailChanged, EmailChanged{UserID: acct.id, OldEmail: oldSealed, NewEmail: newSealed, CodeHash: hash})
+		undo, undoHash := newSecret()
+		undoExpires := tx.Now().Add(undoTTL)
+		changed, err := event(TypeEmailChanged, EmailChanged{
+			UserID: acct.id, OldEmail: oldSealed, NewEmail: newSealed, CodeHash: hash,
+			UndoCodeHash: undoHash, UndoExpiresAt: undoExpires,
+		})
 		if err != nil {
 			return err
 		}
-		appended, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(acct.version), e)
+		keep, err := s.confirmingSession(ctx, tx, token, acct.id)
 		if err != nil {
+			return err
+		}
+		ended, err := s.endSessions(ctx, tx, acct.id, keep, EndedByEmailChange)
+		if err != nil {
+			return err
+		}
+		appended, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(acct.version), append([]eventstore.Event{changed}, ended...)...)
+		if err != nil {
+			return err
+		}
+		if err := s.addMail(ctx, tx, mail.TopicEmailChanged, mail.Link{
+			To: acct.email, URL: s.baseURL + "/undo-email?code=" + undo, Code: undo, ExpiresAt: undoExpires,
+			Account: acct.id.String(), NewAddress: MaskAddress(c.newEmail),
+		}); err != nil {
 			return err
 		}
 		if err := s.publish(ctx, tx, EventEmailChanged, acct.id, EmailChangedData{UserID: acct.id, Email: c.newEmail, Version: appended[0].Version}); err != nil {
 			return err
 		}
 		u = User{ID: acct.id, Email: c.newEmail, CreatedAt: acct.createdAt}
+		return nil
+	})
+	return u, err
+}
+
+// confirmingSession returns the token hash of token when it is a live
+// session of the account id, and "" otherwise: a confirmation from
+// another account's session, or from none, keeps no session.
+func (s *Service) confirmingSession(ctx context.Context, tx uow.Tx, token string, id uuid.UUID) (string, error) {
+	if token == "" {
+		return "", nil
+	}
+	r, err := s.liveSession(ctx, tx, token)
+	if errors.Is(err, ErrUnauthenticated) || (err == nil && r.UserID != id) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return r.TokenHash, nil
+}
+
+// liveUndo returns the account, the change of address that an undo code
+// can still undo, and the address the change left, or [ErrInvalidCode].
+// The code's row names the change's place in the account's stream; the
+// events from there on say whether it was undone since.
+func (s *Service) liveUndo(ctx context.Context, tx uow.Tx, hash string) (account, string, error) {
+	row, ok, err := s.Views.UndoCode(ctx, tx, hash)
+	if err != nil {
+		return account{}, "", err
+	}
+	if !ok {
+		// Used codes and the codes of erased accounts have no row.
+		return account{}, "", fmt.Errorf("%w: unknown or used undo code", ErrInvalidCode)
+	}
+	if !tx.Now().Before(row.ExpiresAt) {
+		return account{}, "", fmt.Errorf("%w: undo code expired", ErrInvalidCode)
+	}
+	acct, err := s.loadAccount(ctx, tx, row.UserID)
+	if err != nil {
+		return account{}, "", err
+	}
+	events, err := s.Events.Load(ctx, tx, userStream(acct.id), row.Version)
+	if err != nil {
+		return account{}, "", err
+	}
+	if len(events) == 0 || events[0].Type != TypeEmailChanged {
+		return account{}, "", fmt.Errorf("user: an undo code names version %d of %s, which is no change of address", row.Version, acct.id)
+	}
+	changed, err := eventstore.Decode[EmailChanged](events[0])
+	if err != nil {
+		return account{}, "", err
+	}
+	for _, e := range events[1:] {
+		if e.Version <= acct.version && e.Type == TypeEmailChangeUndone {
+			return account{}, "", fmt.Errorf("%w: a change of address was undone since", ErrInvalidCode)
+		}
+	}
+	old, ok, err := Address(ctx, tx, s.Keys, events[0], changed.OldEmail)
+	if err != nil {
+		return account{}, "", err
+	}
+	if !ok {
+		return account{}, "", fmt.Errorf("%w: the address the change left is erased", ErrInvalidCode)
+	}
+	return acct, old, nil
+}
+
+// UndoEmailAddress returns the address that an undo code would move its
+// account back to, and uses nothing up, for the page the undo link opens.
+// It returns [ErrInvalidCode].
+func (s *Service) UndoEmailAddress(ctx context.Context, code string) (string, error) {
+	if !validSecret(code) {
+		return "", fmt.Errorf("%w: malformed", ErrInvalidCode)
+	}
+	var old string
+	err := s.read(ctx, "user.UndoEmailAddress", func(ctx context.Context, tx uow.Tx) error {
+		var err error
+		_, old, err = s.liveUndo(ctx, tx, hashSecret(code))
+		return err
+	})
+	return old, err
+}
+
+// UndoEmailChange uses the code mailed to the address a change of address
+// left ([Service.ConfirmEmailChange]): the account moves back to that
+// address, every session of the account ends, and every change asked for
+// before is void, so that whoever changed the address is signed out and
+// cannot finish another change. The owner signs in again with the address.
+// A code works once, for 7 days, and not after another change of the
+// account was undone. It returns [ErrInvalidCode] for a code that is
+// unknown, used, expired or void, or whose account is erased, and
+// [ErrEmailTaken] when another account holds the old address now; either
+// changes nothing.
+func (s *Service) UndoEmailChange(ctx context.Context, code string) (User, error) {
+	if !validSecret(code) {
+		return User{}, fmt.Errorf("%w: malformed", ErrInvalidCode)
+	}
+	hash := hashSecret(code)
+	var u User
+	err := s.do(ctx, "user.UndoEmailChange", func(ctx context.Context, tx uow.Tx) error {
+		acct, old, err := s.liveUndo(ctx, tx, hash)
+		if err != nil {
+			return err
+		}
+		if holder, taken, err := s.Views.UserByEmail(ctx, tx, old); err != nil {
+			return err
+		} else if taken && holder.ID != acct.id {
+			return fmt.Errorf("%w: the address the change left has another account now", ErrEmailTaken)
+		}
+		stream := userStream(acct.id)
+		sealed, err := s.seal(ctx, tx, stream, old)
+		if err != nil {
+			return err
+		}
+		undone, err := event(TypeEmailChangeUndone, EmailChangeUndone{UserID: acct.id, Email: sealed, CodeHash: hash})
+		if err != nil {
+			return err
+		}
+		ended, err := s.endSessions(ctx, tx, acct.id, "", EndedByUndo)
+		if err != nil {
+			return err
+		}
+		appended, err := s.appendAndApply(ctx, tx, stream, eventstore.Exactly(acct.version), append([]eventstore.Event{undone}, ended...)...)
+		if err != nil {
+			return err
+		}
+		if err := s.publish(ctx, tx, EventEmailChanged, acct.id, EmailChangedData{UserID: acct.id, Email: old, Version: appended[0].Version}); err != nil {
+			return err
+		}
+		u = User{ID: acct.id, Email: old, CreatedAt: acct.createdAt}
 		return nil
 	})
 	return u, err

@@ -160,8 +160,9 @@ func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, li
 // account's, and the subjects of the changes of address whose asked-for
 // address is the account's to erase. The mails: every mail to its address,
 // which is the account's alone (whoever asked for it, even before the
-// address was the account's), and every confirmation it asked for to
-// another address ([mail.Link.Account]), in any state. The changes: the
+// address was the account's), every confirmation it asked for to
+// another address, and every notice of its changes to an address it left
+// ([mail.Link.Account]), in any state. The changes: the
 // account's own, and those of other accounts whose confirmation to its
 // address is still in the outbox with its code. It reads the account's
 // whole stream, which only an erasure does.
@@ -187,12 +188,16 @@ func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]
 			}
 		}
 	}
-	asked, err := s.Outbox.Addressed(ctx, tx, mail.TopicEmailChange, "account", acct.id.String())
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, m := range asked {
-		ids = append(ids, m.ID)
+	// Its confirmations to other addresses, and the notices of its
+	// changes to the addresses it left.
+	for _, topic := range []string{mail.TopicEmailChange, mail.TopicEmailChanged} {
+		asked, err := s.Outbox.Addressed(ctx, tx, topic, "account", acct.id.String())
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range asked {
+			ids = append(ids, m.ID)
+		}
 	}
 	events, err := s.Events.Load(ctx, tx, userStream(acct.id), 0)
 	if err != nil {

@@ -110,7 +110,7 @@ func TestDeleteAccountErasesThePerson(t *testing.T) {
 			t.Errorf("Me with a session of the deleted account: %v, want ErrUnauthenticated", err)
 		}
 	}
-	if _, err := b.svc.ConfirmEmailChange(ctx, change); !errors.Is(err, user.ErrInvalidCode) {
+	if _, err := b.svc.ConfirmEmailChange(ctx, change, ""); !errors.Is(err, user.ErrInvalidCode) {
 		t.Errorf("confirming the deleted account's change: %v, want ErrInvalidCode", err)
 	}
 	if _, err := b.svc.SignIn(ctx, pendingLink); !errors.Is(err, user.ErrInvalidCode) {
@@ -191,10 +191,10 @@ type erasingViews struct {
 	interrupt func()
 }
 
-func (v *erasingViews) Session(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, time.Time, bool, error) {
-	id, expires, ok, err := v.UserViews.Session(ctx, tx, hash)
+func (v *erasingViews) Session(ctx context.Context, tx uow.Tx, hash string) (user.SessionRow, bool, error) {
+	r, ok, err := v.UserViews.Session(ctx, tx, hash)
 	v.once.Do(v.interrupt)
-	return id, expires, ok, err
+	return r, ok, err
 }
 
 // A command under way on a session of an account that is erased meanwhile
@@ -426,4 +426,29 @@ func TestTheAddressesOthersAskedForAreErased(t *testing.T) {
 		t.Errorf("once the changes are past Mallory's changes open to %v, want all erased", got)
 	}
 	sameUser(t, "Pat's Me", b.me(t, pat.Token), pat.User)
+}
+
+// The notice of a change, mailed to the address the account left, goes
+// with the erasure of the account while it waits in the outbox, though
+// the address is no longer the account's; so does its undo code.
+func TestAnErasureTakesTheNoticeOfAChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	ada := b.signIn(t, "ada@example.com")
+	change := b.changeCode(t, ada.Token, "ada.moved@example.com")
+	if _, err := b.svc.ConfirmEmailChange(ctx, change, ada.Token); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM outbox_messages WHERE topic = $1`, mail.TopicEmailChanged); n != 1 {
+		t.Fatalf("the outbox holds %d notices, want 1", n)
+	}
+	if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
+		t.Fatal(err)
+	}
+	b.noMessageHolds(t, "after the erasure", "ada@")
+	b.noMessageHolds(t, "after the erasure", "@e***.com")
+	if n := b.count(t, `SELECT count(*) FROM email_undo_codes WHERE user_id = $1`, ada.User.ID); n != 0 {
+		t.Errorf("email_undo_codes holds %d codes of the erased account", n)
+	}
 }

@@ -143,7 +143,7 @@ func TestIntegrationEventsAreAddedWithTheirChange(t *testing.T) {
 	if got := b.published(t); len(got) != 0 {
 		t.Errorf("asking for an email change published %d events", len(got))
 	}
-	if _, err := b.svc.ConfirmEmailChange(t.Context(), change); err != nil {
+	if _, err := b.svc.ConfirmEmailChange(t.Context(), change, again.Token); err != nil {
 		t.Fatal(err)
 	}
 	changed := b.published(t)
@@ -172,7 +172,7 @@ func TestIntegrationEventOfAFailedCommandIsNotAdded(t *testing.T) {
 	code := b.changeCode(t, ada.Token, "grace@example.com")
 	b.signIn(t, "grace@example.com") // takes the address meanwhile
 	b.published(t)
-	if _, err := b.svc.ConfirmEmailChange(t.Context(), code); !errors.Is(err, user.ErrEmailTaken) {
+	if _, err := b.svc.ConfirmEmailChange(t.Context(), code, ""); !errors.Is(err, user.ErrEmailTaken) {
 		t.Fatalf("confirming a taken address: %v", err)
 	}
 	if got := b.published(t); len(got) != 0 {

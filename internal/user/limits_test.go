@@ -189,11 +189,12 @@ func TestAccountCommandsReadOnlyRecentHistory(t *testing.T) {
 		{"RequestEmailChange", func() error { return svc.RequestEmailChange(t.Context(), s.Token, "ada.new@example.com") }, 0},
 		// Its own request, now in the window.
 		{"ConfirmEmailChange", func() error {
-			_, err := svc.ConfirmEmailChange(t.Context(), b.oneMail(t, mail.TopicEmailChange, "ada.new@example.com", "/confirm-email").Link.Code)
+			_, err := svc.ConfirmEmailChange(t.Context(), b.oneMail(t, mail.TopicEmailChange, "ada.new@example.com", "/confirm-email").Link.Code, s.Token)
 			return err
 		}, 1},
-		// The request and the change.
-		{"SignOut", func() error { return svc.SignOut(t.Context(), s.Token) }, 2},
+		// The request, the change, and the ends of the 11 other sessions
+		// that the change brought about.
+		{"SignOut", func() error { return svc.SignOut(t.Context(), s.Token) }, 13},
 	} {
 		spy.loaded.Store(0)
 		if err := c.run(); err != nil {
@@ -243,7 +244,7 @@ func TestAccountTailCoversTheLongerOfWindowAndTTL(t *testing.T) {
 		s := signIn(t, b)
 		code := ask(t, b, s.Token, "ada.new@example.com")
 		b.clock.Advance(50 * time.Minute)
-		if _, err := b.svc.ConfirmEmailChange(t.Context(), code); err != nil {
+		if _, err := b.svc.ConfirmEmailChange(t.Context(), code, s.Token); err != nil {
 			t.Errorf("a confirmation within LINK_TTL, past LINK_WINDOW: %v", err)
 		}
 	})

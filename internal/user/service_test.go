@@ -125,6 +125,20 @@ func (b *bundle) signIn(t *testing.T, email string) user.Session {
 	return s
 }
 
+// confirm confirms a change of address from the session token and takes
+// the notice it mails to the address the account leaves.
+func (b *bundle) confirm(t *testing.T, code, token string) user.User {
+	t.Helper()
+	u, err := b.svc.ConfirmEmailChange(t.Context(), code, token)
+	if err != nil {
+		t.Fatalf("ConfirmEmailChange: %v", err)
+	}
+	if ms := b.mails(t); len(ms) != 1 || ms[0].Topic != mail.TopicEmailChanged {
+		t.Fatalf("the confirmation mailed %+v, want one notice on %s", ms, mail.TopicEmailChanged)
+	}
+	return u
+}
+
 // changeCode asks for an email change and returns the confirmation code.
 func (b *bundle) changeCode(t *testing.T, token, newEmail string) string {
 	t.Helper()
@@ -484,10 +498,7 @@ func TestEmailChange(t *testing.T) {
 	sameUser(t, "Me before confirmation", b.me(t, ada.Token), ada.User)
 
 	b.clock.Advance(time.Minute)
-	u, err := b.svc.ConfirmEmailChange(ctx, code)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := b.confirm(t, code, ada.Token)
 	moved := user.User{ID: ada.User.ID, Email: "new@example.com", CreatedAt: ada.User.CreatedAt}
 	sameUser(t, "ConfirmEmailChange", u, moved)
 	sameUser(t, "Me after confirmation", b.me(t, ada.Token), moved)
@@ -497,13 +508,13 @@ func TestEmailChange(t *testing.T) {
 
 	// The code works once.
 	events := b.events(t)
-	if _, err := b.svc.ConfirmEmailChange(ctx, code); !errors.Is(err, user.ErrInvalidCode) {
+	if _, err := b.svc.ConfirmEmailChange(ctx, code, ""); !errors.Is(err, user.ErrInvalidCode) {
 		t.Errorf("second ConfirmEmailChange: %v, want ErrInvalidCode", err)
 	}
-	if _, err := b.svc.ConfirmEmailChange(ctx, strings.Repeat("a", len(code))); !errors.Is(err, user.ErrInvalidCode) {
+	if _, err := b.svc.ConfirmEmailChange(ctx, strings.Repeat("a", len(code)), ""); !errors.Is(err, user.ErrInvalidCode) {
 		t.Errorf("ConfirmEmailChange with an unknown code: %v, want ErrInvalidCode", err)
 	}
-	if _, err := b.svc.ConfirmEmailChange(ctx, "nonsense"); !errors.Is(err, user.ErrInvalidCode) {
+	if _, err := b.svc.ConfirmEmailChange(ctx, "nonsense", ""); !errors.Is(err, user.ErrInvalidCode) {
 		t.Errorf("ConfirmEmailChange with a malformed code: %v, want ErrInvalidCode", err)
 	}
 	b.unchanged(t, "refused confirmations", events)
@@ -536,7 +547,7 @@ func TestAConfirmationVoidsTheCodesAskedBeforeIt(t *testing.T) {
 		if _, _, err := b.svc.EmailChangeOf(t.Context(), code); !errors.Is(err, user.ErrInvalidCode) {
 			t.Errorf("EmailChangeOf %s: %v, want ErrInvalidCode", what, err)
 		}
-		if _, err := b.svc.ConfirmEmailChange(t.Context(), code); !errors.Is(err, user.ErrInvalidCode) {
+		if _, err := b.svc.ConfirmEmailChange(t.Context(), code, ""); !errors.Is(err, user.ErrInvalidCode) {
 			t.Errorf("ConfirmEmailChange of %s: %v, want ErrInvalidCode", what, err)
 		}
 		b.unchanged(t, what, events)
@@ -547,15 +558,13 @@ func TestAConfirmationVoidsTheCodesAskedBeforeIt(t *testing.T) {
 		ada := b.signIn(t, "ada@example.com")
 		mistyped := b.changeCode(t, ada.Token, "ada@exmaple.com")
 		corrected := b.changeCode(t, ada.Token, "ada@example.org")
-		if _, err := b.svc.ConfirmEmailChange(t.Context(), corrected); err != nil {
-			t.Fatal(err)
-		}
+		b.confirm(t, corrected, ada.Token)
 		refused(t, b, "the mistyped address's code", mistyped)
 		if got := b.me(t, ada.Token).Email; got != "ada@example.org" {
 			t.Errorf("Me shows %q, want ada@example.org", got)
 		}
 		later := b.changeCode(t, ada.Token, "ada@example.net")
-		if u, err := b.svc.ConfirmEmailChange(t.Context(), later); err != nil || u.Email != "ada@example.net" {
+		if u, err := b.svc.ConfirmEmailChange(t.Context(), later, ada.Token); err != nil || u.Email != "ada@example.net" {
 			t.Errorf("ConfirmEmailChange of a code asked for after the change: %+v, %v; want ada@example.net", u, err)
 		}
 	})
@@ -565,9 +574,7 @@ func TestAConfirmationVoidsTheCodesAskedBeforeIt(t *testing.T) {
 		ada := b.signIn(t, "ada@example.com")
 		first := b.changeCode(t, ada.Token, "one@example.com")
 		second := b.changeCode(t, ada.Token, "two@example.com")
-		if _, err := b.svc.ConfirmEmailChange(t.Context(), first); err != nil {
-			t.Fatal(err)
-		}
+		b.confirm(t, first, ada.Token)
 		refused(t, b, "the code asked for after the confirmed one", second)
 	})
 	// The confirmation's clock was behind, so its event is recorded before
@@ -583,9 +590,7 @@ func TestAConfirmationVoidsTheCodesAskedBeforeIt(t *testing.T) {
 		mistyped := b.changeCode(t, ada.Token, "ada@exmaple.com")
 		corrected := b.changeCode(t, ada.Token, "ada@example.org")
 		b.clock.Set(asked.Add(-time.Second))
-		if _, err := b.svc.ConfirmEmailChange(t.Context(), corrected); err != nil {
-			t.Fatal(err)
-		}
+		b.confirm(t, corrected, ada.Token)
 		b.clock.Set(asked.Add(linkTTL - time.Microsecond))
 		refused(t, b, "the mistyped address's code", mistyped)
 	})
@@ -656,11 +661,9 @@ func TestEmailChangeTakenMeanwhile(t *testing.T) {
 	adaCode := b.changeCode(t, ada.Token, "new@example.com")
 	bobCode := b.changeCode(t, bob.Token, "new@example.com")
 
-	if _, err := b.svc.ConfirmEmailChange(ctx, adaCode); err != nil {
-		t.Fatal(err)
-	}
+	b.confirm(t, adaCode, ada.Token)
 	events := b.events(t)
-	if _, err := b.svc.ConfirmEmailChange(ctx, bobCode); !errors.Is(err, user.ErrEmailTaken) {
+	if _, err := b.svc.ConfirmEmailChange(ctx, bobCode, bob.Token); !errors.Is(err, user.ErrEmailTaken) {
 		t.Errorf("confirming an address taken meanwhile: %v, want ErrEmailTaken", err)
 	}
 	b.unchanged(t, "refused confirmation", events)
@@ -672,7 +675,7 @@ func TestEmailChangeTakenMeanwhile(t *testing.T) {
 	// A change to an address that a sign-in took meanwhile is refused too.
 	bobCode = b.changeCode(t, bob.Token, "cy@example.com")
 	b.signIn(t, "cy@example.com")
-	if _, err := b.svc.ConfirmEmailChange(ctx, bobCode); !errors.Is(err, user.ErrEmailTaken) {
+	if _, err := b.svc.ConfirmEmailChange(ctx, bobCode, ""); !errors.Is(err, user.ErrEmailTaken) {
 		t.Errorf("confirming an address a new account took meanwhile: %v, want ErrEmailTaken", err)
 	}
 	sameUser(t, "Me of the loser", b.me(t, bob.Token), bob.User)
@@ -689,14 +692,14 @@ func TestEmailChangeCodeExpires(t *testing.T) {
 
 	b.clock.Set(start.Add(time.Hour + linkTTL))
 	events := b.events(t)
-	if _, err := b.svc.ConfirmEmailChange(ctx, late); !errors.Is(err, user.ErrInvalidCode) {
+	if _, err := b.svc.ConfirmEmailChange(ctx, late, ""); !errors.Is(err, user.ErrInvalidCode) {
 		t.Errorf("ConfirmEmailChange at the code's expiry: %v, want ErrInvalidCode", err)
 	}
 	b.unchanged(t, "expired confirmation", events)
 	sameUser(t, "Me", b.me(t, ada.Token), ada.User)
 
 	b.clock.Set(start.Add(time.Hour + linkTTL - time.Microsecond))
-	if _, err := b.svc.ConfirmEmailChange(ctx, early); err != nil {
+	if _, err := b.svc.ConfirmEmailChange(ctx, early, ada.Token); err != nil {
 		t.Errorf("ConfirmEmailChange a microsecond before expiry: %v", err)
 	}
 	if got := b.me(t, ada.Token).Email; got != "early@example.com" {
@@ -875,10 +878,11 @@ func TestConcurrentEmailChangesToOneAddress(t *testing.T) {
 		}
 		got := make([]user.User, 2)
 		errs := together(2, func(i int) error {
-			u, err := b.svc.ConfirmEmailChange(ctx, codes[i])
+			u, err := b.svc.ConfirmEmailChange(ctx, codes[i], racers[i].Token)
 			got[i] = u
 			return err
 		})
+		b.mails(t) // The notice to the address the winner left.
 		winner := -1
 		for i, err := range errs {
 			switch {

@@ -49,11 +49,13 @@ type Registered struct {
 	Email  string    `json:"email"`
 }
 
-// SessionStarted records a sign-in.
+// SessionStarted records a sign-in. Client describes the client that
+// signed in ([WithClient]); events written before it was kept have none.
 type SessionStarted struct {
 	UserID    uuid.UUID `json:"user_id"`
 	TokenHash string    `json:"token_hash"`
 	ExpiresAt time.Time `json:"expires_at"`
+	Client    string    `json:"client,omitempty"`
 }
 
 // RequestSignInLink mails a sign-in link to the address, whether or not it
@@ -178,7 +180,7 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		}
 		token, tokenHash := newSecret()
 		expires := tx.Now().Add(s.policy.SessionTTL)
-		started, err := event(TypeSessionStarted, SessionStarted{UserID: u.ID, TokenHash: tokenHash, ExpiresAt: expires})
+		started, err := event(TypeSessionStarted, SessionStarted{UserID: u.ID, TokenHash: tokenHash, ExpiresAt: expires, Client: clientOf(ctx)})
 		if err != nil {
 			return err
 		}

@@ -30,13 +30,19 @@ type Views interface {
 	// wrapping [ErrEmailTaken] when another user holds email.
 	SetEmail(ctx context.Context, tx uow.Tx, id uuid.UUID, email string) error
 	// DeleteUser deletes the user with id and every row that belongs to
-	// them: their sessions, their confirmation codes and the sign-in codes
-	// sent to their address.
+	// them: their sessions and their last uses, their confirmation and
+	// undo codes, and the sign-in codes sent to their address.
 	DeleteUser(ctx context.Context, tx uow.Tx, id uuid.UUID) error
-	// PutSession adds a session.
+	// PutSession adds a session; its LastUsedAt is not written.
 	PutSession(ctx context.Context, tx uow.Tx, s SessionRow) error
-	// DeleteSession deletes the session with the token hash, if any.
+	// DeleteSession deletes the session with the token hash, if any, and
+	// its last use.
 	DeleteSession(ctx context.Context, tx uow.Tx, tokenHash string) error
+	// TouchSession records that the session with the token hash was used
+	// at, unless a later use is recorded. The last use of a session is no
+	// event's: it is kept beside the views, and neither [Views.Reset] nor
+	// a rebuild changes it.
+	TouchSession(ctx context.Context, tx uow.Tx, tokenHash string, at time.Time) error
 	// PutSignInCode adds a sign-in code.
 	PutSignInCode(ctx context.Context, tx uow.Tx, c SignInCodeRow) error
 	// DeleteSignInCode deletes the sign-in code with hash, if any.
@@ -45,13 +51,18 @@ type Views interface {
 	PutChangeCode(ctx context.Context, tx uow.Tx, c ChangeCodeRow) error
 	// DeleteChangeCode deletes the confirmation code with hash, if any.
 	DeleteChangeCode(ctx context.Context, tx uow.Tx, codeHash string) error
+	// PutUndoCode adds the code that undoes a change of address.
+	PutUndoCode(ctx context.Context, tx uow.Tx, c UndoCodeRow) error
+	// DeleteUndoCode deletes the undo code with hash, if any.
+	DeleteUndoCode(ctx context.Context, tx uow.Tx, codeHash string) error
 	// Reset empties every table as part of tx, for a rebuild from the
 	// events. Commands wait for the rebuild instead of writing into
 	// half-built tables, and the rebuilt state need hold one address for
 	// one user only at tx's commit.
 	Reset(ctx context.Context, tx uow.Tx) error
 	// Sweep deletes up to limit rows of each of sign-in codes,
-	// confirmation codes and sessions that expired at or before now, and
+	// confirmation codes, undo codes and sessions that expired at or
+	// before now, with the last uses of the sessions it deletes, and
 	// returns how many. The service refuses expired codes and sessions
 	// whether their rows are there or not, so a sweep changes none of its
 	// answers; it keeps the tables as small as what is live.
@@ -66,15 +77,37 @@ type Views interface {
 	// EmailChangeCode returns the user who was sent the confirmation code
 	// with hash.
 	EmailChangeCode(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, bool, error)
-	// Session returns the user of the session with the token hash, and when
-	// the session expires.
-	Session(ctx context.Context, tx uow.Tx, hash string) (uuid.UUID, time.Time, bool, error)
+	// UndoCode returns the undo code with hash.
+	UndoCode(ctx context.Context, tx uow.Tx, hash string) (UndoCodeRow, bool, error)
+	// Session returns the session with the token hash, with its last use.
+	Session(ctx context.Context, tx uow.Tx, hash string) (SessionRow, bool, error)
+	// Sessions returns every session of the user with id, expired or not,
+	// with their last uses.
+	Sessions(ctx context.Context, tx uow.Tx, id uuid.UUID) ([]SessionRow, error)
 }
 
 // SessionRow is a row of the sessions table.
 type SessionRow struct {
 	TokenHash string
 	UserID    uuid.UUID
+	// ID names the session to its owner: the ID of its [SessionStarted].
+	ID        uuid.UUID
+	StartedAt time.Time
+	ExpiresAt time.Time
+	// Client describes the client that started it ([WithClient]).
+	Client string
+	// LastUsedAt is the last use [Views.TouchSession] recorded, zero when
+	// none; the views' queries fill it, their writes ignore it.
+	LastUsedAt time.Time
+}
+
+// UndoCodeRow is a row of the codes that undo a change of address, mailed
+// to the address the change left.
+type UndoCodeRow struct {
+	CodeHash string
+	UserID   uuid.UUID
+	// Version is that of the [EmailChanged] in the user's stream.
+	Version   int64
 	ExpiresAt time.Time
 }
 
@@ -115,7 +148,8 @@ func (ViewsProjection) Version() int { return 1 }
 // but [TypeSignInForgotten], which only ends a sign-in stream's history.
 func (ViewsProjection) Types() []string {
 	return []string{TypeSignInLinkRequested, TypeSignInLinkUsed, TypeRegistered,
-		TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged, TypeErased}
+		TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged,
+		TypeEmailChangeUndone, TypeErased}
 }
 
 // Reset empties the views as part of tx ([Views.Reset]).
@@ -173,7 +207,10 @@ func (p ViewsProjection) apply(ctx context.Context, tx uow.Tx, e eventstore.Even
 		if err != nil {
 			return err
 		}
-		return v.PutSession(ctx, tx, SessionRow{TokenHash: d.TokenHash, UserID: d.UserID, ExpiresAt: d.ExpiresAt})
+		return v.PutSession(ctx, tx, SessionRow{
+			TokenHash: d.TokenHash, UserID: d.UserID, ID: e.ID,
+			StartedAt: e.RecordedAt, ExpiresAt: d.ExpiresAt, Client: d.Client,
+		})
 	case TypeSessionEnded:
 		d, err := eventstore.Decode[SessionEnded](e)
 		if err != nil {
@@ -202,7 +239,28 @@ func (p ViewsProjection) apply(ctx context.Context, tx uow.Tx, e eventstore.Even
 				return err
 			}
 		}
+		if d.UndoCodeHash != "" {
+			err := v.PutUndoCode(ctx, tx, UndoCodeRow{CodeHash: d.UndoCodeHash, UserID: d.UserID, Version: e.Version, ExpiresAt: d.UndoExpiresAt})
+			if err != nil {
+				return err
+			}
+		}
 		return v.DeleteChangeCode(ctx, tx, d.CodeHash)
+	case TypeEmailChangeUndone:
+		d, err := eventstore.Decode[EmailChangeUndone](e)
+		if err != nil {
+			return err
+		}
+		email, ok, err := Address(ctx, tx, p.Keys, e, d.Email)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := v.SetEmail(ctx, tx, d.UserID, email); err != nil {
+				return err
+			}
+		}
+		return v.DeleteUndoCode(ctx, tx, d.CodeHash)
 	case TypeErased:
 		d, err := eventstore.Decode[Erased](e)
 		if err != nil {

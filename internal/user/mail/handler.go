@@ -130,9 +130,10 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 		}
 	}
 	return map[string]outbox.Handler{
-		TopicLoginLink:   h(TopicLoginLink, loginLink),
-		TopicEmailChange: h(TopicEmailChange, emailChange),
-		TopicEmailTaken:  h(TopicEmailTaken, emailTaken),
+		TopicLoginLink:    h(TopicLoginLink, loginLink),
+		TopicEmailChange:  h(TopicEmailChange, emailChange),
+		TopicEmailTaken:   h(TopicEmailTaken, emailTaken),
+		TopicEmailChanged: h(TopicEmailChanged, emailChanged),
 	}, nil
 }
 
@@ -177,6 +178,9 @@ var (
 	emailChange = newLetter("Confirm your new email address",
 		"Confirm that this is your new email address:",
 		"If you did not ask to change your address, ignore this mail.")
+	emailChanged = newLetter("Your email address was changed",
+		"The email address of your account was changed to {{.NewAddress}}. If it was you, there is nothing to do. If it was not, undo the change with this link: it moves the account back to this address and signs everyone out.",
+		"If you changed it yourself, ignore this mail.")
 	emailTaken = newNotice("Your email address was given for another account",
 		"Someone signed in to an account asked to change its address to this one. This address has an account of its own already, so nothing was changed.",
 		"If it was you, sign in with this address to reach that account. If not, ignore this mail.")

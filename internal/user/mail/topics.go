@@ -12,10 +12,15 @@ const (
 	// one that has an account already: the mail tells that address's owner
 	// so, and carries no link.
 	TopicEmailTaken = "mail.email_taken"
+	// TopicEmailChanged is added when a change of address is confirmed:
+	// the mail tells the address the account left, names the new one
+	// masked ([Link.NewAddress]), and carries a link that undoes the
+	// change.
+	TopicEmailChanged = "mail.email_changed"
 )
 
 // Topics are every topic of this package, for the relay's scope.
-var Topics = []string{TopicLoginLink, TopicEmailChange, TopicEmailTaken}
+var Topics = []string{TopicLoginLink, TopicEmailChange, TopicEmailTaken, TopicEmailChanged}
 
 // SecretFields are the fields of [Link] that carry its code: the sweep
 // removes them from a buried message once its link has expired, so that
@@ -32,8 +37,13 @@ type Link struct {
 	Code      string    `json:"code"`
 	ExpiresAt time.Time `json:"expires_at"`
 	// Account is the ID of the account that asked for a confirmation to
-	// another address ([TopicEmailChange]), which is not the recipient's:
-	// the erasure of that account finds the mail by it, in every state,
-	// its code removed or not. The mail does not show it.
+	// another address ([TopicEmailChange]), or whose change of address
+	// the mail tells the address it left ([TopicEmailChanged]), which is
+	// not the recipient's: the erasure of that account finds the mail by
+	// it, in every state, its code removed or not. The mail does not show
+	// it.
 	Account string `json:"account,omitempty"`
+	// NewAddress is the address a change moved the account to, masked
+	// ([TopicEmailChanged]).
+	NewAddress string `json:"new_address,omitempty"`
 }

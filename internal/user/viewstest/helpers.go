@@ -258,14 +258,46 @@ func (s *suite) changeCode(t *testing.T, ss session, email string) code {
 	return code{plain: l.Code, hash: d.CodeHash, expiresAt: d.ExpiresAt}
 }
 
-// confirm confirms an email change.
-func (s *suite) confirm(t *testing.T, c code) user.User {
+// confirm confirms an email change from the session from, which stays,
+// and takes the notice it mails to the address the account leaves.
+func (s *suite) confirm(t *testing.T, c code, from session) user.User {
 	t.Helper()
-	u, err := s.svc.ConfirmEmailChange(t.Context(), c.plain)
+	_, _, undo := s.confirmWithUndo(t, c, from.Token)
+	u, ok := s.userByID(t, undo.user)
+	if !ok {
+		t.Fatalf("no user %s after the confirmation", undo.user)
+	}
+	return u
+}
+
+// undoCode is the code of a notice of a change of address, and whose
+// change it undoes.
+type undoCode struct {
+	code
+	user uuid.UUID
+	// masked is the new address as the notice names it.
+	masked string
+}
+
+// confirmWithUndo confirms an email change from the session token (""
+// for none) and returns the address the account left, the one it moved
+// to, and the code of the notice mailed to the one it left.
+func (s *suite) confirmWithUndo(t *testing.T, c code, token string) (from, to string, undo undoCode) {
+	t.Helper()
+	from, to, err := s.svc.EmailChangeOf(t.Context(), c.plain)
+	if err != nil {
+		t.Fatalf("EmailChangeOf: %v", err)
+	}
+	u, err := s.svc.ConfirmEmailChange(t.Context(), c.plain, token)
 	if err != nil {
 		t.Fatalf("ConfirmEmailChange: %v", err)
 	}
-	return u
+	l := s.oneMail(t, mail.TopicEmailChanged, from)
+	d, _ := last(t, s, user.TypeEmailChanged, func(d user.EmailChanged) bool { return d.CodeHash == c.hash })
+	if !d.UndoExpiresAt.Equal(l.ExpiresAt) || l.Account != u.ID.String() {
+		t.Fatalf("the notice expires at %s for account %s, its change's code at %s for %s", l.ExpiresAt, l.Account, d.UndoExpiresAt, u.ID)
+	}
+	return from, to, undoCode{code: code{plain: l.Code, hash: d.UndoCodeHash, expiresAt: d.UndoExpiresAt}, user: u.ID, masked: l.NewAddress}
 }
 
 // read runs fn in a read-only unit of work, as the service runs its
@@ -318,7 +350,9 @@ func (s *suite) emailChangeCode(t *testing.T, hash string) (id uuid.UUID, found 
 func (s *suite) session(t *testing.T, hash string) (id uuid.UUID, expires time.Time, found bool) {
 	t.Helper()
 	s.read(t, func(ctx context.Context, tx uow.Tx) (err error) {
-		id, expires, found, err = s.Views.Session(ctx, tx, hash)
+		var r user.SessionRow
+		r, found, err = s.Views.Session(ctx, tx, hash)
+		id, expires = r.UserID, r.ExpiresAt
 		return err
 	})
 	return id, expires, found
@@ -385,14 +419,14 @@ func (s *suite) wantNoEmailChangeCode(t *testing.T, what, hash string) {
 func (s *suite) wantSession(t *testing.T, what, hash string, id uuid.UUID, expires time.Time) {
 	t.Helper()
 	if gotID, gotExp, ok := s.session(t, hash); !ok || gotID != id || !gotExp.Equal(expires) {
-		t.Errorf("Session of %s = %s, want %s", what, showSession(gotID, gotExp, ok), showSession(id, expires, true))
+		t.Errorf("Session of %s = user %s expiring %s (found %t), want user %s expiring %s", what, gotID, showTime(gotExp), ok, id, showTime(expires))
 	}
 }
 
 func (s *suite) wantNoSession(t *testing.T, what, hash string) {
 	t.Helper()
 	if gotID, gotExp, ok := s.session(t, hash); ok {
-		t.Errorf("Session of %s = %s, want none", what, showSession(gotID, gotExp, ok))
+		t.Errorf("Session of %s = user %s expiring %s, want none", what, gotID, showTime(gotExp))
 	}
 }
 
@@ -407,11 +441,13 @@ func showUser(u user.User, found bool) string {
 	return fmt.Sprintf("{%s %s created %s}", u.ID, u.Email, showTime(u.CreatedAt))
 }
 
-func showSession(id uuid.UUID, expires time.Time, found bool) string {
+// showSession writes what the events make of a session; its last use is
+// no event's.
+func showSession(r user.SessionRow, found bool) string {
 	if !found {
 		return "none"
 	}
-	return fmt.Sprintf("{%s expires %s}", id, showTime(expires))
+	return fmt.Sprintf("{%s %s started %s expires %s client %q}", r.UserID, r.ID, showTime(r.StartedAt), showTime(r.ExpiresAt), r.Client)
 }
 
 // showTime writes t in UTC, so that equal instants read the same whatever
@@ -511,11 +547,11 @@ func (s *suite) answers(t *testing.T, k *keys) map[string]string {
 			out[fmt.Sprintf("EmailChangeCode(%s)", hash)] = showFound(id.String(), ok)
 		}
 		for hash := range k.tokenHashes {
-			id, expires, ok, err := s.Views.Session(ctx, tx, hash)
+			r, ok, err := s.Views.Session(ctx, tx, hash)
 			if err != nil {
 				return err
 			}
-			out[fmt.Sprintf("Session(%s)", hash)] = showSession(id, expires, ok)
+			out[fmt.Sprintf("Session(%s)", hash)] = showSession(r, ok)
 		}
 		return nil
 	})

@@ -70,6 +70,10 @@ var cases = []struct {
 	{"SignInCode/UntilUsed", testSignInCodeUntilUsed},
 	{"EmailChangeCode/UntilUsed", testEmailChangeCodeUntilUsed},
 	{"Session/UntilSignOut", testSessionUntilSignOut},
+	{"Sessions/ListAndEnd", testSessionsListAndEnd},
+	{"Sessions/LastUsedAtMostOnceAMinute", testSessionLastUsed},
+	{"EmailChange/Undo", testUndoEmailChange},
+	{"EmailChange/UndoRefused", testUndoRefused},
 	{"Sweep/ExpiredOnly", testSweepExpiredOnly},
 	{"Sweep/RebuildAfterForgetting", testRebuildAfterForgetting},
 	{"Apply/Erased", testErased},
@@ -125,7 +129,7 @@ func testUserEmailChanged(t *testing.T, s *suite) {
 	s.wantNoUserByEmail(t, adaNew)
 
 	s.clock.Advance(time.Minute)
-	s.confirm(t, c)
+	s.confirm(t, c, a)
 	s.wantNoUserByEmail(t, ada)
 	s.wantUser(t, user.User{ID: a.User.ID, Email: adaNew, CreatedAt: start})
 
@@ -182,13 +186,13 @@ func testEmailChangeCodeUntilUsed(t *testing.T, s *suite) {
 	s.wantNoEmailChangeCode(t, "an unknown hash", fakeHash("unknown"))
 
 	s.clock.Advance(time.Minute)
-	s.confirm(t, c1)
+	s.confirm(t, c1, a)
 	s.wantNoEmailChangeCode(t, "Ada's used code", c1.hash)
 	s.wantEmailChangeCode(t, "Ada's other code", c2.hash, a.User.ID)
 	s.wantEmailChangeCode(t, "Bob's code", d1.hash, b.User.ID)
 
 	c3 := s.changeCode(t, a, "ada.y@example.com")
-	s.confirm(t, c3)
+	s.confirm(t, c3, a)
 	s.wantNoEmailChangeCode(t, "Ada's second used code", c3.hash)
 	s.wantEmailChangeCode(t, "Ada's voided code", c2.hash, a.User.ID)
 	s.wantUser(t, user.User{ID: a.User.ID, Email: "ada.y@example.com", CreatedAt: start})
@@ -377,9 +381,9 @@ func testApplyEmailChangedToHeldAddress(t *testing.T, s *suite) {
 	// the views and changes nothing.
 	bobsRace := s.changeCode(t, b, "eve@example.com")
 	adasRace := s.changeCode(t, a, "eve@example.com")
-	s.confirm(t, adasRace)
+	s.confirm(t, adasRace, a)
 	events := len(s.log(t))
-	if _, err := s.svc.ConfirmEmailChange(t.Context(), bobsRace.plain); !errors.Is(err, user.ErrEmailTaken) {
+	if _, err := s.svc.ConfirmEmailChange(t.Context(), bobsRace.plain, ""); !errors.Is(err, user.ErrEmailTaken) {
 		t.Fatalf("ConfirmEmailChange of an address taken meanwhile: %v, want ErrEmailTaken", err)
 	}
 	if n := len(s.log(t)); n != events {
@@ -392,7 +396,7 @@ func testApplyEmailChangedToHeldAddress(t *testing.T, s *suite) {
 	s.wantNoEmailChangeCode(t, "Ada's used code", adasRace.hash)
 
 	// Bob can still take the address Ada left.
-	s.confirm(t, s.changeCode(t, b, ada))
+	s.confirm(t, s.changeCode(t, b, ada), b)
 	s.wantUser(t, user.User{ID: b.User.ID, Email: ada, CreatedAt: start})
 	s.wantNoUserByEmail(t, bob)
 }
@@ -498,7 +502,7 @@ func testRebuildEqualsLive(t *testing.T, s *suite) {
 	s.clock.Advance(time.Minute)
 
 	// Ada moves to a new address; a later person, Dan, takes her old one.
-	s.confirm(t, s.changeCode(t, ada, "ada.new@example.com"))
+	s.confirm(t, s.changeCode(t, ada, "ada.new@example.com"), ada)
 	dan := s.signIn(t, "ada@example.com")
 	s.clock.Advance(time.Minute)
 
@@ -513,8 +517,8 @@ func testRebuildEqualsLive(t *testing.T, s *suite) {
 	// Bob and Dan both ask for one address; Dan confirms first, and Bob's
 	// confirmation fails in the views, which roll back.
 	bobRace := s.changeCode(t, bob2, "eve@example.com")
-	s.confirm(t, s.changeCode(t, dan, "eve@example.com"))
-	if _, err := s.svc.ConfirmEmailChange(ctx, bobRace.plain); !errors.Is(err, user.ErrEmailTaken) {
+	s.confirm(t, s.changeCode(t, dan, "eve@example.com"), dan)
+	if _, err := s.svc.ConfirmEmailChange(ctx, bobRace.plain, ""); !errors.Is(err, user.ErrEmailTaken) {
 		t.Fatalf("ConfirmEmailChange of a taken address: %v, want ErrEmailTaken", err)
 	}
 
@@ -730,7 +734,7 @@ func testSweepExpiredOnly(t *testing.T, s *suite) {
 	if n, err := s.svc.Sweep(ctx); err != nil || n != 0 {
 		t.Errorf("a second sweep deleted %d rows (%v), want 0", n, err)
 	}
-	if _, err := s.svc.ConfirmEmailChange(ctx, c2.plain); err != nil {
+	if _, err := s.svc.ConfirmEmailChange(ctx, c2.plain, ""); err != nil {
 		t.Errorf("the live change after the sweep: %v", err)
 	}
 }
