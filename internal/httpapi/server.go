@@ -43,9 +43,9 @@ type Deps struct {
 	// the route out, for a service whose metrics an admin listener serves.
 	Metrics http.Handler
 	Log     *slog.Logger
-	// RateLimit is how many requests one client address may make a minute
-	// to the API (/v1/), the pages' forms and the account page together; 0
-	// turns the limit off.
+	// RateLimit is how many requests one client address may make a minute,
+	// to every route together (a path of no route too) but the probes,
+	// /healthz and /readyz; 0 turns the limit off.
 	RateLimit int
 	// TrustedProxies are the proxies in front of the service, whose
 	// X-Forwarded-For names the client the limit counts; from any other
@@ -93,9 +93,7 @@ func NewServer(d Deps) http.Handler {
 		d.Log.Error("httpapi: requests are not counted", "error", err)
 		m, _ = newRequestMetrics(noop.NewMeterProvider().Meter(""))
 	}
-	mux := http.NewServeMux()
-	addRoutes(mux, d, nil)
-	var h http.Handler = nameSpans(mux)
+	var h http.Handler = nameSpans(addRoutes(http.NewServeMux(), d, nil))
 	h = recoverPanics(d.Log, h)
 	h = observeRequests(d.Log, m, h)
 	h = traceRequests(d.TracerProvider, h)
