@@ -15,6 +15,8 @@
 //   - Each client address is limited to [Deps.RateLimit] requests a minute,
 //     to any path but the probes; X-Forwarded-For counts only from
 //     [Deps.TrustedProxies].
+//   - Every answer carries X-Content-Type-Options: nosniff, and under an
+//     https [Deps.BaseURL] Strict-Transport-Security.
 //   - A GET never uses a code up; the pages' forms refuse cross-site posts.
 //   - No log line keeps a query string, where a page's code travels.
 //

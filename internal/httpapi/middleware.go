@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"time"
 
@@ -26,6 +27,30 @@ func nameRequests(next http.Handler) http.Handler {
 		}
 		w.Header().Set(requestid.Header, id)
 		next.ServeHTTP(w, r.WithContext(requestid.With(r.Context(), id)))
+	})
+}
+
+// hstsMaxAge is the max-age of Strict-Transport-Security: a year, in
+// seconds.
+const hstsMaxAge = "31536000"
+
+// secureHeaders sets on every answer, before anything else can write it,
+// X-Content-Type-Options: nosniff, so that no browser takes a JSON body or
+// a problem for a script or a page; and, when the service's base URL is
+// https, Strict-Transport-Security for a year (this host only, not its
+// subdomains), so that a browser that has once reached the service over
+// https never goes to it over plain http again. Browsers ignore the
+// header on an answer that came over plain http, so it is sent whether
+// TLS ends here or at a proxy in front.
+func secureHeaders(base *url.URL, next http.Handler) http.Handler {
+	hsts := base != nil && base.Scheme == "https"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if hsts {
+			h.Set("Strict-Transport-Security", "max-age="+hstsMaxAge)
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -55,8 +55,9 @@ type Deps struct {
 	// Max-Age; nil means time.Now.
 	Now func() time.Time
 	// BaseURL is the address the mailed links point at (BASE_URL). Under
-	// https the pages' session cookie is Secure, and its origin is trusted
-	// for the pages' forms; "" is plain http.
+	// https every answer carries Strict-Transport-Security, the pages'
+	// session cookie is Secure, and its origin is trusted for the pages'
+	// forms; "" is plain http.
 	BaseURL string
 	// Meter records the requests (http.server.requests and
 	// http.server.request.duration, by route and status); nil records
@@ -97,6 +98,7 @@ func NewServer(d Deps) http.Handler {
 	h = recoverPanics(d.Log, h)
 	h = observeRequests(d.Log, m, h)
 	h = traceRequests(d.TracerProvider, h)
+	h = secureHeaders(d.baseURL, h)
 	h = nameRequests(h)
 	return h
 }
