@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -54,6 +55,24 @@ func secureHeaders(base *url.URL, next http.Handler) http.Handler {
 	})
 }
 
+// maxLogged bounds each value of a request that a log line repeats: the
+// method and the path are the client's to choose, up to the 1 MB of
+// headers that net/http reads.
+const maxLogged = 256
+
+// clip returns s cut to maxLogged bytes at a character's start, and an
+// ellipsis after it when it was cut, for a log line.
+func clip(s string) string {
+	if len(s) <= maxLogged {
+		return s
+	}
+	cut := maxLogged
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // recoverPanics turns a panic in a handler into a 500 problem and a log line.
 func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -62,7 +81,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				log.ErrorContext(r.Context(), "handler panicked", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				log.ErrorContext(r.Context(), "handler panicked", "path", clip(r.URL.Path), "panic", p, "stack", string(debug.Stack()))
 				writeProblem(w, r, http.StatusInternalServerError, TypeInternal, "")
 			}
 		}()
@@ -109,7 +128,7 @@ func newRequestMetrics(m metric.Meter) (*requestMetrics, error) {
 // observeRequests logs each request at info, and each 5xx at warn, with
 // its method, route, status and duration, and counts it by route and
 // status. It logs the route pattern and the path, never the query, where a
-// page's code travels.
+// page's code travels; the method and the path are clipped ([clip]).
 func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -136,7 +155,7 @@ func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) htt
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
-		log.Log(r.Context(), level, "http", "method", r.Method, "route", route, "path", r.URL.Path,
+		log.Log(r.Context(), level, "http", "method", clip(r.Method), "route", route, "path", clip(r.URL.Path),
 			"status", status, "duration", took)
 	})
 }
