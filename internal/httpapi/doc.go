@@ -18,7 +18,9 @@
 //   - Every answer carries X-Content-Type-Options: nosniff, and under an
 //     https [Deps.BaseURL] Strict-Transport-Security.
 //   - A GET never uses a code up; the pages' forms refuse cross-site posts.
-//   - No log line keeps a query string, where a page's code travels.
+//   - No log line keeps a query string, where a page's code travels, nor
+//     the client's address: the request's line names the client by a keyed
+//     hash whose key changes each day, and clips the method and path.
 //
 // docs/api.md describes every route.
 package httpapi

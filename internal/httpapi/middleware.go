@@ -125,11 +125,19 @@ func newRequestMetrics(m metric.Meter) (*requestMetrics, error) {
 	return &requestMetrics{requests: requests, duration: duration}, nil
 }
 
+// observer logs and counts each request.
+type observer struct {
+	log     *slog.Logger
+	metrics *requestMetrics
+	clients *clientNames
+}
+
 // observeRequests logs each request at info, and each 5xx at warn, with
-// its method, route, status and duration, and counts it by route and
-// status. It logs the route pattern and the path, never the query, where a
-// page's code travels; the method and the path are clipped ([clip]).
-func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) http.Handler {
+// its method, route, path, status and duration and the name of its client
+// ([clientNames]), and counts it by route and status. It logs the route
+// pattern and the path, never the query, where a page's code travels; the
+// method and the path are clipped ([clip]).
+func (o observer) observeRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -149,13 +157,13 @@ func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) htt
 			route = "unmatched"
 		}
 		attrs := metric.WithAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
-		m.requests.Add(r.Context(), 1, attrs)
-		m.duration.Record(r.Context(), took.Seconds(), attrs)
+		o.metrics.requests.Add(r.Context(), 1, attrs)
+		o.metrics.duration.Record(r.Context(), took.Seconds(), attrs)
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
-		log.Log(r.Context(), level, "http", "method", clip(r.Method), "route", route, "path", clip(r.URL.Path),
-			"status", status, "duration", took)
+		o.log.Log(r.Context(), level, "http", "method", clip(r.Method), "route", route, "path", clip(r.URL.Path),
+			"status", status, "duration", took, "client", o.clients.name(r))
 	})
 }

@@ -51,8 +51,9 @@ type Deps struct {
 	// X-Forwarded-For names the client the limit counts; from any other
 	// peer the header is ignored.
 	TrustedProxies []netip.Prefix
-	// Now tells the time to the rate limiter and to the session cookie's
-	// Max-Age; nil means time.Now.
+	// Now tells the time to the rate limiter, to the session cookie's
+	// Max-Age and to the key of the log's client names, which it replaces
+	// each day; nil means time.Now.
 	Now func() time.Time
 	// BaseURL is the address the mailed links point at (BASE_URL). Under
 	// https every answer carries Strict-Transport-Security, the pages'
@@ -94,9 +95,10 @@ func NewServer(d Deps) http.Handler {
 		d.Log.Error("httpapi: requests are not counted", "error", err)
 		m, _ = newRequestMetrics(noop.NewMeterProvider().Meter(""))
 	}
+	clients := newClientNames(d.Now, d.TrustedProxies)
 	var h http.Handler = nameSpans(addRoutes(http.NewServeMux(), d, nil))
 	h = recoverPanics(d.Log, h)
-	h = observeRequests(d.Log, m, h)
+	h = observer{log: d.Log, metrics: m, clients: clients}.observeRequests(h)
 	h = traceRequests(d.TracerProvider, h)
 	h = secureHeaders(d.baseURL, h)
 	h = nameRequests(h)
