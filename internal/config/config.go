@@ -56,7 +56,7 @@ type Config struct {
 	// its port.
 	BaseURLFromAddr bool
 	// HTTPRateLimit is the requests per minute one client address may make.
-	HTTPRateLimit int `env:"HTTP_RATE_LIMIT" envDefault:"600" desc:"Requests per minute per client address to the API (/v1/), the pages' forms and the account page; 0 turns the limit off."`
+	HTTPRateLimit int `env:"HTTP_RATE_LIMIT" envDefault:"600" desc:"Requests per minute per client address, to every path but the probes (/healthz, /readyz); 0 turns the limit off."`
 	// HTTPTrustedProxies are the proxies whose X-Forwarded-For is believed.
 	HTTPTrustedProxies []string `env:"HTTP_TRUSTED_PROXIES" desc:"CIDRs (or addresses) of the proxies in front of the service: from them only, the client that HTTP_RATE_LIMIT counts is the rightmost untrusted hop of X-Forwarded-For; unset: the header is ignored."`
 	// TrustedProxies is HTTPTrustedProxies parsed.

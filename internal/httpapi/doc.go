@@ -12,10 +12,15 @@
 //     answers 503 with Retry-After, never 500.
 //   - Bodies are at most 4 KiB and decoded strictly: one JSON object, no
 //     unknown fields, nothing after it. Bad input changes nothing.
-//   - Each client address is limited to [Deps.RateLimit] requests a minute;
-//     X-Forwarded-For counts only from [Deps.TrustedProxies].
+//   - Each client address is limited to [Deps.RateLimit] requests a minute,
+//     to any path but the probes; X-Forwarded-For counts only from
+//     [Deps.TrustedProxies].
+//   - Every answer carries X-Content-Type-Options: nosniff, and under an
+//     https [Deps.BaseURL] Strict-Transport-Security.
 //   - A GET never uses a code up; the pages' forms refuse cross-site posts.
-//   - No log line keeps a query string, where a page's code travels.
+//   - No log line keeps a query string, where a page's code travels, nor
+//     the client's address: the request's line names the client by a keyed
+//     hash whose key changes each day, and clips the method and path.
 //
 // docs/api.md describes every route.
 package httpapi

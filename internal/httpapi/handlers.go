@@ -60,14 +60,14 @@ func failureOf(r *http.Request, log *slog.Logger, err error, invalidCode int) (f
 	case errors.Is(err, uow.ErrUnavailable):
 		// The database cannot be reached or is busy; the command was not
 		// done (or rolled back) and may be sent again once it is back.
-		log.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "error", err)
+		log.WarnContext(r.Context(), "database unavailable", "method", clip(r.Method), "path", clip(r.URL.Path), "error", err)
 		return failure{status: http.StatusServiceUnavailable, typ: TypeUnavailable,
 			detail: "the database cannot be reached or is busy; try again", retryAfter: unavailableRetry}, true
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads the answer.
 		return failure{}, false
 	default:
-		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		log.ErrorContext(r.Context(), "request failed", "method", clip(r.Method), "path", clip(r.URL.Path), "error", err)
 		return failure{status: http.StatusInternalServerError, typ: TypeInternal}, true
 	}
 }

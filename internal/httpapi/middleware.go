@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -29,6 +31,48 @@ func nameRequests(next http.Handler) http.Handler {
 	})
 }
 
+// hstsMaxAge is the max-age of Strict-Transport-Security: a year, in
+// seconds.
+const hstsMaxAge = "31536000"
+
+// secureHeaders sets on every answer, before anything else can write it,
+// X-Content-Type-Options: nosniff, so that no browser takes a JSON body or
+// a problem for a script or a page; and, when the service's base URL is
+// https, Strict-Transport-Security for a year (this host only, not its
+// subdomains), so that a browser that has once reached the service over
+// https never goes to it over plain http again. Browsers ignore the
+// header on an answer that came over plain http, so it is sent whether
+// TLS ends here or at a proxy in front.
+func secureHeaders(base *url.URL, next http.Handler) http.Handler {
+	hsts := base != nil && base.Scheme == "https"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		if hsts {
+			h.Set("Strict-Transport-Security", "max-age="+hstsMaxAge)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// maxLogged bounds each value of a request that a log line repeats: the
+// method and the path are the client's to choose, up to the 1 MB of
+// headers that net/http reads.
+const maxLogged = 256
+
+// clip returns s cut to maxLogged bytes at a character's start, and an
+// ellipsis after it when it was cut, for a log line.
+func clip(s string) string {
+	if len(s) <= maxLogged {
+		return s
+	}
+	cut := maxLogged
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // recoverPanics turns a panic in a handler into a 500 problem and a log line.
 func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +81,7 @@ func recoverPanics(log *slog.Logger, next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				log.ErrorContext(r.Context(), "handler panicked", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				log.ErrorContext(r.Context(), "handler panicked", "path", clip(r.URL.Path), "panic", p, "stack", string(debug.Stack()))
 				writeProblem(w, r, http.StatusInternalServerError, TypeInternal, "")
 			}
 		}()
@@ -81,11 +125,19 @@ func newRequestMetrics(m metric.Meter) (*requestMetrics, error) {
 	return &requestMetrics{requests: requests, duration: duration}, nil
 }
 
+// observer logs and counts each request.
+type observer struct {
+	log     *slog.Logger
+	metrics *requestMetrics
+	clients *clientNames
+}
+
 // observeRequests logs each request at info, and each 5xx at warn, with
-// its method, route, status and duration, and counts it by route and
-// status. It logs the route pattern and the path, never the query, where a
-// page's code travels.
-func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) http.Handler {
+// its method, route, path, status and duration and the name of its client
+// ([clientNames]), and counts it by route and status. It logs the route
+// pattern and the path, never the query, where a page's code travels; the
+// method and the path are clipped ([clip]).
+func (o observer) observeRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -105,13 +157,13 @@ func observeRequests(log *slog.Logger, m *requestMetrics, next http.Handler) htt
 			route = "unmatched"
 		}
 		attrs := metric.WithAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
-		m.requests.Add(r.Context(), 1, attrs)
-		m.duration.Record(r.Context(), took.Seconds(), attrs)
+		o.metrics.requests.Add(r.Context(), 1, attrs)
+		o.metrics.duration.Record(r.Context(), took.Seconds(), attrs)
 		level := slog.LevelInfo
 		if status >= 500 {
 			level = slog.LevelWarn
 		}
-		log.Log(r.Context(), level, "http", "method", r.Method, "route", route, "path", r.URL.Path,
-			"status", status, "duration", took)
+		o.log.Log(r.Context(), level, "http", "method", clip(r.Method), "route", route, "path", clip(r.URL.Path),
+			"status", status, "duration", took, "client", o.clients.name(r))
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/eventsourced/accounts/internal/requestid"
@@ -11,9 +12,10 @@ import (
 
 // Problem is an error response in the form of RFC 9457
 // (application/problem+json). Type is stable per kind of error, so clients
-// can branch on it; Detail is for people. RequestID, an extension member,
-// is the request's ID, as its X-Request-Id header gives it, for a person
-// who reports the error to quote.
+// can branch on it; Detail is for people, and never starts with the name of
+// a Go package ("user: "), even where it quotes an error. RequestID, an
+// extension member, is the request's ID, as its X-Request-Id header gives
+// it, for a person who reports the error to quote.
 type Problem struct {
 	Type      string `json:"type"`
 	Title     string `json:"title"`
@@ -63,8 +65,40 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, typ, detai
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(Problem{Type: typ, Title: titles[typ], Status: status, Detail: detail,
+	_ = json.NewEncoder(w).Encode(Problem{Type: typ, Title: titles[typ], Status: status, Detail: publicDetail(detail),
 		RequestID: requestid.From(r.Context())})
+}
+
+// publicDetail returns detail without the package prefixes it starts with.
+// A Go error's text begins with the name of the package that made it
+// ("user: not an email address: ..."), or a chain of them ("json: ..."),
+// which tells a client of the service's insides and nothing of its
+// request; a detail that quotes an error, the domain's or a library's, is
+// written through here and so loses it, whichever error it is. A prefix is
+// a lower-case word of letters and digits alone followed by ": ", the form
+// of a package name; the API's own details never start with one.
+func publicDetail(detail string) string {
+	for {
+		prefix, rest, ok := strings.Cut(detail, ": ")
+		if !ok || !packageName(prefix) {
+			return detail
+		}
+		detail = rest
+	}
+}
+
+// packageName reports whether s has the form of a Go package's name: a
+// lower-case letter, then lower-case letters and digits.
+func packageName(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for _, c := range []byte(s[1:]) {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // writeTooMany writes a 429 problem with Retry-After in whole seconds.

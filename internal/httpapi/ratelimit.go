@@ -13,8 +13,8 @@ import (
 
 // newClientLimiter returns a limiter that allows each client address
 // perMinute requests a minute, in bursts of up to perMinute; perMinute 0
-// allows everything. The API and the pages share one, so a client's
-// requests count against one budget whichever it uses.
+// allows everything. Every route shares one, so a client's requests count
+// against one budget whichever it uses.
 func newClientLimiter(perMinute int, now func() time.Time, trusted []netip.Prefix) *clientLimiter {
 	if perMinute <= 0 {
 		return nil
@@ -28,13 +28,18 @@ func newClientLimiter(perMinute int, now func() time.Time, trusted []netip.Prefi
 	}
 }
 
-// limit returns next behind the limit; refuse answers a request over it,
+// limit returns next behind the limit, which every request counts against
+// but those that exempt lets through; refuse answers a request over it,
 // which may come again after wait.
-func (l *clientLimiter) limit(next http.Handler, refuse func(w http.ResponseWriter, r *http.Request, wait time.Duration)) http.Handler {
+func (l *clientLimiter) limit(next http.Handler, exempt func(*http.Request) bool, refuse func(w http.ResponseWriter, r *http.Request, wait time.Duration)) http.Handler {
 	if l == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if exempt(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if wait := l.reserve(clientAddress(r, l.trusted)); wait > 0 {
 			refuse(w, r, wait)
 			return

@@ -1,8 +1,13 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +22,7 @@ func TestClientRateLimit(t *testing.T) {
 	t.Run("per client", testClientRateLimitPerClient)
 	t.Run("behind trusted proxies", testClientRateLimitBehindTrustedProxies)
 	t.Run("off", testClientRateLimitOff)
+	t.Run("every route but the probes", testClientRateLimitEveryRoute)
 }
 
 // testClientRateLimit: with RateLimit 3, the 4th request of one client in a
@@ -163,5 +169,93 @@ func testClientRateLimitOff(t *testing.T) {
 			t.Fatalf("request %d: 429 with the limit off", i+1)
 		}
 		wantUnauthenticated(t, "request with the limit off", r)
+	}
+}
+
+// testClientRateLimitEveryRoute: every request counts against its client's
+// limit, whatever route it takes or none: the pages the mailed links open,
+// a 404, a 405, the OpenAPI document, /metrics on the API's listener, the
+// pages' assets. Over it, a page's path answers an HTML page, and so does
+// a path of no route to a browser; the API, the operational paths and a
+// client that is no browser get a problem. The log names the route
+// refused. The probes are never counted.
+func testClientRateLimitEveryRoute(t *testing.T) {
+	t.Parallel()
+	var log syncBuffer
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, RateLimit: 1, Now: func() time.Time { return start },
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte("# metrics\n"))
+		}),
+		Log: slog.New(slog.NewJSONHandler(&log, nil))})
+	browser := map[string]string{"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+	cases := []struct {
+		method, target string
+		header         map[string]string
+		route          string // as the log and the metrics name it
+		page           bool   // the refusal is an HTML page, else a problem
+	}{
+		{"GET", "/sign-in?code=" + strings.Repeat("a", 32), nil, "GET /sign-in", true},
+		{"GET", "/confirm-email?code=" + strings.Repeat("a", 32), nil, "GET /confirm-email", true},
+		{"GET", "/", nil, "GET /{$}", true},
+		{"POST", "/sign-in", nil, "POST /sign-in", true},
+		{"PUT", "/account", nil, "/account", true},
+		{"GET", "/nope", nil, "/", false},
+		{"GET", "/nope", browser, "/", true},
+		{"GET", "/v1/nope", browser, "/", false},
+		{"PUT", "/v1/me", nil, "/v1/me", false},
+		{"GET", "/v1/me", nil, "GET /v1/me", false},
+		{"GET", "/openapi.json", nil, "GET /openapi.json", false},
+		{"GET", "/metrics", nil, "GET /metrics", false},
+		{"GET", "/assets/pages.css", nil, "GET /assets/pages.css", false},
+		{"GET", "/favicon.ico", nil, "GET /favicon.ico", false},
+	}
+	for i, c := range cases {
+		what := c.method + " " + c.target
+		remote := "192.0.2." + strconv.Itoa(i+1) + ":1000"
+		if r := serve(t, h, c.method, c.target, remote, c.header, nil); r.status == http.StatusTooManyRequests {
+			t.Fatalf("%s: the first request of a client refused: %s", what, r)
+		}
+		r := serve(t, h, c.method, c.target, remote, c.header, nil)
+		if c.page {
+			if r.status != http.StatusTooManyRequests || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+				t.Errorf("%s, second in a minute: %d %s, want a 429 page", what, r.status, r.header.Get("Content-Type"))
+			}
+		} else {
+			wantProblem(t, what+", second in a minute", r, http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
+		}
+		wantRetryAfter(t, what+", second in a minute", r)
+	}
+
+	// The probes answer a client over its limit, however often it asks.
+	const remote = "192.0.2.1:1000"
+	for range 20 {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			for _, method := range []string{"GET", "HEAD"} {
+				wantStatus(t, method+" "+path+" over the limit", serve(t, h, method, path, remote, nil, nil), http.StatusOK)
+			}
+		}
+	}
+
+	// Each refusal is logged and counted under the route it was refused
+	// on, as its answer would have been.
+	refused := map[string]int{}
+	for _, l := range bytes.Split(bytes.TrimSpace(log.Bytes()), []byte("\n")) {
+		var line struct {
+			Msg    string `json:"msg"`
+			Route  string `json:"route"`
+			Status int    `json:"status"`
+		}
+		if err := json.Unmarshal(l, &line); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if line.Msg == "http" && line.Status == http.StatusTooManyRequests {
+			refused[line.Route]++
+		}
+	}
+	for _, c := range cases {
+		if refused[c.route] == 0 {
+			t.Errorf("%s %s: no 429 logged under route %q; logged %v", c.method, c.target, c.route, refused)
+		}
 	}
 }

@@ -13,9 +13,10 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-// addRoutes declares every route of the API in one place; declared, when
-// not nil, hears each "METHOD /path" pattern.
-func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
+// addRoutes declares every route of the API in one place, and returns mux
+// behind the client limit; declared, when not nil, hears each
+// "METHOD /path" pattern.
+func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) http.Handler {
 	if declared == nil {
 		declared = func(string) {}
 	}
@@ -26,9 +27,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	var paths []string
 	v1 := func(method, path string, h http.HandlerFunc) {
 		declared(method + " " + path)
-		mux.Handle(method+" "+path, limiter.limit(wellFormedQuery(h, d.Log), func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
-			writeTooMany(w, r, wait, "this client sent too many requests")
-		}))
+		mux.Handle(method+" "+path, wellFormedQuery(h, d.Log))
 		if methods[path] == nil {
 			paths = append(paths, path)
 		}
@@ -71,8 +70,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	}))
 
 	// The browser pages: GET shows a page, POST sends its form. Every POST
-	// is refused from other sites, and counts against the client's limit,
-	// as does the account page, which reads the database at each visit.
+	// is refused from other sites.
 	site := &site{users: d.Users, activity: d.Activity, log: d.Log, cookie: newSessionCookie(d.baseURL), now: d.Now}
 	forms := http.NewCrossOriginProtection()
 	if d.baseURL != nil {
@@ -81,8 +79,9 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 		_ = forms.AddTrustedOrigin(d.baseURL.Scheme + "://" + d.baseURL.Host)
 	}
 	forms.SetDenyHandler(http.HandlerFunc(site.refuseCrossOrigin))
-	limited := func(h http.HandlerFunc) http.Handler { return limiter.limit(h, site.refuseTooMany) }
+	pagePaths := map[string]bool{}
 	page := func(path string, show http.Handler, send http.HandlerFunc) {
+		pagePaths[path] = true
 		pattern, allowed := path, "GET, HEAD"
 		if path == "/" {
 			pattern = "/{$}"
@@ -93,7 +92,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 		}
 		if send != nil {
 			declared("POST " + path)
-			mux.Handle("POST "+pattern, forms.Handler(limited(send)))
+			mux.Handle("POST "+pattern, forms.Handler(send))
 			allowed += ", POST"
 		}
 		if show == nil {
@@ -105,7 +104,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	page("/sign-in", site.showCode(signInPage), site.signIn)
 	page("/confirm-email", site.showCode(confirmPage), site.confirmEmail)
 	page("/undo-email", site.showCode(undoPage), site.undoEmail)
-	page("/account", limited(site.account), nil)
+	page("/account", http.HandlerFunc(site.account), nil)
 	page("/account/email", nil, site.changeEmail)
 	page("/account/delete", nil, site.deleteAccount)
 	page("/account/sessions/end", nil, site.endSession)
@@ -120,12 +119,35 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A browser that strays from the pages gets a page; the API and
 		// its clients get a problem.
-		if !strings.HasPrefix(r.URL.Path, "/v1/") && strings.Contains(r.Header.Get("Accept"), "text/html") {
+		if strayBrowser(r) {
 			site.notFound(w, r)
 			return
 		}
 		writeProblem(w, r, http.StatusNotFound, TypeNotFound, "no route for "+r.URL.Path)
 	})
+
+	// Every request counts against its client's limit, whatever it asks
+	// for, a path of no route too, but the probes, which load balancers
+	// ask for from one address all day. Over the limit a page's path
+	// answers a page, and a browser that strays one too; the rest get a
+	// problem.
+	probe := func(r *http.Request) bool { return r.URL.Path == "/healthz" || r.URL.Path == "/readyz" }
+	return limiter.limit(mux, probe, func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+		// The log, the metrics and the span name the route refused.
+		_, r.Pattern = mux.Handler(r)
+		if pagePaths[r.URL.Path] || strayBrowser(r) {
+			site.refuseTooMany(w, r, wait)
+			return
+		}
+		writeTooMany(w, r, wait, "this client sent too many requests")
+	})
+}
+
+// strayBrowser reports whether r is a browser's request outside the API
+// (it accepts text/html), which gets a page where the API's clients get a
+// problem.
+func strayBrowser(r *http.Request) bool {
+	return !strings.HasPrefix(r.URL.Path, "/v1/") && strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
 // methodNotAllowed answers any method on a path that only takes allowed.

@@ -50,20 +50,22 @@ type Deps struct {
 	// the route out, for a service whose metrics an admin listener serves.
 	Metrics http.Handler
 	Log     *slog.Logger
-	// RateLimit is how many requests one client address may make a minute
-	// to the API (/v1/), the pages' forms and the account page together; 0
-	// turns the limit off.
+	// RateLimit is how many requests one client address may make a minute,
+	// to every route together (a path of no route too) but the probes,
+	// /healthz and /readyz; 0 turns the limit off.
 	RateLimit int
 	// TrustedProxies are the proxies in front of the service, whose
 	// X-Forwarded-For names the client the limit counts; from any other
 	// peer the header is ignored.
 	TrustedProxies []netip.Prefix
-	// Now tells the time to the rate limiter and to the session cookie's
-	// Max-Age; nil means time.Now.
+	// Now tells the time to the rate limiter, to the session cookie's
+	// Max-Age and to the key of the log's client names, which it replaces
+	// each day; nil means time.Now.
 	Now func() time.Time
 	// BaseURL is the address the mailed links point at (BASE_URL). Under
-	// https the pages' session cookie is Secure, and its origin is trusted
-	// for the pages' forms; "" is plain http.
+	// https every answer carries Strict-Transport-Security, the pages'
+	// session cookie is Secure, and its origin is trusted for the pages'
+	// forms; "" is plain http.
 	BaseURL string
 	// Meter records the requests (http.server.requests and
 	// http.server.request.duration, by route and status); nil records
@@ -100,12 +102,12 @@ func NewServer(d Deps) http.Handler {
 		d.Log.Error("httpapi: requests are not counted", "error", err)
 		m, _ = newRequestMetrics(noop.NewMeterProvider().Meter(""))
 	}
-	mux := http.NewServeMux()
-	addRoutes(mux, d, nil)
-	var h http.Handler = nameSpans(mux)
+	clients := newClientNames(d.Now, d.TrustedProxies)
+	var h http.Handler = nameSpans(addRoutes(http.NewServeMux(), d, nil))
 	h = recoverPanics(d.Log, h)
-	h = observeRequests(d.Log, m, h)
+	h = observer{log: d.Log, metrics: m, clients: clients}.observeRequests(h)
 	h = traceRequests(d.TracerProvider, h)
+	h = secureHeaders(d.baseURL, h)
 	h = nameRequests(h)
 	return h
 }

@@ -46,9 +46,11 @@ func traceRequests(tp trace.TracerProvider, next http.Handler) http.Handler {
 const traceparentHeader = "Traceparent"
 
 // nameSpans names the request's span for the route the mux matched, as
-// "METHOD /route", and sets its http.route. It wraps the mux itself: the
-// mux sets the pattern on the request it is handed, which middleware that
-// copies the request (r.WithContext) would hide from otelhttp.
+// "METHOD /route", and sets its http.route. It wraps the mux, behind only
+// the client limit, which hands the request on as it is and sets the
+// pattern of one it refuses: the mux sets the pattern on the request it is
+// handed, which middleware that copies the request (r.WithContext) would
+// hide from otelhttp.
 func nameSpans(mux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux.ServeHTTP(w, r)
