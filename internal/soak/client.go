@@ -89,7 +89,9 @@ func (c *client) do(ctx context.Context, method, path, token string, body any) (
 		resp, err := c.http.Do(req)
 		if err != nil {
 			if ctx.Err() != nil {
-				return answer{}, uncertain, ctx.Err()
+				// Cut at the end of the run: the request may have been
+				// done, its answer lost.
+				return answer{}, uncertain + 1, ctx.Err()
 			}
 			if !refused(err) {
 				uncertain++
