@@ -47,7 +47,7 @@ func (e *TooManyRequestsError) Is(target error) bool { return target == ErrTooMa
 type Policy struct {
 	LinkTTL    time.Duration `env:"LINK_TTL" envDefault:"15m" desc:"How long a sign-in or confirmation link works."`
 	SessionTTL time.Duration `env:"SESSION_TTL" envDefault:"720h" desc:"How long a session lasts."`
-	LinkLimit  int           `env:"LINK_LIMIT" envDefault:"5" desc:"Sign-in links one address, or email changes one user, may ask for within LINK_WINDOW."`
+	LinkLimit  int           `env:"LINK_LIMIT" envDefault:"5" desc:"Sign-in links one mailbox (an address and its +tag spellings together), or email changes one user, may ask for within LINK_WINDOW."`
 	LinkWindow time.Duration `env:"LINK_WINDOW" envDefault:"15m" desc:"The window LINK_LIMIT counts in."`
 }
 
