@@ -29,12 +29,12 @@ import (
 //     confirmed, and forgotten by the sweep after, or at once by the
 //     erasure of the address's account while the confirmation mail to it
 //     is still in the outbox ([Service.DeleteAccount]).
-//   - "signin-HASH": the address that asked for links. Its keys are kept
-//     only while a link of the address can still count against its limit
-//     or sign in ([keyring.Keyring.SealUntil]); the sweep then forgets
-//     them and drops the stream's events before a [SignInForgotten]
-//     ([Service.ForgetIdleAddresses]), and so does the erasure of the
-//     address's account.
+//   - "signin-HASH": the addresses of one mailbox that asked for links.
+//     Its keys are kept only while a link can still count against the
+//     mailbox's limit or sign in ([keyring.Keyring.SealUntil]); the sweep
+//     then forgets them and drops the stream's events before a
+//     [SignInForgotten] ([Service.ForgetIdleAddresses]), and so does the
+//     erasure of the account of any of those addresses.
 //
 // The name of a sign-in stream is a keyed hash of the address's mailbox
 // (HMAC-SHA256 under a secret of the keyring's, signInNamesSubject), so

@@ -85,10 +85,10 @@ const (
 type suite struct {
 	h        Harness
 	features Features
-	clock  *testclock.Clock
-	runner uow.Runner
-	store  *spyStore
-	budget *mail.Budget
+	clock    *testclock.Clock
+	runner   uow.Runner
+	store    *spyStore
+	budget   *mail.Budget
 }
 
 func newSuite(t *testing.T, h Harness) *suite {
