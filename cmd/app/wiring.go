@@ -93,8 +93,9 @@ func (e env) open(ctx context.Context, existing bool) (backend.Backend, error) {
 }
 
 // handlers returns the outbox handlers of the running configuration, by
-// topic, the mail's spending the mail budgets on db. A topic missing here
-// is buried by the relay, so no command adds a message for it.
+// topic; the mail handlers spend the mail budgets kept on db. A topic
+// missing here is buried by the relay, so no command adds a message for
+// it.
 func (e env) handlers(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (map[string]outbox.Handler, error) {
 	// With SMTP_URL unset, mail goes to a terminal, or nowhere: never to
 	// the log (see docs/personal-data.md).
