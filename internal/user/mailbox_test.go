@@ -116,21 +116,29 @@ func TestAnErasureOfOneSpellingForgetsTheMailbox(t *testing.T) {
 // An address with a subaddress had a sign-in stream of its own before
 // streams were the mailbox's, and an erasure forgets that one too: an
 // erased address is readable nowhere, the day after an upgrade included.
+// An address without one keeps the stream it had.
 func TestAnErasureForgetsTheStreamOfTheSpelling(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
 	const address = "ada+old@example.com"
-	// The stream as it was named then: the keyed hash of the address.
-	var stream string
+	// Streams as they were named then: the keyed hash of the address.
+	var secret []byte
 	err := b.db.Runner(b.clock.Now).Do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		secret, err := b.keys.Secret(ctx, tx, "$signin-stream-names")
-		if err != nil {
-			return err
-		}
+		var err error
+		secret, err = b.keys.Secret(ctx, tx, "$signin-stream-names")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(address string) string {
 		mac := hmac.New(sha256.New, secret)
 		mac.Write([]byte(address))
-		stream = "signin-" + hex.EncodeToString(mac.Sum(nil)[:16])
+		return "signin-" + hex.EncodeToString(mac.Sum(nil)[:16])
+	}
+	stream := named(address)
+	err = b.db.Runner(b.clock.Now).Do(ctx, func(ctx context.Context, tx uow.Tx) error {
 		sealed, err := b.keys.SealUntil(ctx, tx, stream, address, tx.Now().Add(time.Hour))
 		if err != nil {
 			return err
@@ -164,9 +172,12 @@ func TestAnErasureForgetsTheStreamOfTheSpelling(t *testing.T) {
 	if n := b.count(t, `SELECT count(*) FROM events WHERE stream = $1 AND type <> $2`, stream, user.TypeSignInForgotten); n != 0 {
 		t.Errorf("the spelling's stream of then keeps %d events besides its marker", n)
 	}
-	// An address without a subaddress has no such stream: its erasure adds
-	// none.
+	// An address without a subaddress keeps the stream it had, and its
+	// erasure adds none.
 	bob := b.signIn(t, "bob@example.com")
+	if n := b.count(t, `SELECT count(*) FROM events WHERE stream = $1`, named("bob@example.com")); n != 2 {
+		t.Errorf("the stream named by Bob's address holds %d events, want his link and its use", n)
+	}
 	streams := b.count(t, `SELECT count(DISTINCT stream) FROM events`)
 	if err := b.svc.DeleteAccount(ctx, bob.Token); err != nil {
 		t.Fatal(err)
