@@ -52,7 +52,7 @@ func TestAlertRules(t *testing.T) {
 			"HTTP_ADDR":    "127.0.0.1:0",
 			"SMTP_URL":     mx.URL(),
 		})
-		used := regexp.MustCompile(`\b(?:outbox|projections|http_server)_[a-z_]+\b`).FindAllString(string(rules), -1)
+		used := regexp.MustCompile(`\b(?:outbox|projections|http_server|mail)_[a-z_]+\b`).FindAllString(string(rules), -1)
 		slices.Sort(used)
 		used = slices.Compact(used)
 		// The projections' gauges appear once their runner has read the

@@ -79,11 +79,15 @@ func outboxDrain(ctx context.Context, getenv func(string) string, stdout, stderr
 		return err
 	}
 	defer db.Close()
+	keys, err := e.keyring(db)
+	if err != nil {
+		return err
+	}
 	meter, _, err := newMetrics(false)
 	if err != nil {
 		return err
 	}
-	relay, err := e.relay(db, meter)
+	relay, err := e.relay(db, keys, meter)
 	if err != nil {
 		return err
 	}

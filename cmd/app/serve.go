@@ -70,7 +70,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	// Build everything first, so that nothing runs when a part fails.
 	var rel *relay
 	if e.cfg.Relay {
-		r, err := e.relay(db, meter)
+		r, err := e.relay(db, keys, meter)
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,8 @@ type sweep struct {
 // the last event of the sign-in streams, of addresses that asked for no
 // link for longer than a link matters; the keys of the addresses that
 // changes of address asked for, once the changes can no longer be
-// confirmed; the code and link of
+// confirmed; the mail budgets of mailboxes sent nothing for a
+// MAIL_BUDGET_WINDOW; the code and link of
 // each buried mail whose link has expired, so that a buried message keeps
 // nothing that signs in; and buried messages older than
 // OUTBOX_BURIED_RETENTION (kept, when it is 0, until an operator discards
@@ -34,6 +35,13 @@ func (e env) sweeps(db backend.Backend, users *user.Service) []sweep {
 		{name: "keys of addresses that asked for no link lately", run: users.ForgetIdleAddresses},
 		{name: "keys of the addresses changes of address asked for, once past", run: users.ForgetSettledChanges},
 	}
+	budget, err := e.mailBudget(db, users.Keys)
+	all = append(all, sweep{name: "mail budgets of mailboxes sent nothing lately", run: func(ctx context.Context) (int64, error) {
+		if err != nil {
+			return 0, err // Not for a configuration that loaded.
+		}
+		return budget.Sweep(ctx)
+	}})
 	linkTTL := e.cfg.Policy.WithDefaults().LinkTTL
 	all = append(all, sweep{name: "codes of buried mail whose link expired", run: func(ctx context.Context) (int64, error) {
 		var n int64

@@ -93,9 +93,10 @@ func (e env) open(ctx context.Context, existing bool) (backend.Backend, error) {
 }
 
 // handlers returns the outbox handlers of the running configuration, by
-// topic. A topic missing here is buried by the relay, so no command adds a
-// message for it.
-func (e env) handlers(meter metric.MeterProvider) (map[string]outbox.Handler, error) {
+// topic; the mail handlers spend the mail budgets kept on db. A topic
+// missing here is buried by the relay, so no command adds a message for
+// it.
+func (e env) handlers(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (map[string]outbox.Handler, error) {
 	// With SMTP_URL unset, mail goes to a terminal, or nowhere: never to
 	// the log (see docs/personal-data.md).
 	var sender mail.Sender = mail.Unsent{}
@@ -109,12 +110,24 @@ func (e env) handlers(meter metric.MeterProvider) (map[string]outbox.Handler, er
 		}
 		sender = s
 	}
+	budget, err := e.mailBudget(db, keys)
+	if err != nil {
+		return nil, err
+	}
 	return mail.Handlers(sender, mail.Config{
 		From:   e.cfg.MailFrom,
 		Domain: e.cfg.MailDomain,
 		Log:    e.log,
 		Meter:  meter.Meter("github.com/eventsourced/accounts/internal/user/mail"),
+		Budget: budget,
 	})
+}
+
+// mailBudget returns the mail budget of each mailbox, MAIL_BUDGET per
+// MAIL_BUDGET_WINDOW, on db.
+func (e env) mailBudget(db backend.Backend, keys *keyring.Keyring) (*mail.Budget, error) {
+	p := e.cfg.Policy.WithDefaults()
+	return mail.NewBudget(mail.BudgetConfig{Limit: p.MailBudget, Window: p.MailBudgetWindow}, db.Runner(nil), db.MailBudgets(), keys)
 }
 
 // relay is the outbox relay of the running configuration with the
@@ -133,8 +146,8 @@ func (r relay) Close() error {
 // relay returns the outbox relay of the running configuration. Integration
 // topics are retried for PUBLISH_RETRY_FOR rather than
 // OUTBOX_MAX_ATTEMPTS times.
-func (e env) relay(db backend.Backend, meter metric.MeterProvider) (relay, error) {
-	handlers, err := e.handlers(meter)
+func (e env) relay(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (relay, error) {
+	handlers, err := e.handlers(db, keys, meter)
 	if err != nil {
 		return relay{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
 // Backend is a database open for the service, and every port over it.
@@ -41,6 +42,10 @@ type Backend interface {
 	ActivityStore() user.ActivityStore
 	// DataKeys returns the keyring's store of wrapped data keys.
 	DataKeys() keyring.Store
+	// MailBudgets returns the store of what each mailbox has spent of
+	// its mail budget, which [mail.Budget] spends where mail is
+	// delivered.
+	MailBudgets() mail.BudgetStore
 	// Ping reports whether the database answers. An error that says it
 	// cannot be reached, or is busy, wraps [uow.ErrUnavailable].
 	Ping(ctx context.Context) error

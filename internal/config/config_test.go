@@ -137,6 +137,8 @@ func testLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"MAIL_DOMAIN": "mail@example.com"}, "MAIL_DOMAIN"},
 		{map[string]string{"SMTP_TIMEOUT": "0s"}, "SMTP_TIMEOUT"},
 		{map[string]string{"SMTP_TIMEOUT": "-1s"}, "SMTP_TIMEOUT"},
+		{map[string]string{"MAIL_BUDGET": "0"}, "MAIL_BUDGET"},
+		{map[string]string{"MAIL_BUDGET_WINDOW": "-1h"}, "MAIL_BUDGET_WINDOW"},
 	} {
 		_, err := config.Load(getenv(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.name) {

@@ -9,6 +9,7 @@ import (
 	"github.com/eventsourced/accounts/internal/projections/logtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
+	"github.com/eventsourced/accounts/internal/user/mail/budgettest"
 )
 
 // TestBackend runs every conformance suite of the backend's ports on a
@@ -19,8 +20,9 @@ func TestBackend(t *testing.T) {
 	// while another commits, and no transaction can be in flight behind a
 	// committed one, so the cases that need that are skipped.
 	f := backendtest.Features{
-		EventStore: eventstoretest.Features{ConcurrentWriters: false},
-		Log:        logtest.Features{SerialWriters: true},
+		EventStore:  eventstoretest.Features{ConcurrentWriters: false},
+		Log:         logtest.Features{SerialWriters: true},
+		MailBudgets: budgettest.Features{SerialWriters: true},
 	}
 	backendtest.Run(t, f, func(t *testing.T) backendtest.Harness {
 		db := sqlitetest.New(t)

@@ -3,8 +3,9 @@
 // erasure of an account at its owner's request.
 //
 // It is event-sourced. Two kinds of stream hold its facts: "signin-HASH"
-// has the sign-in links sent to one address, so that an address can be
-// limited and its codes used once whether or not it has an account, and
+// has the sign-in links sent to one mailbox, every spelling of it, so that
+// a mailbox can be limited and its codes used once whether or not it has
+// an account, and
 // "user-ID" has one account. Each event is defined beside the command that
 // appends it (signin.go, account.go, emailchange.go, erase.go). Each
 // command of a [Service] is one unit of work: it loads the streams it

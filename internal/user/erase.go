@@ -57,7 +57,12 @@ type SignInForgotten struct {
 //     drops all but the last event of both ([eventstore.Store.Truncate]):
 //     [Erased], and [SignInForgotten], which it appends to the sign-in
 //     stream, so that a link asked for meanwhile is asked for again after
-//     the erasure rather than sealed under a key it forgets.
+//     the erasure rather than sealed under a key it forgets. The sign-in
+//     stream is the mailbox's, so this erases every spelling of the
+//     mailbox that asked for links lately, and the unused links of the
+//     others stop working (personal.go); an address with a subaddress
+//     has its stream from before streams were the mailbox's forgotten
+//     too, if it has one.
 //   - It deletes the messages not yet delivered that are the person's:
 //     every mail to the address (a sign-in link, a confirmation someone
 //     asked for, the news that someone asked to move to it), every
@@ -93,6 +98,18 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
+		// The address's own stream from before streams were the
+		// mailbox's, which only the sweep holds now, one at a time.
+		spelling := spellingStream(secret, acct.email)
+		var spelt signInLinks
+		if spelling != "" {
+			if err := s.Events.Lock(ctx, tx, spelling); err != nil {
+				return err
+			}
+			if spelt, err = s.loadSignInLinks(ctx, tx, spelling); err != nil {
+				return err
+			}
+		}
 		ids, changes, err := s.personalMail(ctx, tx, acct)
 		if err != nil {
 			return err
@@ -118,6 +135,11 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		}
 		if err := s.forgetSignIn(ctx, tx, signIn, links); err != nil {
 			return err
+		}
+		if spelt.version > 0 {
+			if err := s.forgetSignIn(ctx, tx, spelling, spelt); err != nil {
+				return err
+			}
 		}
 		return s.publish(ctx, tx, EventDeleted, acct.id, DeletedData{UserID: acct.id, Version: appended[0].Version})
 	})

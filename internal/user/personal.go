@@ -14,6 +14,7 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/uow"
+	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
 // The addresses in this domain's events are personal data, and the log
@@ -28,16 +29,25 @@ import (
 //     confirmed, and forgotten by the sweep after, or at once by the
 //     erasure of the address's account while the confirmation mail to it
 //     is still in the outbox ([Service.DeleteAccount]).
-//   - "signin-HASH": the address that asked for links. Its keys are kept
-//     only while a link of the address can still count against its limit
-//     or sign in ([keyring.Keyring.SealUntil]); the sweep then forgets
-//     them and drops the stream's events before a [SignInForgotten]
-//     ([Service.ForgetIdleAddresses]), and so does the erasure of the
-//     address's account.
+//   - "signin-HASH": the addresses of one mailbox that asked for links.
+//     Its keys are kept only while a link can still count against the
+//     mailbox's limit or sign in ([keyring.Keyring.SealUntil]); the sweep
+//     then forgets them and drops the stream's events before a
+//     [SignInForgotten] ([Service.ForgetIdleAddresses]), and so does the
+//     erasure of the account of any of those addresses.
 //
-// The name of a sign-in stream is a keyed hash of the address (HMAC-SHA256
-// under a secret of the keyring's, signInNamesSubject), so that the log's
-// stream names list no address either.
+// The name of a sign-in stream is a keyed hash of the address's mailbox
+// (HMAC-SHA256 under a secret of the keyring's, signInNamesSubject), so
+// that the log's stream names list no address either. It is the mailbox's
+// ([mail.Mailbox]): every spelling of one mailbox (ada@..., ada+news@...)
+// asks for links in one stream and counts against one limit, and a
+// stream holds, sealed, each spelling that asked. So forgetting the
+// stream, at an erasure or by the sweep, erases every spelling in it;
+// an erasure also makes the unused links of the mailbox's other
+// spellings unknown, and their holder, who is the mailbox's owner, asks
+// again. An address without a subaddress names the stream it named
+// before streams were the mailbox's; one with a subaddress named a
+// stream of its own then ([Service.DeleteAccount] forgets that one too).
 
 // signInNamesSubject is the keyring subject whose secret names the sign-in
 // streams ([keyring.Keyring.Secret]).
@@ -46,12 +56,27 @@ const signInNamesSubject = "$signin-stream-names"
 // signInPrefix begins the name of every sign-in stream.
 const signInPrefix = "signin-"
 
-// signInStream returns the name of the sign-in stream of email:
-// signInPrefix and the first 128 bits of the address's HMAC-SHA256 under
-// secret, in hex.
+// signInStream returns the name of the sign-in stream of the mailbox that
+// email reaches ([mail.Mailbox]).
 func signInStream(secret []byte, email string) string {
+	return streamOf(secret, mail.Mailbox(email))
+}
+
+// spellingStream returns the name of the sign-in stream that email had
+// before streams were the mailbox's, when that was another one: that of
+// an address with a subaddress. It returns "" for any other address.
+func spellingStream(secret []byte, email string) string {
+	if mail.Mailbox(email) == email {
+		return ""
+	}
+	return streamOf(secret, email)
+}
+
+// streamOf returns signInPrefix and the first 128 bits of the HMAC-SHA256
+// of address under secret, in hex.
+func streamOf(secret []byte, address string) string {
 	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(email))
+	mac.Write([]byte(address))
 	return signInPrefix + hex.EncodeToString(mac.Sum(nil)[:16])
 }
 

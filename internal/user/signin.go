@@ -14,7 +14,7 @@ import (
 )
 
 // The events of the stream "signin-HASH": the sign-in links of one
-// address, named by a keyed hash of it (personal.go).
+// mailbox, named by a keyed hash of it (personal.go).
 const (
 	TypeSignInLinkRequested = "signin.link_requested"
 	TypeSignInLinkUsed      = "signin.link_used"

@@ -20,8 +20,8 @@ const tracerName = "github.com/eventsourced/accounts/internal/user"
 // The attributes and events of a command's span.
 //
 // The span names no stream: the sign-in stream of an address is
-// "signin-HASH", a keyed hash of the address ([signInStream]), and a hash
-// of an address is still personal data. It would tie together every
+// "signin-HASH", a keyed hash of the address's mailbox ([signInStream]),
+// and a hash of an address is still personal data. It would tie together every
 // trace of one person, stay in the trace store after an erasure, and
 // answer a guess at the address by anyone who holds the key.
 const (

@@ -12,9 +12,10 @@
 //
 // The suites are those of the unit of work (uowtest), the event store
 // (eventstoretest), the outbox store (outboxtest), the event log
-// (logtest), the keyring's store (keyringtest) and the user views
-// (viewstest); each runs as a subtest named for its port, its cases as
-// parallel subtests of that, each on a fresh database of its own.
+// (logtest), the keyring's store (keyringtest), the user views
+// (viewstest) and the mail budgets (budgettest); each runs as a subtest
+// named for its port, its cases as parallel subtests of that, each on a
+// fresh database of its own.
 package backendtest
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/eventsourced/accounts/internal/projections/logtest"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/uow/uowtest"
+	"github.com/eventsourced/accounts/internal/user/mail/budgettest"
 	"github.com/eventsourced/accounts/internal/user/viewstest"
 )
 
@@ -59,9 +61,10 @@ type Harness struct {
 // Features states what a backend guarantees, suite by suite; the zero
 // value of each is the full guarantee.
 type Features struct {
-	EventStore eventstoretest.Features
-	Outbox     outboxtest.Features
-	Log        logtest.Features
+	EventStore  eventstoretest.Features
+	Outbox      outboxtest.Features
+	Log         logtest.Features
+	MailBudgets budgettest.Features
 }
 
 // Run runs every suite on the databases that setup returns; setup is
@@ -123,6 +126,13 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		keyringtest.Run(t, func(t *testing.T) keyringtest.Harness {
 			b := open(t).Backend
 			return keyringtest.Harness{Runner: b.Runner(nil), Store: b.DataKeys()}
+		})
+	})
+	t.Run("MailBudgets", func(t *testing.T) {
+		t.Parallel()
+		budgettest.Run(t, f.MailBudgets, func(t *testing.T) budgettest.Harness {
+			b := open(t).Backend
+			return budgettest.Harness{Runner: runners(b), Store: b.MailBudgets(), Keys: keyringtest.New(t, b.DataKeys())}
 		})
 	})
 	t.Run("UserViews", func(t *testing.T) {

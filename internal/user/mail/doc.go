@@ -12,4 +12,10 @@
 // rather than sent. A mail whose recipient is refused for good
 // ([ErrRefused]) fails as [outbox.ErrPermanent]. The plain code lives only in the outbox message and
 // the mail; [Console] prints it on a terminal, never in a log.
+//
+// Each mail spends its recipient's mailbox's [Budget] before it is sent,
+// and one that finds it spent is held back: acknowledged, never sent,
+// counted as mail.held_back and logged by topic and message ID, never by
+// address. The request that set it off was answered before, the same
+// either way.
 package mail

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/outbox"
 )
@@ -50,8 +51,12 @@ type Config struct {
 	// Log receives a line for each mail delivered and each dropped link;
 	// nil discards them.
 	Log *slog.Logger
-	// Meter counts dropped links as mail.dropped; nil counts nothing.
+	// Meter counts dropped links as mail.dropped, and mail held back by
+	// the budget as mail.held_back; nil counts nothing.
 	Meter metric.Meter
+	// Budget caps the mail that each mailbox receives ([Budget]); nil
+	// sends every mail.
+	Budget *Budget
 }
 
 // Handlers returns the outbox handlers of this package's topics, which
@@ -59,9 +64,12 @@ type Config struct {
 //
 // A link that expired before its message was delivered is dropped rather
 // than sent, since it would only fail: the handler acknowledges it, counts
-// it and logs it; so is one whose code the sweep redacted. Delivery is at
-// least once; the Message-ID taken from the outbox message's ID lets a
-// mail system recognise a resend.
+// it and logs it; so is one whose code the sweep redacted. Then the mail
+// spends its recipient's budget, when there is one, and a mail held back
+// by it is acknowledged, counted and logged, by its topic and message ID
+// alone, without being sent. Delivery is at least once; the Message-ID
+// taken from the outbox message's ID lets a mail system recognise a
+// resend.
 func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -69,7 +77,7 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	var dropped metric.Int64Counter
+	var dropped, heldBack metric.Int64Counter
 	if cfg.Meter != nil {
 		var err error
 		dropped, err = cfg.Meter.Int64Counter("mail.dropped",
@@ -77,6 +85,17 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 			metric.WithUnit("{message}"))
 		if err != nil {
 			return nil, fmt.Errorf("mail: metrics: %w", err)
+		}
+		heldBack, err = cfg.Meter.Int64Counter("mail.held_back",
+			metric.WithDescription("Mails not sent because their mailbox's budget was spent."),
+			metric.WithUnit("{message}"))
+		if err != nil {
+			return nil, fmt.Errorf("mail: metrics: %w", err)
+		}
+		// At 0 from the start, so that an alert on its increase sees the
+		// first after a restart.
+		for _, topic := range Topics {
+			heldBack.Add(context.Background(), 0, metric.WithAttributes(attribute.String("topic", topic)))
 		}
 	}
 	h := func(topic string, l letter) outbox.Handler {
@@ -102,6 +121,21 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 					dropped.Add(ctx, 1, metric.WithAttributes(attribute.String("topic", topic)))
 				}
 				return nil
+			}
+			if cfg.Budget != nil {
+				send, err := cfg.Budget.Spend(ctx, link.To, m.ID, !neverHeld[topic])
+				if err != nil {
+					return err // Retried: a mail goes only once it has spent.
+				}
+				if !send {
+					// Never the address: the log outlives the message.
+					cfg.Log.InfoContext(ctx, "mail: held back, the mailbox's budget is spent", "topic", topic, "id", m.ID)
+					trace.SpanFromContext(ctx).AddEvent("mail.held_back")
+					if heldBack != nil {
+						heldBack.Add(ctx, 1, metric.WithAttributes(attribute.String("topic", topic)))
+					}
+					return nil
+				}
 			}
 			var text, html bytes.Buffer
 			if err := l.text.Execute(&text, link); err != nil {

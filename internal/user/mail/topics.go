@@ -22,6 +22,11 @@ const (
 // Topics are every topic of this package, for the relay's scope.
 var Topics = []string{TopicLoginLink, TopicEmailChange, TopicEmailTaken, TopicEmailChanged}
 
+// neverHeld are the topics whose mail a [Budget] counts but never holds
+// back, as it says why: sign-in links, and notices of a change to the
+// recipient's own account.
+var neverHeld = map[string]bool{TopicLoginLink: true, TopicEmailChanged: true}
+
 // SecretFields are the fields of [Link] that carry its code: the sweep
 // removes them from a buried message once its link has expired, so that
 // nothing can sign in with what a buried message keeps.
