@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -142,13 +142,21 @@ func TestServeChecksDataKeyAtStart(t *testing.T) {
 
 			refused := func(what, dataKey, needed string) {
 				t.Helper()
-				var stdout, stderr bytes.Buffer
-				err := run(t.Context(), []string{"serve"}, getenv(with(dataKey)), &stdout, &stderr)
+				// A serve that listens is stopped, and fails the test.
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				listening := &signalWriter{want: "http listening", seen: make(chan struct{})}
+				go func() {
+					select {
+					case <-listening.seen:
+						t.Errorf("serve with %s listened", what)
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+				err := run(ctx, []string{"serve"}, getenv(with(dataKey)), io.Discard, listening)
 				if err == nil || !strings.Contains(err.Error(), "DATA_KEY") || !strings.Contains(err.Error(), "need the master keys "+needed+" ") {
 					t.Errorf("serve with %s: %v; want an error naming DATA_KEY and the master keys %s", what, err, needed)
-				}
-				if strings.Contains(stderr.String(), "http listening") {
-					t.Errorf("serve with %s listened:\n%s", what, stderr.String())
 				}
 			}
 			refused("a key of another ID", k2, "k1")
