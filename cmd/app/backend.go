@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -54,6 +55,36 @@ func (e env) database() (database, error) {
 	}
 	d.tracerProvider = e.tracer
 	return d, nil
+}
+
+// openToServe is [env.openDB] for serve, whose start says at info where
+// its data is; the other commands say it at debug.
+func (e env) openToServe(ctx context.Context) (backend.Backend, error) {
+	return e.openLogged(ctx, false, slog.LevelInfo)
+}
+
+// openLogged connects to the configured database and migrates it, and
+// logs at level where it is. With existing, a SQLite file that does not
+// exist is an error, not a new database.
+func (e env) openLogged(ctx context.Context, existing bool, level slog.Level) (backend.Backend, error) {
+	d, err := e.database()
+	if err != nil {
+		return nil, err
+	}
+	if existing && d.sqlitePath != "" {
+		if _, err := os.Stat(d.sqlitePath); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("DATABASE_URL: there is no database at %s (app migrate or app serve makes one)", d.sqlitePath)
+		}
+	}
+	b, applied, err := d.open(ctx, e.log)
+	if err != nil {
+		return nil, err
+	}
+	if len(applied) > 0 {
+		e.log.Info("migrated database", "versions", applied)
+	}
+	e.log.Log(ctx, level, "database open", d.logAttrs()...)
+	return b, nil
 }
 
 // postgresOptions are the options of the PostgreSQL backend.

@@ -123,7 +123,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		// The API logs each request at info; the benchmark measures
 		// serving them, not writing a line for each.
 		e.log = slog.New(slog.DiscardHandler)
-		keys, err := e.benchKeyring(db)
+		keys, err := e.benchKeyring(ctx, db)
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		if o.events < 1 {
 			return errors.New("bench projection: --events must be at least 1")
 		}
-		keys, err := e.benchKeyring(db)
+		keys, err := e.benchKeyring(ctx, db)
 		if err != nil {
 			return err
 		}
@@ -197,9 +197,9 @@ func (e *env) benchTracing(ctx context.Context, sink bool) (stop func(), err err
 
 // benchKeyring returns the keyring of DATA_KEY, or, without it, of a master
 // key made for the run: the benchmark's database goes with it.
-func (e env) benchKeyring(db backend.Backend) (*keyring.Keyring, error) {
+func (e env) benchKeyring(ctx context.Context, db backend.Backend) (*keyring.Keyring, error) {
 	if e.cfg.DataKey != "" {
-		return e.keyring(db)
+		return e.keyring(ctx, db)
 	}
 	value, err := keyring.NewMasterKey("bench")
 	if err != nil {

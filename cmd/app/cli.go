@@ -70,6 +70,7 @@ Configuration comes from the environment; see 'app config'.`,
 			func(context.Context, []string) error { _, err := fmt.Fprintln(stdout, version()); return err }),
 		outboxCommands(getenv, stdout, stderr, leaf, group),
 		devmailCommand(stdout, stderr, leaf),
+		healthcheckCommand(getenv, stdout, leaf),
 		group("projections", "Rebuild projections, or say where each stands",
 			group("rebuild", "Rebuild a projection",
 				leaf("views", "Rebuild the inline user views from the events", noArgs,
@@ -118,6 +119,19 @@ func devmailCommand(stdout, stderr io.Writer, leaf leafFunc) *cobra.Command {
 	c := leaf("devmail", "A mail catcher for trying the service: an SMTP server on loopback that prints each mail", noArgs,
 		func(ctx context.Context, _ []string) error { return devmail(ctx, addr, stdout, stderr) })
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:1025", "loopback address to listen on")
+	return c
+}
+
+func healthcheckCommand(getenv func(string) string, stdout io.Writer, leaf leafFunc) *cobra.Command {
+	var timeout time.Duration
+	c := leaf("healthcheck", "Exit 0 if this machine's instance answers /readyz with 200, 1 otherwise: a container's health check", noArgs,
+		func(ctx context.Context, _ []string) error { return healthcheck(ctx, getenv, timeout, stdout) })
+	c.Long = `Ask /readyz of the instance that the configuration describes, on this
+machine: on the admin listener when ADMIN_ADDR is set, and otherwise on
+HTTP_ADDR. Exit 0 if it answers 200, and 1 otherwise, saying why. It is
+the health check of a container, whose image has no shell or curl:
+  healthcheck: {test: ["CMD", "/app", "healthcheck"]}`
+	c.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
 	return c
 }
 

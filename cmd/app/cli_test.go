@@ -72,6 +72,25 @@ func TestCommandLine(t *testing.T) {
 			}
 		}
 	})
+	// An operator's command says where the database is only at debug: its
+	// output is what was asked for.
+	t.Run("SaysWhereTheDatabaseIsAtDebug", func(t *testing.T) {
+		t.Parallel()
+		env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "accounts.db")}
+		if _, err := runApp(t, t.Context(), env, "migrate"); err != nil {
+			t.Fatal(err)
+		}
+		for level, want := range map[string]bool{"": false, "DEBUG": true} {
+			env["LOG_LEVEL"] = level
+			var stdout, stderr bytes.Buffer
+			if err := run(t.Context(), []string{"outbox", "list"}, getenv(env), &stdout, &stderr); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(stderr.String(), `level=DEBUG msg="database open" backend=sqlite`); got != want || strings.Contains(stderr.String(), "level=INFO") {
+				t.Errorf("outbox list with LOG_LEVEL=%q logged %q; want the database at debug only", level, stderr.String())
+			}
+		}
+	})
 	// The commands that only read refuse a SQLite file that does not exist
 	// rather than make and migrate one.
 	t.Run("ReadOnlyCommandsDoNotCreateADatabase", func(t *testing.T) {

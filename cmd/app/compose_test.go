@@ -22,6 +22,9 @@ type composeService struct {
 	Environment map[string]any `yaml:"environment"`
 	Ports       []string       `yaml:"ports"`
 	Volumes     []string       `yaml:"volumes"`
+	Healthcheck *struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
 }
 
 // readCompose reads the services of deploy/compose.yaml. Compose fills
@@ -176,6 +179,56 @@ func TestComposeFileScrapesAndShowsTheMetrics(t *testing.T) {
 	}
 	if s, ok := services[u.Hostname()]; !ok || !strings.HasPrefix(s.Image, "prom/prometheus:") {
 		t.Errorf("Grafana's data source points at %q, which is no Prometheus service of the compose file", u.Hostname())
+	}
+}
+
+// Every port of the compose file is published on loopback only: Mailpit's
+// UI, which shows every sign-in link, NATS's monitoring port, and the
+// app's. Each instance of the app is checked by app healthcheck, which the
+// image runs without a shell; the one-off migration is not.
+func TestComposeFilePublishesOnLoopbackAndChecksHealth(t *testing.T) {
+	t.Parallel()
+	services := readCompose(t)
+	published := map[string][]string{}
+	for name, s := range services {
+		for _, p := range s.Ports {
+			parts := strings.Split(p, ":")
+			if len(parts) != 3 || parts[0] != "127.0.0.1" {
+				t.Errorf("service %s publishes %q, want 127.0.0.1:HOST_PORT:PORT", name, p)
+				continue
+			}
+			published[name] = append(published[name], parts[2])
+		}
+	}
+	for name, s := range services {
+		switch {
+		case strings.HasPrefix(s.Image, "axllent/mailpit:"):
+			if !slices.Contains(published[name], "8025") {
+				t.Errorf("service %s does not publish Mailpit's UI (8025) on loopback: %v", name, s.Ports)
+			}
+		case strings.HasPrefix(s.Image, "nats:"):
+			i := slices.Index(s.Command, "--http_port")
+			if i < 0 || i+1 == len(s.Command) || !slices.Contains(published[name], s.Command[i+1]) {
+				t.Errorf("service %s does not publish NATS's monitoring port (--http_port) on loopback: %v, %v", name, s.Command, s.Ports)
+			}
+		}
+	}
+	for name, s := range services {
+		if s.Build == nil {
+			continue
+		}
+		if slices.Equal(s.Command, []string{"migrate"}) {
+			if s.Healthcheck != nil && len(s.Healthcheck.Test) > 0 {
+				t.Errorf("service %s, a one-off migration, has a health check: %v", name, s.Healthcheck.Test)
+			}
+			continue
+		}
+		if s.Healthcheck == nil || !slices.Equal(s.Healthcheck.Test, []string{"CMD", "/app", "healthcheck"}) {
+			t.Errorf("service %s: health check %+v, want [CMD /app healthcheck]", name, s.Healthcheck)
+		}
+	}
+	if _, err := runApp(t, t.Context(), nil, "healthcheck", "--help"); err != nil {
+		t.Errorf("app healthcheck --help: %v", err)
 	}
 }
 

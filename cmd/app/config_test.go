@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,6 +70,31 @@ func TestConfig(t *testing.T) {
 		}, "serve")
 		if err == nil || !strings.Contains(err.Error(), "OUTBOX_LEASE") {
 			t.Errorf("serve with a lease shorter than the timeout: %v, want an error naming OUTBOX_LEASE", err)
+		}
+	})
+	// A configuration that cannot work is refused before the database is
+	// opened, with an error that names the variable: here the database
+	// does not answer, and an error about it would hide the cause.
+	t.Run("FoundBeforeTheDatabaseIsOpened", func(t *testing.T) {
+		t.Parallel()
+		unreachable := "postgres://postgres@127.0.0.1:1/none?connect_timeout=1"
+		for _, tc := range []struct {
+			env  map[string]string
+			args []string
+			name string
+		}{
+			{map[string]string{"HTTP_ADDR": "8080", "DATA_KEY": testDataKey}, []string{"serve"}, "HTTP_ADDR"},
+			{map[string]string{"HTTP_ADDR": "localhost", "DATA_KEY": testDataKey}, []string{"outbox", "list"}, "HTTP_ADDR"},
+			{nil, []string{"serve"}, "DATA_KEY"},
+			{nil, []string{"keys", "rotate"}, "DATA_KEY"},
+			{nil, []string{"projections", "rebuild", "views"}, "DATA_KEY"},
+		} {
+			env := map[string]string{"DATABASE_URL": unreachable}
+			maps.Copy(env, tc.env)
+			_, err := runApp(t, t.Context(), env, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.name) || strings.Contains(err.Error(), "DATABASE_URL") {
+				t.Errorf("app %s with %v: %v; want an error that names %s, not the database", strings.Join(tc.args, " "), tc.env, err, tc.name)
+			}
 		}
 	})
 	// LOG_FORMAT=json writes each log line as one JSON object.

@@ -156,7 +156,7 @@ func sweepLater(t *testing.T, vars map[string]string, d time.Duration) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	keys, err := e.keyring(db)
+	keys, err := e.keyring(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

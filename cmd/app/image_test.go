@@ -120,8 +120,8 @@ func imageBuild(t *testing.T, version, revision string) string {
 // itself, a /tmp and its working folder, as a user that is not root. This
 // builds it with the Dockerfile's own command, checks it has no dynamic
 // loader, runs `app version`, then `app serve` in such a chroot: /healthz,
-// a sign-in from the code of the mail it prints on its terminal, and an
-// exit 0 on SIGTERM.
+// `app healthcheck`, a sign-in from the code of the mail it prints on its
+// terminal, and an exit 0 on SIGTERM, after which the health check fails.
 func TestImageBinaryServesFromAnEmptyRoot(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -248,6 +248,15 @@ func TestImageBinaryServesFromAnEmptyRoot(t *testing.T) {
 	}
 	call("GET", "/healthz", "", http.StatusOK)
 	call("GET", "/readyz", "", http.StatusOK)
+	// The image's health check: app healthcheck, with no shell or curl.
+	healthcheck := func() ([]byte, error) {
+		hc := inRoot("healthcheck")
+		hc.Env = []string{"HTTP_ADDR=" + strings.TrimPrefix(base, "http://")}
+		return hc.CombinedOutput()
+	}
+	if out, err := healthcheck(); err != nil || !strings.Contains(string(out), "/readyz: 200 OK") {
+		t.Errorf("app healthcheck in the image: %q, %v; want /readyz answered 200", out, err)
+	}
 	call("POST", "/v1/sign-in-links", `{"email":"ada@example.com"}`, http.StatusAccepted)
 	code := waitForCode(t, screen)
 	var session struct {
@@ -279,6 +288,9 @@ func TestImageBinaryServesFromAnEmptyRoot(t *testing.T) {
 		}
 		if took := time.Since(start); took > grace {
 			t.Errorf("the stop took %s, more than SHUTDOWN_GRACE (%s)", took, grace)
+		}
+		if out, err := healthcheck(); err == nil {
+			t.Errorf("app healthcheck in the image once the app has stopped: %q, want a failure", out)
 		}
 	case <-time.After(grace + e2eWait):
 		t.Fatalf("app serve did not exit within %s of SIGTERM", grace+e2eWait)

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +108,66 @@ func TestKeysNewAndRotate(t *testing.T) {
 	env["DATA_KEY"] = "new:nonsense"
 	if out, err := runApp(t, t.Context(), env, "keys", "rotate"); err == nil || strings.Contains(err.Error()+out, "nonsense") {
 		t.Errorf("keys rotate with a bad DATA_KEY: %q, %v; want an error that does not show the key", out, err)
+	}
+}
+
+// serve stops at its start, naming the master keys the database needs,
+// when DATA_KEY cannot open the personal data there: a key of another ID,
+// another key under the right ID, or the old key alone after a rotation.
+// Each would otherwise start, answer /readyz, and fail every sign-in.
+func TestServeChecksDataKeyAtStart(t *testing.T) {
+	t.Parallel()
+	for name, url := range testDatabases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			key := func(id string) string {
+				t.Helper()
+				v, err := keyring.NewMasterKey(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			k1, k2, otherK1 := key("k1"), key("k2"), key("k1")
+			// The relay is off: these starts need no mail.
+			env := map[string]string{"DATABASE_URL": url(t), "HTTP_ADDR": "127.0.0.1:0", "RELAY": "false", "DATA_KEY": k1}
+			with := func(dataKey string) map[string]string {
+				e := maps.Clone(env)
+				e["DATA_KEY"] = dataKey
+				return e
+			}
+			app := e2eStart(t, env)
+			app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"ada@example.com"}`, http.StatusAccepted, nil)
+			app.stop(t)
+
+			refused := func(what, dataKey, needed string) {
+				t.Helper()
+				// A serve that listens is stopped, and fails the test.
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				listening := &signalWriter{want: "http listening", seen: make(chan struct{})}
+				go func() {
+					select {
+					case <-listening.seen:
+						t.Errorf("serve with %s listened", what)
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
+				err := run(ctx, []string{"serve"}, getenv(with(dataKey)), io.Discard, listening)
+				if err == nil || !strings.Contains(err.Error(), "DATA_KEY") || !strings.Contains(err.Error(), "need the master keys "+needed+" ") {
+					t.Errorf("serve with %s: %v; want an error naming DATA_KEY and the master keys %s", what, err, needed)
+				}
+			}
+			refused("a key of another ID", k2, "k1")
+			refused("another key under the ID k1", otherK1, "k1")
+			if out, err := runApp(t, t.Context(), with(k2+","+k1), "keys", "rotate"); err != nil || !strings.HasPrefix(out, "rewrapped ") {
+				t.Fatalf("keys rotate: %q, %v", out, err)
+			}
+			refused("the old key alone after a rotation", k1, "k2")
+			app = e2eStart(t, with(k2))
+			app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"ada@example.com"}`, http.StatusAccepted, nil)
+			app.stop(t)
+		})
 	}
 }

@@ -115,25 +115,22 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 	if err != nil {
 		return err
 	}
-	open := e.openDB
 	if what == "status" {
-		open = e.openExistingDB
+		db, err := e.openExistingDB(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		// Only the projections' names, versions and types are read: no
+		// event is applied, and no address opened.
+		return operator.Projections{Log: db.Log(projections.LogConfig{}), Out: stdout}.Status(ctx, activity(db, nil))
 	}
-	db, err := open(ctx)
+	db, keys, err := e.openWithKeys(ctx, e.openDB)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	p := operator.Projections{Log: db.Log(projections.LogConfig{}), Out: stdout, Err: stderr, Logger: e.log}
-	if what == "status" {
-		// Only the projections' names, versions and types are read: no
-		// event is applied, and no address opened.
-		return p.Status(ctx, activity(db, nil))
-	}
-	keys, err := e.keyring(db)
-	if err != nil {
-		return err
-	}
 	if what == "activity" {
 		return p.RebuildBlueGreen(ctx, activity(db, keys))
 	}

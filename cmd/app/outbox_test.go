@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +140,66 @@ func TestOutboxCommands(t *testing.T) {
 		out, err = runApp(t, t.Context(), env, "outbox", "list")
 		if err != nil || strings.Contains(out, lost.ID.String()) || !strings.Contains(out, kept.ID.String()) {
 			t.Errorf("outbox list after the discard: %q, %v; want only the message still to deliver", out, err)
+		}
+	})
+	// Requeue says which named message is not buried, and which is not
+	// there, and requeues the others; a buried message is listed and
+	// shown without a due time, since it is due never until requeued.
+	t.Run("RequeueAndListSayWhatIsBuried", func(t *testing.T) {
+		t.Parallel()
+		msg := func(due time.Time) outbox.Message {
+			m, err := outbox.NewMessage("mail.login_link", map[string]string{"to": "ada@example.com"}, due)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+		buried, alsoBuried, waiting := msg(time.Now()), msg(time.Now()), msg(time.Now().Add(time.Hour))
+		env := sqliteWith(t, buried, alsoBuried, waiting)
+		db, err := sqlite.Open(t.Context(), strings.TrimPrefix(env["DATABASE_URL"], "sqlite:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []outbox.Message{buried, alsoBuried} {
+			if err := db.Outbox().Bury(t.Context(), m.ID, "550 no such mailbox"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		out, err := runApp(t, t.Context(), env, "outbox", "list", "--state", "buried")
+		if err != nil || !regexp.MustCompile(`(?m)^`+buried.ID.String()+` +mail\.login_link +buried +0 +- +550 no such mailbox$`).MatchString(out) {
+			t.Errorf("outbox list --state buried: %q, %v; want the message with no due time", out, err)
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "list", "--state", "buried", "--json")
+		if err != nil || strings.Contains(out, "due_at") || strings.Count(out, `"state":"buried"`) != 2 {
+			t.Errorf("outbox list --state buried --json: %q, %v; want both buried, with no due_at", out, err)
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "show", buried.ID.String())
+		if err != nil || regexp.MustCompile(`(?m)^due `).MatchString(out) || !strings.Contains(out, "buried ") {
+			t.Errorf("outbox show of a buried message: %q, %v; want no due time", out, err)
+		}
+		if out, err := runApp(t, t.Context(), env, "outbox", "show", waiting.ID.String()); err != nil || !regexp.MustCompile(`(?m)^due +\S`).MatchString(out) {
+			t.Errorf("outbox show of a waiting message: %q, %v; want its due time", out, err)
+		}
+
+		_, err = runApp(t, t.Context(), env, "outbox", "requeue", waiting.ID.String())
+		if !errors.Is(err, outbox.ErrNotBuried) || !strings.Contains(err.Error(), "waiting") || strings.Contains(err.Error(), "not found") {
+			t.Errorf("requeue of a message still to deliver: %v, want outbox.ErrNotBuried that says it is waiting", err)
+		}
+		unknown := msg(time.Now()).ID
+		if _, err := runApp(t, t.Context(), env, "outbox", "requeue", unknown.String()); !errors.Is(err, outbox.ErrNotFound) {
+			t.Errorf("requeue of a message that is not there: %v, want outbox.ErrNotFound", err)
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "requeue", buried.ID.String(), waiting.ID.String())
+		if out != "requeued 1 of 2 messages\n" || !errors.Is(err, outbox.ErrNotBuried) {
+			t.Errorf("requeue of a buried message and one still to deliver: %q, %v; want the buried one requeued, and an error for the other", out, err)
+		}
+		out, err = runApp(t, t.Context(), env, "outbox", "list", "--state", "buried")
+		if err != nil || strings.Contains(out, buried.ID.String()) || !strings.Contains(out, alsoBuried.ID.String()) {
+			t.Errorf("outbox list --state buried after the requeue: %q, %v; want only the other buried one", out, err)
 		}
 	})
 	// An operator sees which request added a message, and in which trace,

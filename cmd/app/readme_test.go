@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/eventsourced/accounts/internal/config"
 )
 
 // TestReadmeWalkthrough runs the README's "Trying it" section as a person
@@ -100,6 +102,49 @@ func TestReadmeWalkthrough(t *testing.T) {
 	for _, secret := range []string{vars["CODE"], vars["TOKEN"], "ada@example.com"} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log holds %q:\n%s", secret, logs.String())
+		}
+	}
+}
+
+// defaultHost is the host and port that links point at by default:
+// BASE_URL's default, which follows HTTP_ADDR's.
+func defaultHost(t *testing.T) string {
+	t.Helper()
+	cfg, err := config.Load(getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(cfg.BaseURL, "http://")
+}
+
+// The README, the docs and the compose file give the service's address on
+// this machine as the host that links point at by default: a browser keeps
+// the session cookie of 127.0.0.1 apart from that of localhost, so a page
+// opened at the one is not signed in by a link to the other. And where
+// they tell how to serve others, they say to set BASE_URL too.
+func TestDocsGiveTheAddressLinksPointAt(t *testing.T) {
+	t.Parallel()
+	want := defaultHost(t)
+	_, port, _ := strings.Cut(want, ":")
+	local := regexp.MustCompile(`(localhost|127\.0\.0\.1|\[::1\]):` + port + `\b`)
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range append(docs, "../../README.md", "../../deploy/compose.yaml") {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range local.FindAllString(string(raw), -1) {
+			if m != want {
+				t.Errorf("%s gives the address %s, want %s, where links point", filepath.Base(file), m, want)
+			}
+		}
+		for _, para := range strings.Split(string(raw), "\n\n") {
+			if strings.Contains(para, "HTTP_ADDR=:") && strings.Contains(para, "serves others") && !strings.Contains(para, "BASE_URL") {
+				t.Errorf("%s tells how to serve others without BASE_URL:\n%s", filepath.Base(file), para)
+			}
 		}
 	}
 }
@@ -318,7 +363,11 @@ func parseCurl(t *testing.T, line, addr string, vars map[string]string) *http.Re
 			method = http.MethodPost
 		}
 	}
-	url = strings.Replace(strings.TrimPrefix(url, "http://"), "localhost:8080", addr, 1)
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(url, "http://"), defaultHost(t))
+	if !ok {
+		t.Fatalf("%q: the URL is not at %s, where the app listens and links point by default", line, defaultHost(t))
+	}
+	url = addr + rest
 	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+url, strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("%q: %v", line, err)

@@ -45,7 +45,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		return err
 	}
 	defer stopTracing()
-	db, err := e.openDB(ctx)
+	db, keys, err := e.openWithKeys(ctx, e.openToServe)
 	if err != nil {
 		return err
 	}
@@ -57,10 +57,6 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 			db.Close()
 		}
 	}()
-	keys, err := e.keyring(db)
-	if err != nil {
-		return err
-	}
 	meter, metricsHandler, err := newMetrics(e.cfg.Tracing.Enabled())
 	if err != nil {
 		return err

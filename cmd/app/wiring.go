@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,24 +70,7 @@ func (e env) openExistingDB(ctx context.Context) (backend.Backend, error) {
 }
 
 func (e env) open(ctx context.Context, existing bool) (backend.Backend, error) {
-	d, err := e.database()
-	if err != nil {
-		return nil, err
-	}
-	if existing && d.sqlitePath != "" {
-		if _, err := os.Stat(d.sqlitePath); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("DATABASE_URL: there is no database at %s (app migrate or app serve makes one)", d.sqlitePath)
-		}
-	}
-	b, applied, err := d.open(ctx, e.log)
-	if err != nil {
-		return nil, err
-	}
-	if len(applied) > 0 {
-		e.log.Info("migrated database", "versions", applied)
-	}
-	e.log.Info("database open", d.logAttrs()...)
-	return b, nil
+	return e.openLogged(ctx, existing, slog.LevelDebug)
 }
 
 // handlers returns the outbox handlers of the running configuration, by

@@ -50,7 +50,7 @@ type Config struct {
 	// AdminPprof serves Go's profiler on the admin listener.
 	AdminPprof bool `env:"ADMIN_PPROF" envDefault:"false" desc:"Serve Go's profiler (go tool pprof) under /debug/pprof/ on the admin listener; it needs ADMIN_ADDR, and is never served on HTTP_ADDR."`
 	// BaseURL is where the links in mails point.
-	BaseURL string `env:"BASE_URL" desc:"Where links point: BASE_URL/sign-in?code=... and BASE_URL/confirm-email?code=...; unset: http://localhost:PORT, the port of HTTP_ADDR."`
+	BaseURL string `env:"BASE_URL" desc:"Where links point: BASE_URL/sign-in?code=... and BASE_URL/confirm-email?code=...; unset: http://HTTP_ADDR, with 127.0.0.1 for a host it leaves out or that means every interface (http://127.0.0.1:8080 by default). The session cookie is set for this host: open the pages at the same one (127.0.0.1 and localhost are two)."`
 	// BaseURLFromAddr reports that BASE_URL was unset, so BaseURL points
 	// at HTTP_ADDR: a server listening on port 0 sets it once it knows
 	// its port.
@@ -112,6 +112,9 @@ func Load(getenv func(string) string) (Config, error) {
 	var c Config
 	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
 		return Config{}, fmt.Errorf("config: %w", nameVariables(err))
+	}
+	if _, err := checkAddr("HTTP_ADDR", c.HTTPAddr); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	if c.BaseURL == "" {
 		c.BaseURL, c.BaseURLFromAddr = BaseURLOf(c.HTTPAddr), true
@@ -233,14 +236,26 @@ func (c Config) checkAdmin() error {
 		}
 		return nil
 	}
-	_, port, err := net.SplitHostPort(c.AdminAddr)
+	port, err := checkAddr("ADMIN_ADDR", c.AdminAddr)
 	if err != nil {
-		return fmt.Errorf("ADMIN_ADDR must be host:port or :port, got %q", c.AdminAddr)
+		return err
 	}
-	if c.AdminAddr == c.HTTPAddr && port != "0" {
+	if c.AdminAddr == c.HTTPAddr && port != 0 {
 		return fmt.Errorf("ADMIN_ADDR must differ from HTTP_ADDR (%s): the admin listener is a listener of its own", c.HTTPAddr)
 	}
 	return nil
+}
+
+// checkAddr returns the port of addr, the value of the listen address
+// name, or an error that names it unless addr is host:port or :port with
+// a port number.
+func checkAddr(name, addr string) (int, error) {
+	_, p, err := net.SplitHostPort(addr)
+	port, perr := strconv.ParseUint(p, 10, 16)
+	if err != nil || perr != nil {
+		return 0, fmt.Errorf("%s must be host:port or :port, such as 127.0.0.1:8080 or :8080; got %q", name, addr)
+	}
+	return int(port), nil
 }
 
 // mustRedact is [RedactURL] without its second result.
@@ -262,15 +277,16 @@ func (c Config) checkShutdown() error {
 }
 
 // BaseURLOf returns the base URL of links to a server listening on addr,
-// such as "127.0.0.1:8080" or ":9000": http, at localhost when addr names
-// no host or every interface.
+// such as "127.0.0.1:8080" or ":9000": http, at 127.0.0.1 when addr names
+// no host or every interface. It is one host, not localhost as well,
+// since a browser keeps the session cookie for the host it was set by.
 func BaseURLOf(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "http://localhost:8080"
+		return "http://127.0.0.1:8080"
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "localhost"
+		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
 }

@@ -121,6 +121,11 @@ func testLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"ADMIN_PPROF": "true"}, "ADMIN_ADDR"},
 		{map[string]string{"ADMIN_ADDR": "8081"}, "ADMIN_ADDR"},
 		{map[string]string{"ADMIN_ADDR": ":8080", "HTTP_ADDR": ":8080"}, "ADMIN_ADDR"},
+		{map[string]string{"ADMIN_ADDR": ":metrics"}, "ADMIN_ADDR"},
+		{map[string]string{"HTTP_ADDR": "8080"}, "HTTP_ADDR"},
+		{map[string]string{"HTTP_ADDR": "localhost"}, "HTTP_ADDR"},
+		{map[string]string{"HTTP_ADDR": ":http"}, "HTTP_ADDR"},
+		{map[string]string{"HTTP_ADDR": "127.0.0.1:70000"}, "HTTP_ADDR"},
 		{map[string]string{"SHUTDOWN_GRACE": "-1s"}, "SHUTDOWN_GRACE"},
 		{map[string]string{"SHUTDOWN_DELAY": "-1s"}, "SHUTDOWN_DELAY"},
 		{map[string]string{"SHUTDOWN_GRACE": "10s", "SHUTDOWN_DELAY": "10s"}, "SHUTDOWN_DELAY"},
@@ -195,8 +200,9 @@ func testBaseURLFollowsHTTPAddrUnlessSet(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ addr, base, want string }{
 		{"", "", "http://127.0.0.1:8080"},
-		{":9090", "", "http://localhost:9090"},
-		{"0.0.0.0:9091", "", "http://localhost:9091"},
+		{":9090", "", "http://127.0.0.1:9090"},
+		{"0.0.0.0:9091", "", "http://127.0.0.1:9091"},
+		{"[::]:9092", "", "http://127.0.0.1:9092"},
 		{"127.0.0.1:7000", "", "http://127.0.0.1:7000"},
 		{"[::1]:7001", "", "http://[::1]:7001"},
 		{":9090", "https://accounts.example.com/", "https://accounts.example.com"},
@@ -207,6 +213,16 @@ func testBaseURLFollowsHTTPAddrUnlessSet(t *testing.T) {
 		}
 		if c.BaseURL != tc.want || c.BaseURLFromAddr != (tc.base == "") {
 			t.Errorf("HTTP_ADDR %q, BASE_URL %q: base %q (from addr %v), want %q", tc.addr, tc.base, c.BaseURL, c.BaseURLFromAddr, tc.want)
+		}
+	}
+	// What app config says of the default is what it is.
+	c, err := config.Load(getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range config.Describe() {
+		if v.Name == "BASE_URL" && (!strings.Contains(v.Description, c.BaseURL+" by default") || strings.Contains(v.Description, "localhost:")) {
+			t.Errorf("BASE_URL is described as %q; its default is %s", v.Description, c.BaseURL)
 		}
 	}
 }

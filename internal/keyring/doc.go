@@ -14,5 +14,8 @@
 // XChaCha20-Poly1305, bound to their subject and ID. Forgetting a subject
 // deletes all its keys. A master key has an ID: DATA_KEY may list several,
 // the first wrapping new keys and the others only unwrapping old ones,
-// until [Keyring.Rotate] has rewrapped every key with the first.
+// until [Keyring.Rotate] has rewrapped every key with the first. The store
+// records which master keys wrap its keys, so that a process given the
+// wrong ones is stopped before it seals or opens anything
+// ([Keyring.Check]).
 package keyring

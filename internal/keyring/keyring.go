@@ -47,6 +47,17 @@ type Store interface {
 	// Rewrap replaces k, wrapped by k.Master, with wrapped by to; it does
 	// nothing when the key is no longer k.Master's.
 	Rewrap(ctx context.Context, tx uow.Tx, k WrappedKey, to string, wrapped []byte) error
+	// KeyWrappedBy returns a key that the master key master wrapped, and
+	// false when there is none.
+	KeyWrappedBy(ctx context.Context, tx uow.Tx, master string) (WrappedKey, bool, error)
+
+	// Masters returns the records of the master keys that wrap keys, in
+	// order of ID.
+	Masters(ctx context.Context, tx uow.Tx) ([]MasterCheck, error)
+	// PutMaster records m, or replaces the check of the record of its ID.
+	PutMaster(ctx context.Context, tx uow.Tx, m MasterCheck) error
+	// DeleteMaster deletes the record of the master key master, if any.
+	DeleteMaster(ctx context.Context, tx uow.Tx, master string) error
 }
 
 // WrappedKey is a key as the store keeps it: the key ID of Subject, wrapped
@@ -213,12 +224,19 @@ func (k *Keyring) Expired(ctx context.Context, tx uow.Tx, subject string, now ti
 
 // Rotate rewraps, as part of tx, up to limit keys that a master key other
 // than the current one wrapped, and returns how many it rewrapped; once it
-// returns 0, no key needs the old master keys and DATA_KEY may drop them.
+// returns 0, no key needs the old master keys, it has dropped their
+// records ([Keyring.Check]), and DATA_KEY may drop them.
 func (k *Keyring) Rotate(ctx context.Context, tx uow.Tx, limit int) (int, error) {
 	current := k.masters.current()
 	keys, err := k.store.KeysNotWrappedBy(ctx, tx, current.id, limit)
 	if err != nil {
 		return 0, fmt.Errorf("keyring: rotate: %w", err)
+	}
+	if len(keys) == 0 {
+		if err := k.forgetOthers(ctx, tx); err != nil {
+			return 0, fmt.Errorf("keyring: rotate: %w", err)
+		}
+		return 0, nil
 	}
 	for _, w := range keys {
 		key, err := k.masters.unwrap(w)

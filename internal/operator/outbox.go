@@ -43,7 +43,12 @@ func (o Outbox) List(ctx context.Context, f outbox.ListFilter, asJSON bool) erro
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tTOPIC\tSTATE\tATTEMPTS\tDUE\tLAST ERROR")
 	for _, r := range recs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Topic, r.State(f.Now), r.Attempts, r.DueAt.Format(time.RFC3339), r.LastError)
+		// A buried message is due never, until it is requeued.
+		due := "-"
+		if r.BuriedAt.IsZero() {
+			due = r.DueAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Topic, r.State(f.Now), r.Attempts, due, r.LastError)
 	}
 	return w.Flush()
 }
@@ -61,8 +66,11 @@ func (o Outbox) Show(ctx context.Context, id uuid.UUID, asJSON bool) error {
 		return json.NewEncoder(out).Encode(j)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "id\t%s\ntopic\t%s\nstate\t%s\nattempts\t%d\ncreated\t%s\ndue\t%s\n",
-		j.ID, j.Topic, j.State, j.Attempts, j.CreatedAt.Format(time.RFC3339Nano), j.DueAt.Format(time.RFC3339Nano))
+	fmt.Fprintf(w, "id\t%s\ntopic\t%s\nstate\t%s\nattempts\t%d\ncreated\t%s\n",
+		j.ID, j.Topic, j.State, j.Attempts, j.CreatedAt.Format(time.RFC3339Nano))
+	if j.DueAt != nil {
+		fmt.Fprintf(w, "due\t%s\n", j.DueAt.Format(time.RFC3339Nano))
+	}
 	if j.BuriedAt != nil {
 		fmt.Fprintf(w, "buried\t%s\n", j.BuriedAt.Format(time.RFC3339Nano))
 	}
@@ -97,7 +105,10 @@ func (o Outbox) Buried(ctx context.Context, limit int) error {
 }
 
 // Requeue makes buried messages due again now: those named by ID, or with
-// all every buried one.
+// all every buried one. A message named that is not buried is left as it
+// is, with an error wrapping [outbox.ErrNotBuried] that says its state,
+// and one that is not there an error wrapping [outbox.ErrNotFound]; the
+// others are requeued.
 func (o Outbox) Requeue(ctx context.Context, ids []uuid.UUID, all bool) error {
 	if all {
 		buried, err := o.Store.Buried(ctx, math.MaxInt32)
@@ -109,13 +120,36 @@ func (o Outbox) Requeue(ctx context.Context, ids []uuid.UUID, all bool) error {
 		}
 	}
 	now := time.Now()
+	var errs []error
+	n := 0
 	for _, id := range ids {
 		if err := o.Store.Requeue(ctx, id, now); err != nil {
-			return err
+			errs = append(errs, o.whyNotRequeued(ctx, id, err))
+			continue
 		}
+		n++
 	}
-	fmt.Fprintf(o.Out, "requeued %d\n", len(ids))
-	return nil
+	if len(errs) == 0 {
+		fmt.Fprintf(o.Out, "requeued %d\n", n)
+		return nil
+	}
+	fmt.Fprintf(o.Out, "requeued %d of %d messages\n", n, len(ids))
+	return errors.Join(errs...)
+}
+
+// whyNotRequeued returns err, the store's error for a message it did not
+// requeue, or, when that message is there but not buried, an error that
+// says so: the store tells the two apart by neither.
+func (o Outbox) whyNotRequeued(ctx context.Context, id uuid.UUID, err error) error {
+	if !errors.Is(err, outbox.ErrNotFound) {
+		return err
+	}
+	r, lerr := o.Store.Lookup(ctx, id)
+	if lerr != nil {
+		return err
+	}
+	return fmt.Errorf("outbox: requeue %s: %w: it is %s (only a buried message is requeued; one still to deliver is delivered as it is)",
+		id, outbox.ErrNotBuried, r.State(time.Now()))
 }
 
 // Discarded names the buried messages to discard: those of IDs, or with

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"golang.org/x/term"
@@ -64,14 +65,17 @@ func (o Projections) RebuildBlueGreen(ctx context.Context, p projections.Rebuild
 	return nil
 }
 
-// Status prints, for each version of each of ps, asynchronous projections
-// following the log, how many events and seconds it is behind the head of the
-// log, and its state: running (serving reads), rebuilding (built beside
-// the one that serves), or failed; it returns an error when one has
-// failed. Only the projections' names, versions and types are read.
+// Status prints a table of each version of each of ps, asynchronous
+// projections following the log: how many events and seconds it is behind
+// the head of the log, and its state: running (serving reads), rebuilding
+// (built beside the one that serves), failed, or stuck; it returns an
+// error when one has failed or is stuck. Only the projections' names,
+// versions and types are read.
 func (o Projections) Status(ctx context.Context, ps ...projections.Rebuildable) error {
-	log, out := o.Log, o.Out
+	log := o.Log
 	now := time.Now()
+	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "PROJECTION\tVERSION\tBEHIND\tLAG\tSTATE")
 	var failed []string
 	for _, p := range ps {
 		v, err := log.Versions(ctx, p.Name(), p.Version())
@@ -109,8 +113,11 @@ func (o Projections) Status(ctx context.Context, ps ...projections.Rebuildable) 
 				state = fmt.Sprintf("stuck: %s (%s)", strings.ReplaceAll(disorder.Error(), "\n", "; "), logOrderFix)
 				failed = append(failed, g)
 			}
-			fmt.Fprintf(out, "%s\tversion %d\tbehind %d events, %.1fs\t%s\n", p.Name(), version, n, secs, state)
+			fmt.Fprintf(w, "%s\t%d\t%d\t%.1fs\t%s\n", p.Name(), version, n, secs, state)
 		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("projections: %s failed", strings.Join(failed, ", "))

@@ -10,16 +10,17 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 )
 
-// RecordJSON is a message as [Outbox.List] and [Outbox.Show] print it in JSON. RequestID
-// and TraceParent (W3C trace context) name the request and the span that
-// added it ([outbox.Origin]).
+// RecordJSON is a message as [Outbox.List] and [Outbox.Show] print it in
+// JSON. DueAt is when it may next be claimed, and absent while it is
+// buried. RequestID and TraceParent (W3C trace context) name the request
+// and the span that added it ([outbox.Origin]).
 type RecordJSON struct {
 	ID          uuid.UUID       `json:"id"`
 	Topic       string          `json:"topic"`
 	State       string          `json:"state"`
 	Attempts    int             `json:"attempts"`
 	CreatedAt   time.Time       `json:"created_at"`
-	DueAt       time.Time       `json:"due_at"`
+	DueAt       *time.Time      `json:"due_at,omitempty"`
 	BuriedAt    *time.Time      `json:"buried_at,omitempty"`
 	LastError   string          `json:"last_error,omitempty"`
 	Key         string          `json:"key,omitempty"`
@@ -30,9 +31,11 @@ type RecordJSON struct {
 
 func toRecordJSON(r outbox.Record, now time.Time, payload bool) RecordJSON {
 	j := RecordJSON{ID: r.ID, Topic: r.Topic, State: r.State(now), Attempts: r.Attempts,
-		CreatedAt: r.CreatedAt, DueAt: r.DueAt, LastError: r.LastError, Key: r.Key,
+		CreatedAt: r.CreatedAt, LastError: r.LastError, Key: r.Key,
 		RequestID: r.Origin.RequestID, TraceParent: r.Origin.TraceParent}
-	if !r.BuriedAt.IsZero() {
+	if r.BuriedAt.IsZero() {
+		j.DueAt = &r.DueAt
+	} else {
 		j.BuriedAt = &r.BuriedAt
 	}
 	if payload {

@@ -158,3 +158,69 @@ func nullTime(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// KeyWrappedBy returns a key that master wrapped, as [keyring.Store]
+// describes; it scans data_keys until it finds one.
+func (DataKeys) KeyWrappedBy(ctx context.Context, t uow.Tx, master string) (keyring.WrappedKey, bool, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return keyring.WrappedKey{}, false, fmt.Errorf("data keys: %w", err)
+	}
+	k := keyring.WrappedKey{Master: master}
+	err = ptx.QueryRow(ctx, `SELECT subject, id, wrapped FROM data_keys WHERE master_id = $1 LIMIT 1`, master).Scan(&k.Subject, &k.ID, &k.Wrapped)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return keyring.WrappedKey{}, false, nil
+	}
+	if err != nil {
+		return keyring.WrappedKey{}, false, fmt.Errorf("data keys: a key wrapped by %s: %w", master, err)
+	}
+	return k, true, nil
+}
+
+// Masters returns the records of the master keys, as [keyring.Store]
+// describes, from the table data_key_masters.
+func (DataKeys) Masters(ctx context.Context, t uow.Tx) ([]keyring.MasterCheck, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("data keys: %w", err)
+	}
+	rows, err := ptx.Query(ctx, `SELECT master_id, check_value FROM data_key_masters ORDER BY master_id`)
+	if err != nil {
+		return nil, fmt.Errorf("data keys: master keys: %w", err)
+	}
+	masters, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (keyring.MasterCheck, error) {
+		var m keyring.MasterCheck
+		err := r.Scan(&m.Master, &m.Check)
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data keys: master keys: %w", err)
+	}
+	return masters, nil
+}
+
+// PutMaster records a master key, as [keyring.Store] describes.
+func (DataKeys) PutMaster(ctx context.Context, t uow.Tx, m keyring.MasterCheck) error {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return fmt.Errorf("data keys: %w", err)
+	}
+	if _, err := ptx.Exec(ctx, `INSERT INTO data_key_masters (master_id, check_value) VALUES ($1, $2)
+ON CONFLICT (master_id) DO UPDATE SET check_value = excluded.check_value`, m.Master, m.Check); err != nil {
+		return fmt.Errorf("data keys: record master key %s: %w", m.Master, err)
+	}
+	return nil
+}
+
+// DeleteMaster deletes the record of a master key, as [keyring.Store]
+// describes.
+func (DataKeys) DeleteMaster(ctx context.Context, t uow.Tx, master string) error {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return fmt.Errorf("data keys: %w", err)
+	}
+	if _, err := ptx.Exec(ctx, `DELETE FROM data_key_masters WHERE master_id = $1`, master); err != nil {
+		return fmt.Errorf("data keys: delete master key %s: %w", master, err)
+	}
+	return nil
+}

@@ -161,3 +161,79 @@ func (DataKeys) Rewrap(ctx context.Context, t uow.Tx, k keyring.WrappedKey, to s
 	}
 	return nil
 }
+
+// KeyWrappedBy returns a key that master wrapped, as [keyring.Store]
+// describes; it scans data_keys until it finds one.
+func (DataKeys) KeyWrappedBy(ctx context.Context, t uow.Tx, master string) (keyring.WrappedKey, bool, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return keyring.WrappedKey{}, false, fmt.Errorf("data keys: %w", err)
+	}
+	k := keyring.WrappedKey{Master: master}
+	err = st.QueryRowContext(ctx, `SELECT subject, id, wrapped FROM data_keys WHERE master_id = ? LIMIT 1`, master).Scan(&k.Subject, &k.ID, &k.Wrapped)
+	if errors.Is(err, sql.ErrNoRows) {
+		return keyring.WrappedKey{}, false, nil
+	}
+	if err != nil {
+		return keyring.WrappedKey{}, false, fmt.Errorf("data keys: a key wrapped by %s: %w", master, err)
+	}
+	return k, true, nil
+}
+
+// Masters returns the records of the master keys, as [keyring.Store]
+// describes, from the table data_key_masters.
+func (DataKeys) Masters(ctx context.Context, t uow.Tx) ([]keyring.MasterCheck, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return nil, fmt.Errorf("data keys: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, `SELECT master_id, check_value FROM data_key_masters ORDER BY master_id`)
+	if err != nil {
+		return nil, fmt.Errorf("data keys: master keys: %w", err)
+	}
+	defer rows.Close()
+	var masters []keyring.MasterCheck
+	for rows.Next() {
+		var m keyring.MasterCheck
+		if err := rows.Scan(&m.Master, &m.Check); err != nil {
+			return nil, fmt.Errorf("data keys: master keys: %w", err)
+		}
+		masters = append(masters, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("data keys: master keys: %w", err)
+	}
+	return masters, nil
+}
+
+// PutMaster records a master key, as [keyring.Store] describes.
+func (DataKeys) PutMaster(ctx context.Context, t uow.Tx, m keyring.MasterCheck) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("data keys: %w", err)
+	}
+	if err := st.writing(); err != nil {
+		return fmt.Errorf("data keys: record master key %s: %w", m.Master, err)
+	}
+	if _, err := st.ExecContext(ctx, `INSERT INTO data_key_masters (master_id, check_value) VALUES (?, ?)
+ON CONFLICT (master_id) DO UPDATE SET check_value = excluded.check_value`, m.Master, m.Check); err != nil {
+		return fmt.Errorf("data keys: record master key %s: %w", m.Master, err)
+	}
+	return nil
+}
+
+// DeleteMaster deletes the record of a master key, as [keyring.Store]
+// describes.
+func (DataKeys) DeleteMaster(ctx context.Context, t uow.Tx, master string) error {
+	st, err := asTx(t)
+	if err != nil {
+		return fmt.Errorf("data keys: %w", err)
+	}
+	if err := st.writing(); err != nil {
+		return fmt.Errorf("data keys: delete master key %s: %w", master, err)
+	}
+	if _, err := st.ExecContext(ctx, `DELETE FROM data_key_masters WHERE master_id = ?`, master); err != nil {
+		return fmt.Errorf("data keys: delete master key %s: %w", master, err)
+	}
+	return nil
+}

@@ -39,6 +39,8 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 		{"SealUntil/ExpiredSubjects", testExpiredSubjects},
 		{"Secret/StableAndSecret", testSecret},
 		{"Within/OneReadPerUnitOfWork", testWithin},
+		{"Check/RefusesMasterKeysThatUnwrapNothing", testCheck},
+		{"Check/FillsInRecordsWithoutACheck", testCheckUnchecked},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -65,6 +67,8 @@ func masters(t *testing.T, ids ...string) keyring.Masters {
 var testKeys = map[string]string{
 	"a": "a:" + strings.Repeat("A", 43),
 	"b": "b:" + strings.Repeat("B", 43),
+	// another-a is another key under the ID a.
+	"another-a": "a:" + strings.Repeat("C", 43),
 }
 
 func ring(t *testing.T, h Harness, ids ...string) *keyring.Keyring {
@@ -457,6 +461,95 @@ func testWithin(t *testing.T, h Harness) {
 	if got := counting.calls(); got != 3 {
 		t.Errorf("three opens without Within made %d calls to the store, want 3", got)
 	}
+}
+
+// check runs k.Check in a unit of work of its own.
+func check(t *testing.T, h Harness, k *keyring.Keyring) error {
+	t.Helper()
+	return h.Runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error { return k.Check(ctx, tx) })
+}
+
+// wantRefused fails t unless err is a [*keyring.MastersError] that names
+// needed, and of them missing as missing and other as other keys.
+func wantRefused(t *testing.T, what string, err error, needed, missing, other []string) {
+	t.Helper()
+	var me *keyring.MastersError
+	if !errors.As(err, &me) {
+		t.Errorf("%s: %v, want a *keyring.MastersError", what, err)
+		return
+	}
+	if !slices.Equal(me.Needed, needed) || !slices.Equal(me.Missing, missing) || !slices.Equal(me.Other, other) {
+		t.Errorf("%s: needed %v, missing %v, other %v; want %v, %v, %v", what, me.Needed, me.Missing, me.Other, needed, missing, other)
+	}
+	for _, id := range needed {
+		if !strings.Contains(err.Error(), id) {
+			t.Errorf("%s: %q does not name the master key %s", what, err, id)
+		}
+	}
+}
+
+// Check refuses master keys that lack one that wraps stored keys, or hold
+// another key under its ID, before anything is sealed or opened: the
+// wrong key from the start, and the old key alone after a rotation. The
+// right keys pass, and nothing wrapped means nothing is needed.
+func testCheck(t *testing.T, h Harness) {
+	a := ring(t, h, "a")
+	if err := check(t, h, ring(t, h, "b")); err != nil {
+		t.Fatalf("Check of an empty store: %v", err)
+	}
+	if err := check(t, h, a); err != nil {
+		t.Fatalf("Check with a key other than the first, before anything was sealed: %v", err)
+	}
+	sealed := seal(t, h, a, "user:1", "ada@example.com")
+	wantRefused(t, "Check without the key that wrapped the store's keys", check(t, h, ring(t, h, "b")), []string{"a"}, []string{"a"}, nil)
+	wantRefused(t, "Check with another key under its ID", check(t, h, ring(t, h, "another-a")), []string{"a"}, nil, []string{"a"})
+	if err := check(t, h, a); err != nil {
+		t.Fatalf("Check with the right key: %v", err)
+	}
+	both := ring(t, h, "b", "a")
+	if err := check(t, h, both); err != nil {
+		t.Fatalf("Check with a new key before the old one: %v", err)
+	}
+	for {
+		var n int
+		do(t, h, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			n, err = both.Rotate(ctx, tx, 10)
+			return err
+		})
+		if n == 0 {
+			break
+		}
+	}
+	wantRefused(t, "Check with the old key alone after a rotation", check(t, h, a), []string{"b"}, []string{"b"}, nil)
+	onlyNew := ring(t, h, "b")
+	if err := check(t, h, onlyNew); err != nil {
+		t.Fatalf("Check with the new key alone after a rotation: %v", err)
+	}
+	wantOpen(t, h, onlyNew, "user:1", sealed, "ada@example.com")
+}
+
+// A record without a check, as a store that held keys before it recorded
+// master keys has, is checked against a key it wrapped and then given
+// its check; one whose key wraps nothing is no obstacle.
+func testCheckUnchecked(t *testing.T, h Harness) {
+	a := ring(t, h, "a") // never checked: it records nothing
+	seal(t, h, a, "user:1", "ada@example.com")
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		return errors.Join(h.Store.PutMaster(ctx, tx, keyring.MasterCheck{Master: "a"}), h.Store.PutMaster(ctx, tx, keyring.MasterCheck{Master: "z"}))
+	})
+	wantRefused(t, "Check with another key under the ID of a record without a check", check(t, h, ring(t, h, "another-a")), []string{"a"}, nil, []string{"a"})
+	if err := check(t, h, a); err != nil {
+		t.Fatalf("Check with the key of a record without a check: %v", err)
+	}
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		records, err := h.Store.Masters(ctx, tx)
+		if err == nil && (len(records) != 2 || records[0].Master != "a" || records[0].Check == nil) {
+			t.Errorf("Masters after the check: %+v, want a with its check, and z", records)
+		}
+		return err
+	})
+	wantRefused(t, "Check with another key under the ID, once the record has its check", check(t, h, ring(t, h, "another-a")), []string{"a"}, nil, []string{"a"})
 }
 
 // countingStore counts the calls made to a store.

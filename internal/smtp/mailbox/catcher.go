@@ -29,7 +29,8 @@ func CheckLoopback(addr string) error {
 // Catch is a mail catcher for trying the service on one machine: it serves
 // SMTP on addr, which must be a loopback address since it takes mail from
 // anyone for anyone, until ctx ends, and prints each mail it receives to
-// out. It says on log where it listens. It returns nil once ctx ends.
+// out, with the line endings of a terminal (LF) rather than SMTP's CRLF.
+// It says on log where it listens. It returns nil once ctx ends.
 func Catch(ctx context.Context, addr string, out, log io.Writer) error {
 	if err := CheckLoopback(addr); err != nil {
 		return err
@@ -43,7 +44,8 @@ func Catch(ctx context.Context, addr string, out, log io.Writer) error {
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(out, "--- mail from %s to %s\nSubject: %s\nMessage-ID: %s\n\n%s\n",
-			m.From, strings.Join(m.To, ", "), m.Header.Get("Subject"), m.Header.Get("Message-ID"), strings.TrimRight(m.Text, "\r\n"))
+			m.From, strings.Join(m.To, ", "), m.Header.Get("Subject"), m.Header.Get("Message-ID"),
+			strings.ReplaceAll(strings.TrimRight(m.Text, "\r\n"), "\r\n", "\n"))
 	})
 	fmt.Fprintf(log, "devmail listening on %s: run the app with SMTP_URL=smtp://%s\n", l.Addr(), l.Addr())
 	done := make(chan error, 1)
