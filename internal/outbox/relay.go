@@ -30,10 +30,7 @@ type Handler func(ctx context.Context, m Message) error
 // at once; an operator can still requeue it.
 var ErrPermanent = errors.New("outbox: permanent failure")
 
-var (
-	errNoHandler   = errors.New("no handler for topic")
-	errOverclaimed = errors.New("claimed more often than allowed without finishing")
-)
+var errOverclaimed = errors.New("claimed more often than allowed without finishing")
 
 // HeldBatches is how many batches of messages a relay may hold at once,
 // claimed and not yet settled. Two claims may run at once, and each
@@ -52,9 +49,17 @@ const HeldBatches = 8
 // is retried after [Backoff], and a message is buried once its topic's
 // [RetryPolicy] is spent ([RelayConfig.MaxAttempts] failures unless
 // [WithRetryPolicy] says otherwise), at its first failure when the
-// handler's error wraps [ErrPermanent], when its topic has no handler, or
-// when it was claimed again after its policy was spent without finishing,
-// since it may be what crashes the relay.
+// handler's error wraps [ErrPermanent], or when it was claimed again after
+// its policy was spent without finishing, since it may be what crashes the
+// relay.
+//
+// A relay claims only the messages of the topics it has a handler for
+// (a [Scope] with their names narrows every claim). A message of another
+// topic is left in the store as it is, due, its attempts unspent, for a
+// relay whose configuration has that topic's handler: an instance started
+// without a broker or a mail server leaves those messages alone, instead
+// of burying them. Whether they wait too long the outbox.backlog gauges
+// show.
 //
 // A relay keeps these promises:
 //
@@ -86,13 +91,15 @@ const HeldBatches = 8
 type Relay struct {
 	store    RelayStore
 	handlers map[string]Handler
-	cfg      RelayConfig
-	now      func() time.Time
-	log      *slog.Logger
-	meter    metric.MeterProvider
-	metrics  *relayMetrics
-	tp       trace.TracerProvider
-	tracer   trace.Tracer // nil when tp is a no-op provider
+	// topics are the topics of handlers, sorted: the only ones it claims.
+	topics  []string
+	cfg     RelayConfig
+	now     func() time.Time
+	log     *slog.Logger
+	meter   metric.MeterProvider
+	metrics *relayMetrics
+	tp      trace.TracerProvider
+	tracer  trace.Tracer // nil when tp is a no-op provider
 	// spanNames are the names of the delivery spans, by topic.
 	spanNames map[string]string
 	breakers  *breakers
@@ -148,6 +155,7 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 		topics = append(topics, topic)
 	}
 	slices.Sort(topics)
+	r.topics = topics
 	for _, o := range opts {
 		o(r)
 	}
@@ -262,8 +270,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		router.AddConsumerHandler("outbox."+topic, topic, sub, consume(r.handlers[topic]))
 	}
 	if len(topics) == 0 {
-		// A router without handlers runs until it is closed; the relay
-		// still claims, to bury what has no handler.
+		// A router without handlers runs until it is closed. The relay
+		// then claims nothing.
 		go func() {
 			<-ctx.Done()
 			_ = router.Close()

@@ -15,8 +15,8 @@ import (
 // of its topic's Subscribe, for the router's handler of that topic, and
 // settles each on its Ack or Nack: an ack is acknowledged in a batch with
 // the others, a nack retried after [Backoff] or buried as the topic's
-// [RetryPolicy] says. A message that no handler may take (its topic has
-// none, or it was claimed too often) is buried without being handed out.
+// [RetryPolicy] says. A message claimed too often is buried without being
+// handed out.
 //
 // It claims whenever the relay's semaphore has a batch's worth of free
 // slots: at once after a full batch, when the store wakes it (a commit
@@ -361,9 +361,13 @@ func (s *subscriber) handAll(ctx context.Context, c *claim) {
 }
 
 // handOne hands h out, or buries it when no handler may take it, and
-// reports whether it did either; false when the subscriber stopped first.
+// reports whether it did either, or released it; false when the subscriber
+// stopped first.
 func (s *subscriber) handOne(ctx context.Context, c *claim, h *held) bool {
 	r := s.r
+	if r.foreign(ctx, h) {
+		return true
+	}
 	if why := r.refusal(h); why != nil {
 		r.refuse(h, why)
 		return true
