@@ -106,6 +106,7 @@ func TestReadyzFailsWhileTheRelayCannotClaim(t *testing.T) {
 		"DATABASE_URL":    direct,
 		"DATA_KEY":        testDataKey,
 		"HTTP_ADDR":       "127.0.0.1:0",
+		"SMTP_URL":        smtptest.NewServer(t).URL(),
 		"OUTBOX_INTERVAL": "50ms",
 	})
 	app.awaitReady(t, http.StatusOK)
