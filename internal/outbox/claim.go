@@ -118,6 +118,17 @@ func (r *Relay) flowing(except []string) []string {
 	return flowing
 }
 
+// claimRetryCeiling bounds the wait before [Relay.Run] tries a failed claim
+// again.
+const claimRetryCeiling = 10 * time.Second
+
+// claimRetryAfter returns how long [Relay.Run] waits before it tries a claim
+// again after failures claims failed in a row: [Backoff], one second
+// doubling, up to claimRetryCeiling.
+func claimRetryAfter(failures int) time.Duration {
+	return min(Backoff(failures), claimRetryCeiling)
+}
+
 // claimFailed counts a failed claim, and logs the first of a run of them at
 // error and the others at debug, so that a database that is away for an hour
 // does not fill the log; [Relay.claimSucceeded] ends the run.
@@ -128,7 +139,7 @@ func (r *Relay) claimFailed(ctx context.Context, err error) {
 	r.metrics.storeError(ctx, opClaim)
 	r.claimErr.Store(&err)
 	if r.claimsFailing.CompareAndSwap(false, true) {
-		r.log.ErrorContext(ctx, "outbox: claim failed; the relay tries again at each poll (outbox.store.errors counts the failures)", "error", err)
+		r.log.ErrorContext(ctx, "outbox: claim failed; the relay tries again within seconds (outbox.store.errors counts the failures)", "error", err)
 		return
 	}
 	r.log.DebugContext(ctx, "outbox: claim failed again", "error", err)

@@ -123,6 +123,10 @@ type Relay struct {
 	// claimErr is the error of the latest claim while claims fail, nil
 	// otherwise.
 	claimErr atomic.Pointer[error]
+	// claimRetry returns a channel that receives once a failed claim is to
+	// be tried again, after the wait it is given: time.After, or the
+	// signal of a test.
+	claimRetry func(time.Duration) <-chan time.Time
 	// unobserve stops the gauges' callback.
 	unobserve func()
 }
@@ -145,6 +149,7 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 		sem:         newSemaphore(HeldBatches * cfg.Batch),
 		settledKeys: newSettledKeys(),
 		ackDelay:    ackDelay,
+		claimRetry:  time.After,
 	}
 	topics := make([]string, 0, len(handlers))
 	for topic, h := range handlers {
@@ -195,7 +200,10 @@ var ErrCannotClaim = errors.New("outbox: the relay cannot claim messages")
 
 // Ready returns nil unless the relay's latest claim failed, and then an
 // error wrapping [ErrCannotClaim] and the claim's error, until a claim
-// succeeds again. A relay that has not claimed yet is ready.
+// succeeds again. Under [Relay.Run] a failed claim is tried again within
+// seconds, however long [RelayConfig.Interval] is, so Ready returns nil
+// again soon after the store is back. A relay that has not claimed yet is
+// ready.
 func (r *Relay) Ready() error {
 	if err := r.claimErr.Load(); err != nil {
 		return fmt.Errorf("%w: %w", ErrCannotClaim, *err)

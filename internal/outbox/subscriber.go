@@ -22,7 +22,11 @@ import (
 // slots: at once after a full batch, when the store wakes it (a commit
 // added messages), when keyed messages were settled (the next of their
 // keys are due), when a breaker's probe is due, or after
-// [RelayConfig.Interval]; up to two claims at once (see loop). Since the
+// [RelayConfig.Interval]; up to two claims at once (see loop). A claim that
+// failed (the database went away, or restarted and cut the pool's
+// connections) is tried again after a backoff of its own, from one second
+// to [claimRetryCeiling], whatever the interval: the relay, and with it the
+// instance's readiness, comes back within seconds of the database. Since the
 // semaphore holds [HeldBatches] batches, it claims the next batches while
 // the previous ones are delivered and acknowledged.
 // It never holds a database transaction while a handler runs.
@@ -176,8 +180,12 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 	r := s.r
 	poll := time.NewTimer(r.cfg.Interval)
 	defer poll.Stop()
-	type result struct{ lead, full bool }
+	type result struct{ lead, full, failed bool }
 	results := make(chan result, 2)
+	// failures counts the claims that failed in a row, and retry fires
+	// when the next is due.
+	failures := 0
+	var retry <-chan time.Time
 	running, leading := 0, false
 	// more is set while claims come back full: a backlog is draining.
 	more := false
@@ -216,7 +224,10 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 				running++
 				leading = leading || lead
 				want = more && running < 2
-				go func() { results <- result{lead, s.claim(ctx, claims, cur, lead)} }()
+				go func() {
+					full, err := s.claim(ctx, claims, cur, lead)
+					results <- result{lead, full, err != nil}
+				}()
 				if want {
 					continue
 				}
@@ -234,6 +245,14 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 			}
 			if s.stopping(ctx) {
 				return
+			}
+			if res.failed {
+				failures++
+				if retry == nil {
+					retry = r.claimRetry(claimRetryAfter(failures))
+				}
+			} else {
+				failures, retry = 0, nil
 			}
 			more = res.full
 			s.backlog.Store(res.full)
@@ -255,6 +274,9 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 		case <-poll.C:
 			want = true
 			resetTimer(poll, s.untilNextClaim())
+		case <-retry:
+			retry = nil
+			want = true
 		case <-r.breakers.closed:
 			want = true // A probe was delivered: its topic flows again.
 		case <-r.settledKeys.signal:
@@ -294,22 +316,22 @@ func (s *subscriber) stopping(ctx context.Context) bool {
 }
 
 // claim claims a batch and queues it to be handed over. It reports whether
-// more may be due.
-func (s *subscriber) claim(ctx context.Context, claims chan<- *claim, cur *cursor, probes bool) bool {
+// more may be due, and the error of a claim that failed.
+func (s *subscriber) claim(ctx context.Context, claims chan<- *claim, cur *cursor, probes bool) (bool, error) {
 	r := s.r
 	n := r.sem.tryAcquire(r.cfg.Batch)
 	// The handlers of one claim share one deadline, counted from before the
 	// claim, so that a slow claim shortens their time rather than the time
 	// the lease leaves to record their outcomes.
 	deadline := time.Now().Add(r.cfg.Timeout)
-	c, full, _ := r.claim(ctx, n, cur, probes)
+	c, full, err := r.claim(ctx, n, cur, probes)
 	if len(c.msgs) == 0 {
-		return full
+		return full, err
 	}
 	s.arm(c, deadline)
 	// The semaphore bounds the claims in flight, so this never waits long.
 	claims <- c
-	return full
+	return full, err
 }
 
 // arm gives the handlers of c their context: it ends at deadline, once
