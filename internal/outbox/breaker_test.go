@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +93,55 @@ func TestRelayBreaker(t *testing.T) {
 	t.Run("left half-open when the probe's claim fails", testBreakerLeftHalfOpenWhenTheProbeClaimFails)
 	t.Run("probes again after a probe that fails for good", testBreakerProbesAgainAfterAProbeThatFailsForGood)
 	t.Run("stays open when a late acknowledgement is written", testBreakerStaysOpenWhenALateAckIsWritten)
+	t.Run("opens at the first failure to reach the destination", testBreakerOpensAtTheFirstFailureToReachTheDestination)
+}
+
+// A failure to reach the destination at all (outbox.ErrUnreachable) opens
+// the breaker on its own, though only one message is failing: with the
+// seed's defaults, a mail alone in an outage of two and a half minutes is
+// tried at the probes' pace and delivered at its seventh attempt once the
+// server is back, where its own backoff spent all eight on the outage and
+// buried it.
+// The same failures from the destination's replies leave the breaker
+// closed (testRelayBuriesAMessageThatFailsOnItsOwn).
+func testBreakerOpensAtTheFirstFailureToReachTheDestination(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			opt, reader := meter()
+			f := newFixtureOn(t, backend, outbox.RelayConfig{}, opt) // MaxAttempts 8
+			start := f.now
+			var attempts []int
+			f.handle = func(_ context.Context, m outbox.Message) error {
+				attempts = append(attempts, m.Attempts)
+				if f.now.Sub(start) < 150*time.Second {
+					refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+					return fmt.Errorf("smtp: send: %w", outbox.Unreachable(refused))
+				}
+				return nil
+			}
+			m := f.add(t, "mail")
+			f.drain(t)
+			if got := collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]; got != 2 {
+				t.Errorf("breaker state after one message failed to reach its destination = %v, want 2 (open)", got)
+			}
+			delivered := 0
+			for f.now.Sub(start) < 5*time.Minute && delivered == 0 {
+				f.now = f.now.Add(time.Second)
+				delivered += f.drain(t).Delivered
+			}
+			if delivered != 1 {
+				rec, err := f.store.Lookup(t.Context(), m.ID)
+				t.Fatalf("the mail after an outage of two and a half minutes: %+v, %v; want it delivered", rec, err)
+			}
+			if want := []int{1, 2, 3, 4, 5, 6, 7}; !slices.Equal(attempts, want) {
+				t.Errorf("the handler saw attempts %v, want %v: the first failure, five probes and the delivery", attempts, want)
+			}
+			if got := collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]; got != 0 {
+				t.Errorf("breaker state after the delivery = %v, want 0 (closed)", got)
+			}
+		})
+	}
 }
 
 // A probe that fails for good (outbox.ErrPermanent) is buried and says

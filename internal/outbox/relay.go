@@ -85,9 +85,10 @@ const HeldBatches = 8
 //     [RelayConfig] still leaves every lease [SettleTimeout] to record the
 //     outcome of a delivery that took the whole timeout. A crash loses the
 //     acknowledgements not yet written, whose messages are delivered again.
-//   - While every delivery of a topic fails, a circuit breaker stops
-//     claiming that topic's messages, so that an outage does not spend their
-//     attempts; see [breakers].
+//   - While every delivery of a topic fails, or once one could not reach
+//     its destination at all ([ErrUnreachable]), a circuit breaker stops
+//     claiming that topic's messages, so that an outage does not spend
+//     their attempts; see [breakers].
 type Relay struct {
 	store    RelayStore
 	handlers map[string]Handler

@@ -72,7 +72,7 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 		// wait, and a success heard late could close a breaker that
 		// failures opened meanwhile. The acknowledgement counts the
 		// delivery, with the others it writes.
-		r.breakers.record(m.Topic, m.ID, true, r.now())
+		r.breakers.record(m.Topic, m.ID, outcomeDelivered, r.now())
 		h.took, h.span = took, trace.SpanContextFromContext(wm.Context())
 		ack(h)
 		return outcomeDelivered
@@ -91,10 +91,13 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 		return outcomeReleased
 	}
 	permanent := wm.Metadata.Get(MetadataPermanent) != ""
-	if permanent {
+	switch {
+	case permanent:
 		r.breakers.unprobed(m.Topic, m.ID)
-	} else {
-		r.breakers.record(m.Topic, m.ID, false, r.now())
+	case wm.Metadata.Get(MetadataUnreachable) != "":
+		r.breakers.record(m.Topic, m.ID, failedUnreachable, r.now())
+	default:
+		r.breakers.record(m.Topic, m.ID, failedAtDestination, r.now())
 	}
 	sctx, cancel := context.WithTimeout(WithLease(ctx, h.lease), SettleTimeout)
 	defer cancel()
