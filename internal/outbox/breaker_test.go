@@ -278,7 +278,9 @@ func testBreakerLeftHalfOpenWithoutAProbeWhenTheBatchIsFull(t *testing.T) {
 
 // A store error on the probe's claim (the database goes away just then)
 // leaves the breaker half-open, waiting for its probe: once the database is
-// back, a later claim probes the topic and it flows again.
+// back, a later claim probes the topic and it flows again. A probe's claim
+// that works makes the relay ready again, though every topic's breaker is
+// open and the probes are all it claims.
 func testBreakerLeftHalfOpenWhenTheProbeClaimFails(t *testing.T) {
 	t.Parallel()
 	db, proxy := pgtest.NewBehindProxy(t)
@@ -292,14 +294,23 @@ func testBreakerLeftHalfOpenWhenTheProbeClaimFails(t *testing.T) {
 	if stats, err := f.relay.Drain(t.Context()); err != nil || stats.Retried != 6 {
 		t.Fatalf("first pass: %+v, %v; want all six failed, both breakers open", stats, err)
 	}
-	f.down.Store(false)
 	f.now = epoch.Add(5 * time.Second) // Both breakers are due to probe.
 	proxy.Down()
 	if _, err := f.relay.Drain(t.Context()); err == nil {
 		t.Fatal("a drain with the database away succeeded")
 	}
+	if err := f.relay.Ready(); !errors.Is(err, outbox.ErrCannotClaim) {
+		t.Fatalf("Ready after the probe's claim failed = %v, want ErrCannotClaim", err)
+	}
 	proxy.Up()
 	f.now = f.now.Add(time.Second)
+	if stats, err := f.relay.Drain(t.Context()); err != nil || stats != (outbox.DrainStats{Claimed: 2, Retried: 2}) {
+		t.Fatalf("the pass once the database is back: %+v, %v; want the two probes alone, failed", stats, err)
+	}
+	if err := f.relay.Ready(); err != nil {
+		t.Errorf("Ready once the probes' claims worked = %v, want nil", err)
+	}
+	f.down.Store(false)
 	f.drainUntil(t, 3)
 	if f.delivered("mail") != 3 || f.delivered("sms") != 3 {
 		t.Errorf("an hour after the database and both destinations came back: delivered %d mail and %d sms of 3 each",

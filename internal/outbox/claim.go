@@ -74,6 +74,7 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor, probes bool) 
 			r.claimFailed(ctx, err)
 			return r.hold(c, msgs, limit), false, err
 		}
+		r.claimSucceeded(ctx)
 		id := uuid.Nil
 		if len(got) > 0 {
 			id = got[0].ID
