@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 )
 
 // The admin listener (ADMIN_ADDR): /metrics, the probes and, when asked
@@ -19,6 +21,7 @@ func TestAdminListener(t *testing.T) {
 	sqlite := func(t *testing.T, env map[string]string) map[string]string {
 		env["DATABASE_URL"] = "sqlite:" + filepath.Join(t.TempDir(), "accounts.db")
 		env["ADMIN_ADDR"] = "127.0.0.1:0"
+		env["SMTP_URL"] = smtptest.NewServer(t).URL()
 		return env
 	}
 	t.Run("TakesMetricsOffThePublicListener", func(t *testing.T) {

@@ -67,19 +67,24 @@ func printConfig(stdout io.Writer, getenv func(string) string, defaults bool) er
 	return nil
 }
 
-// outboxDrain delivers what is due now in one synchronous pass.
+// outboxDrain delivers what is due now in one synchronous pass, of the
+// topics whose handlers work in this configuration: mail only through
+// SMTP_URL, never printed on the operator's terminal; what it cannot
+// deliver it leaves in the outbox, and says so on stderr.
 func outboxDrain(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	e, err := load(getenv, stderr)
 	if err != nil {
 		return err
 	}
-	e.printMailOn(stdout)
+	if e.cfg.SMTPURL == "" {
+		fmt.Fprintln(stderr, "SMTP_URL is unset: mail is left in the outbox for a relay that can send it")
+	}
 	db, err := e.openDB(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	keys, err := e.keyring(db)
+	keys, err := e.keyring(ctx, db)
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,69 @@ func TestSMTPOutageOfTenMinutesLosesNoMail(t *testing.T) {
 	}
 }
 
+// TestSMTPOutageWithOneMailLosesNoMail keeps the SMTP server down, refusing
+// connections, for two and a half minutes of the relay's clock while one
+// mail alone waits, with the seed's defaults. The refused connection opens
+// the topic's breaker at the first failure, although no other message is
+// failing: the mail is tried at the probes' pace and sent once the server is
+// back. Without that, its backoff spent its eight attempts within the
+// outage and buried it.
+func TestSMTPOutageWithOneMailLosesNoMail(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := pgtest.New(t)
+	mx := smtptest.NewServer(t)
+	clock := testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	reader := sdkmetric.NewManualReader()
+	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{},
+		outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	users, err := user.NewService(user.Deps{
+		Runner: db.Runner(clock.Now),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
+		Views:  postgres.UserViews{},
+		Keys:   keyringtest.New(t, postgres.DataKeys{}),
+	}, user.Policy{}, "http://accounts.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total outbox.DrainStats
+	drain := func() {
+		t.Helper()
+		got, err := relay.Drain(ctx)
+		if err != nil {
+			t.Fatalf("drain at %s: %v", clock.Now().Format(time.RFC3339), err)
+		}
+		total.Retried += got.Retried
+		total.Delivered += got.Delivered
+		total.Buried += got.Buried
+	}
+
+	mx.Stop()
+	if err := users.RequestSignInLink(ctx, "ada@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	if got := breakerState(t, reader, mail.TopicLoginLink); got != 2 {
+		t.Errorf("breaker state after one refused connection = %d, want 2 (open)", got)
+	}
+	for elapsed := time.Second; elapsed < 150*time.Second; elapsed += time.Second {
+		clock.Advance(time.Second)
+		drain()
+	}
+	mx.Start(t)
+	for waited := time.Duration(0); total.Delivered == 0 && total.Buried == 0 && waited < 2*time.Minute; waited += time.Second {
+		clock.Advance(time.Second)
+		drain()
+	}
+	if total.Delivered != 1 || total.Buried != 0 {
+		t.Fatalf("after the server came back: %+v; want the mail delivered, not buried", total)
+	}
+	if got := len(mx.Messages()); got != 1 {
+		t.Errorf("the server received %d mails, want 1", got)
+	}
+}
+
 // breakerState returns the value of the outbox.breaker.state gauge for topic.
 func breakerState(t *testing.T, reader *sdkmetric.ManualReader, topic string) int64 {
 	t.Helper()

@@ -51,6 +51,27 @@ func sqliteWithIn(t *testing.T, ctx context.Context, msgs ...outbox.Message) map
 	return env
 }
 
+// buryIn buries msgs, due now in the SQLite database of env, with reason,
+// as a relay that could not deliver them would.
+func buryIn(t *testing.T, env map[string]string, reason string, msgs ...outbox.Message) {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), strings.TrimPrefix(env["DATABASE_URL"], "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, m := range msgs {
+		ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: []string{m.Topic}})
+		got, err := db.Outbox().Claim(ctx, time.Now(), time.Minute, 1)
+		if err != nil || len(got) != 1 || got[0].ID != m.ID {
+			t.Fatalf("claim of %s: %v, %v", m.ID, got, err)
+		}
+		if err := db.Outbox().Bury(t.Context(), m.ID, reason); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // app outbox: what operators do with the messages the relay could not
 // deliver.
 func TestOutboxCommands(t *testing.T) {
@@ -63,13 +84,10 @@ func TestOutboxCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := sqliteWith(t, m)
+		buryIn(t, env, "550 5.7.1 relaying denied", m)
 
-		out, err := runApp(t, t.Context(), env, "outbox", "drain")
-		if err != nil || out != "claimed 1, delivered 0, retried 0, buried 1\n" {
-			t.Fatalf("outbox drain: %q, %v; want the message claimed and not delivered", out, err)
-		}
-		out, err = runApp(t, t.Context(), env, "outbox", "buried")
-		if err != nil || !strings.Contains(out, m.ID.String()) || !strings.Contains(out, `no handler for topic "sms.login_code"`) {
+		out, err := runApp(t, t.Context(), env, "outbox", "buried")
+		if err != nil || !strings.Contains(out, m.ID.String()) || !strings.Contains(out, "550 5.7.1 relaying denied") {
 			t.Fatalf("outbox buried: %q, %v; want the message with its reason", out, err)
 		}
 		for _, bad := range [][]string{{"requeue"}, {"requeue", "--all", m.ID.String()}, {"requeue", "not-an-id"}} {
@@ -103,9 +121,7 @@ func TestOutboxCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := sqliteWith(t, lost, kept)
-		if _, err := runApp(t, t.Context(), env, "outbox", "drain"); err != nil { // buries lost: no handler
-			t.Fatal(err)
-		}
+		buryIn(t, env, "550 5.7.1 relaying denied", lost)
 
 		out, err := runApp(t, t.Context(), env, "outbox", "list")
 		if err != nil || !strings.Contains(out, lost.ID.String()+"  sms.login_code   buried") || !strings.Contains(out, kept.ID.String()+"  mail.login_link  waiting") {

@@ -28,14 +28,17 @@ import (
 // ctx is done; API=false, RELAY=false or PROJECTIONS=false leaves a part to
 // other instances.
 //
-// With SMTP_URL unset, mail is printed on stdout if it is a terminal.
+// With SMTP_URL unset, the relay prints mail on stdout if it is a
+// terminal, and serve does not start otherwise ([env.printMailOn]).
 func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
 	e, err := load(getenv, stderr)
 	if err != nil {
 		return err
 	}
 	if e.cfg.Relay {
-		e.printMailOn(stdout)
+		if err := e.printMailOn(stdout); err != nil {
+			return err
+		}
 	}
 	if !e.cfg.API && !e.cfg.Relay && !e.cfg.Projections {
 		return errors.New("API=false, RELAY=false and PROJECTIONS=false leave nothing to run")

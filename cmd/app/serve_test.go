@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 )
 
 func TestMigrateThenServeUntilCancelled(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": pgtest.NewURL(t), "HTTP_ADDR": "127.0.0.1:0", "DATA_KEY": testDataKey}
+	env := map[string]string{"DATABASE_URL": pgtest.NewURL(t), "HTTP_ADDR": "127.0.0.1:0", "DATA_KEY": testDataKey, "SMTP_URL": smtptest.NewServer(t).URL()}
 	out, err := runApp(t, t.Context(), env, "migrate")
 	if err != nil || !strings.Contains(out, "up to date") {
 		t.Fatalf("migrate: %q, %v", out, err)

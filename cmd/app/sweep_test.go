@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -103,6 +104,7 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 	env := map[string]string{
 		"DATABASE_URL":            "sqlite:" + path,
 		"HTTP_ADDR":               "127.0.0.1:0",
+		"SMTP_URL":                smtptest.NewServer(t).URL(),
 		"SWEEP_INTERVAL":          "1h", // The first sweep runs at start.
 		"OUTBOX_BURIED_RETENTION": "0",  // Kept until discarded.
 	}

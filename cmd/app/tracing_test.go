@@ -90,6 +90,7 @@ func TestTracingExportsOverOTLPByTheStandardVariables(t *testing.T) {
 	env := map[string]string{
 		"DATABASE_URL":                "sqlite:" + filepath.Join(t.TempDir(), "accounts.db"),
 		"HTTP_ADDR":                   "127.0.0.1:0",
+		"SMTP_URL":                    smtptest.NewServer(t).URL(),
 		"OTEL_TRACES_EXPORTER":        "otlp",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": rc.url,
 		"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",

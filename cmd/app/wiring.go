@@ -38,8 +38,8 @@ type env struct {
 	cfg    config.Config
 	log    *slog.Logger
 	tracer trace.TracerProvider
-	// mailOut is the terminal that mail is printed on when SMTP_URL is
-	// unset ([env.printMailOn]); nil: none, and mail is not sent.
+	// mailOut is the terminal that the relay of `app serve` prints mail
+	// on when SMTP_URL is unset ([env.printMailOn]); nil: none.
 	mailOut io.Writer
 }
 
@@ -73,23 +73,25 @@ func (e env) open(ctx context.Context, existing bool) (backend.Backend, error) {
 	return e.openLogged(ctx, existing, slog.LevelDebug)
 }
 
-// handlers returns the outbox handlers of the running configuration, by
-// topic; the mail handlers spend the mail budgets kept on db. A topic
-// missing here is buried by the relay, so no command adds a message for
-// it.
+// handlers returns the mail handlers of the running configuration, by
+// topic, when it can send mail: through SMTP_URL, or printed on the
+// terminal of `app serve` ([env.printMailOn]). Without either it returns
+// none, and the relay leaves the mail in the outbox for one that can send
+// it: never to the log (see docs/personal-data.md), never lost. The mail
+// handlers spend the mail budgets kept on db.
 func (e env) handlers(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (map[string]outbox.Handler, error) {
-	// With SMTP_URL unset, mail goes to a terminal, or nowhere: never to
-	// the log (see docs/personal-data.md).
-	var sender mail.Sender = mail.Unsent{}
-	if e.mailOut != nil {
-		sender = &mail.Console{Out: e.mailOut}
-	}
-	if e.cfg.SMTPURL != "" {
+	var sender mail.Sender
+	switch {
+	case e.cfg.SMTPURL != "":
 		s, err := smtp.New(e.cfg.SMTPURL, e.cfg.SMTPTimeout, smtp.WithTracerProvider(e.tracer))
 		if err != nil {
 			return nil, err
 		}
 		sender = s
+	case e.mailOut != nil:
+		sender = &mail.Console{Out: e.mailOut}
+	default:
+		return map[string]outbox.Handler{}, nil
 	}
 	budget, err := e.mailBudget(db, keys)
 	if err != nil {
@@ -124,7 +126,10 @@ func (r relay) Close() error {
 	return errors.Join(r.Relay.Close(), r.pubs.Close())
 }
 
-// relay returns the outbox relay of the running configuration. Integration
+// relay returns the outbox relay of the running configuration: it claims
+// the mail topics when it can send mail ([env.handlers]), and the
+// integration topics of the destinations that BROKER_URL and WEBHOOK_URL
+// configure; the messages of other topics it leaves alone. Integration
 // topics are retried for PUBLISH_RETRY_FOR rather than
 // OUTBOX_MAX_ATTEMPTS times.
 func (e env) relay(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (relay, error) {

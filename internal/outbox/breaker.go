@@ -13,9 +13,10 @@ import (
 // failures in a row, of at least breakerMessages distinct messages, with no
 // success between them: one message that keeps failing on its own while no
 // other is sent does not open it, so it is retried and buried as [Backoff]
-// and [RelayConfig.MaxAttempts] say. An open breaker lets one probe through
-// after breakerFirstOpen, then after twice as long each time the probe
-// fails, up to breakerLongestOpen.
+// and [RelayConfig.MaxAttempts] say. A failure that wraps [ErrUnreachable]
+// opens it at once. An open breaker lets one probe through after
+// breakerFirstOpen, then after twice as long each time the probe fails, up
+// to breakerLongestOpen.
 const (
 	breakerFailures    = 3
 	breakerMessages    = 2
@@ -60,7 +61,14 @@ func (s breakerState) String() string {
 // A failure that is permanent ([ErrPermanent]) says nothing of whether the
 // destination works (the message may not have reached it): it counts
 // neither way, and a probe that ends so leaves the breaker half-open for
-// the next claim to probe again.
+// the next claim to probe again. A failure to reach the destination at all
+// ([ErrUnreachable]: a connection refused or timed out, a name that did
+// not resolve) says it is down, whatever the other messages do: it opens
+// the breaker at once, so that one message alone in an outage waits for
+// the probes' pace, each probe one attempt, rather than spending its
+// attempts at its backoff's: with the defaults, a mail alone in an outage
+// of two and a half minutes is delivered at its seventh attempt, where it
+// was buried at its eighth.
 //
 // Two messages of a quiet topic that each fail on their own, with nothing
 // delivered between them, look like an outage and open the breaker; they
@@ -195,15 +203,23 @@ func (b *breakers) unprobed(topic string, id uuid.UUID) {
 	}
 }
 
-// record counts the outcome of one delivery of message id of topic.
-func (b *breakers) record(topic string, id uuid.UUID, delivered bool, now time.Time) {
+// What a breaker hears of one delivery: other than [outcomeDelivered],
+// a failure at the destination, or one that did not reach it.
+const (
+	failedAtDestination = "failed"
+	failedUnreachable   = "unreachable"
+)
+
+// record counts the outcome of one delivery of message id of topic:
+// outcomeDelivered, failedAtDestination or failedUnreachable.
+func (b *breakers) record(topic string, id uuid.UUID, outcome string, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	br := b.topics[topic]
 	if br == nil {
 		return
 	}
-	if delivered {
+	if outcome == outcomeDelivered {
 		if br.state != breakerClosed {
 			b.log.Info("outbox: circuit closed: deliveries succeed again", "topic", topic, "breaker", breakerClosed.String())
 			select {
@@ -216,6 +232,10 @@ func (b *breakers) record(topic string, id uuid.UUID, delivered bool, now time.T
 	}
 	switch br.state {
 	case breakerClosed:
+		if outcome == failedUnreachable {
+			b.reopen(topic, br, now, "the destination could not be reached")
+			return
+		}
 		br.failures++
 		if !slices.Contains(br.failed, id) && len(br.failed) < breakerMessages {
 			br.failed = append(br.failed, id)

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,6 +93,55 @@ func TestRelayBreaker(t *testing.T) {
 	t.Run("left half-open when the probe's claim fails", testBreakerLeftHalfOpenWhenTheProbeClaimFails)
 	t.Run("probes again after a probe that fails for good", testBreakerProbesAgainAfterAProbeThatFailsForGood)
 	t.Run("stays open when a late acknowledgement is written", testBreakerStaysOpenWhenALateAckIsWritten)
+	t.Run("opens at the first failure to reach the destination", testBreakerOpensAtTheFirstFailureToReachTheDestination)
+}
+
+// A failure to reach the destination at all (outbox.ErrUnreachable) opens
+// the breaker on its own, though only one message is failing: with the
+// seed's defaults, a mail alone in an outage of two and a half minutes is
+// tried at the probes' pace and delivered at its seventh attempt once the
+// server is back, where its own backoff spent all eight on the outage and
+// buried it.
+// The same failures from the destination's replies leave the breaker
+// closed (testRelayBuriesAMessageThatFailsOnItsOwn).
+func testBreakerOpensAtTheFirstFailureToReachTheDestination(t *testing.T) {
+	t.Parallel()
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			opt, reader := meter()
+			f := newFixtureOn(t, backend, outbox.RelayConfig{}, opt) // MaxAttempts 8
+			start := f.now
+			var attempts []int
+			f.handle = func(_ context.Context, m outbox.Message) error {
+				attempts = append(attempts, m.Attempts)
+				if f.now.Sub(start) < 150*time.Second {
+					refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+					return fmt.Errorf("smtp: send: %w", outbox.Unreachable(refused))
+				}
+				return nil
+			}
+			m := f.add(t, "mail")
+			f.drain(t)
+			if got := collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]; got != 2 {
+				t.Errorf("breaker state after one message failed to reach its destination = %v, want 2 (open)", got)
+			}
+			delivered := 0
+			for f.now.Sub(start) < 5*time.Minute && delivered == 0 {
+				f.now = f.now.Add(time.Second)
+				delivered += f.drain(t).Delivered
+			}
+			if delivered != 1 {
+				rec, err := f.store.Lookup(t.Context(), m.ID)
+				t.Fatalf("the mail after an outage of two and a half minutes: %+v, %v; want it delivered", rec, err)
+			}
+			if want := []int{1, 2, 3, 4, 5, 6, 7}; !slices.Equal(attempts, want) {
+				t.Errorf("the handler saw attempts %v, want %v: the first failure, five probes and the delivery", attempts, want)
+			}
+			if got := collectBy(t, reader, "outbox.breaker.state", "topic")["mail"]; got != 0 {
+				t.Errorf("breaker state after the delivery = %v, want 0 (closed)", got)
+			}
+		})
+	}
 }
 
 // A probe that fails for good (outbox.ErrPermanent) is buried and says
@@ -225,7 +278,9 @@ func testBreakerLeftHalfOpenWithoutAProbeWhenTheBatchIsFull(t *testing.T) {
 
 // A store error on the probe's claim (the database goes away just then)
 // leaves the breaker half-open, waiting for its probe: once the database is
-// back, a later claim probes the topic and it flows again.
+// back, a later claim probes the topic and it flows again. A probe's claim
+// that works makes the relay ready again, though every topic's breaker is
+// open and the probes are all it claims.
 func testBreakerLeftHalfOpenWhenTheProbeClaimFails(t *testing.T) {
 	t.Parallel()
 	db, proxy := pgtest.NewBehindProxy(t)
@@ -239,14 +294,23 @@ func testBreakerLeftHalfOpenWhenTheProbeClaimFails(t *testing.T) {
 	if stats, err := f.relay.Drain(t.Context()); err != nil || stats.Retried != 6 {
 		t.Fatalf("first pass: %+v, %v; want all six failed, both breakers open", stats, err)
 	}
-	f.down.Store(false)
 	f.now = epoch.Add(5 * time.Second) // Both breakers are due to probe.
 	proxy.Down()
 	if _, err := f.relay.Drain(t.Context()); err == nil {
 		t.Fatal("a drain with the database away succeeded")
 	}
+	if err := f.relay.Ready(); !errors.Is(err, outbox.ErrCannotClaim) {
+		t.Fatalf("Ready after the probe's claim failed = %v, want ErrCannotClaim", err)
+	}
 	proxy.Up()
 	f.now = f.now.Add(time.Second)
+	if stats, err := f.relay.Drain(t.Context()); err != nil || stats != (outbox.DrainStats{Claimed: 2, Retried: 2}) {
+		t.Fatalf("the pass once the database is back: %+v, %v; want the two probes alone, failed", stats, err)
+	}
+	if err := f.relay.Ready(); err != nil {
+		t.Errorf("Ready once the probes' claims worked = %v, want nil", err)
+	}
+	f.down.Store(false)
 	f.drainUntil(t, 3)
 	if f.delivered("mail") != 3 || f.delivered("sms") != 3 {
 		t.Errorf("an hour after the database and both destinations came back: delivered %d mail and %d sms of 3 each",

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -43,10 +44,10 @@ type claim struct {
 	cut context.Context
 }
 
-// claim claims up to limit messages at the relay's now: first, when probes
-// is set, one message of each topic whose breaker lets a probe through,
-// then due messages of the topics whose breakers are closed, from where
-// cur says. full reports
+// claim claims up to limit messages at the relay's now, of the topics it
+// has handlers for alone: first, when probes is set, one message of each
+// topic whose breaker lets a probe through, then due messages of the
+// topics whose breakers are closed, from where cur says. full reports
 // whether more may be due: that second claim took all it was asked for, or
 // started from a cursor, or a probe was claimed. The caller has acquired
 // limit slots of the semaphore; each message takes one, and the slots of
@@ -73,6 +74,7 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor, probes bool) 
 			r.claimFailed(ctx, err)
 			return r.hold(c, msgs, limit), false, err
 		}
+		r.claimSucceeded(ctx)
 		id := uuid.Nil
 		if len(got) > 0 {
 			id = got[0].ID
@@ -81,9 +83,10 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor, probes bool) 
 		msgs = append(msgs, got...)
 	}
 	// Once a probe is delivered its topic flows again: claim again then.
-	probed := len(msgs) > 0
-	if want := limit - len(msgs); want > 0 {
-		scope := cur.scope(now, except, r.cfg.Interval)
+	full = len(msgs) > 0
+	flowing := r.flowing(except)
+	if want := limit - len(msgs); want > 0 && len(flowing) > 0 {
+		scope := cur.scope(now, flowing, r.cfg.Interval)
 		got, err := r.store.ClaimWithOrigins(WithScope(sctx, scope), now, r.cfg.Lease, want)
 		if err != nil {
 			cur.advance(nil, false)
@@ -91,14 +94,40 @@ func (r *Relay) claim(ctx context.Context, limit int, cur *cursor, probes bool) 
 			return r.hold(c, msgs, limit), false, err
 		}
 		r.claimSucceeded(ctx)
-		full = len(got) == want
-		cur.advance(got, full)
+		cur.advance(got, len(got) == want)
 		// A short claim from a cursor may have missed messages due before
 		// it: the cursor is dropped, and the caller claims again.
-		full = full || !scope.From.IsZero() || probed
+		full = full || len(got) == want || !scope.From.IsZero()
 		msgs = append(msgs, got...)
 	}
 	return r.hold(c, msgs, limit), full, nil
+}
+
+// flowing returns the topics that the relay has handlers for, less except,
+// sorted. A claim of none of them is not made: a [Scope] without topics
+// would take every topic's messages.
+func (r *Relay) flowing(except []string) []string {
+	if len(except) == 0 {
+		return r.topics
+	}
+	flowing := make([]string, 0, len(r.topics))
+	for _, t := range r.topics {
+		if !slices.Contains(except, t) {
+			flowing = append(flowing, t)
+		}
+	}
+	return flowing
+}
+
+// claimRetryCeiling bounds the wait before [Relay.Run] tries a failed claim
+// again.
+const claimRetryCeiling = 10 * time.Second
+
+// claimRetryAfter returns how long [Relay.Run] waits before it tries a claim
+// again after failures claims failed in a row: [Backoff], one second
+// doubling, up to claimRetryCeiling.
+func claimRetryAfter(failures int) time.Duration {
+	return min(Backoff(failures), claimRetryCeiling)
 }
 
 // claimFailed counts a failed claim, and logs the first of a run of them at
@@ -111,7 +140,7 @@ func (r *Relay) claimFailed(ctx context.Context, err error) {
 	r.metrics.storeError(ctx, opClaim)
 	r.claimErr.Store(&err)
 	if r.claimsFailing.CompareAndSwap(false, true) {
-		r.log.ErrorContext(ctx, "outbox: claim failed; the relay tries again at each poll (outbox.store.errors counts the failures)", "error", err)
+		r.log.ErrorContext(ctx, "outbox: claim failed; the relay tries again within seconds (outbox.store.errors counts the failures)", "error", err)
 		return
 	}
 	r.log.DebugContext(ctx, "outbox: claim failed again", "error", err)

@@ -49,6 +49,71 @@ func TestRelayClaim(t *testing.T) {
 	t.Run("wakes on commit", testRelayWakesOnCommit)
 	t.Run("claims a commit while another claim runs", testRelayClaimsACommitWhileAnotherClaimRuns)
 	t.Run("delivers a message committed behind its cursor", testRelayDeliversAMessageCommittedBehindItsCursor)
+	t.Run("claims again within seconds after a failed claim", testRelayClaimsAgainWithinSecondsAfterAFailedClaim)
+}
+
+// unwoken is a store whose relay is never woken by a commit: only its poll
+// or its own retry makes it claim.
+type unwoken struct{ outbox.RelayStore }
+
+func (unwoken) Wakeups(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{})
+	context.AfterFunc(ctx, func() { close(ch) })
+	return ch
+}
+
+// A relay whose claim failed (the database went away) is not ready, and
+// tries again after a backoff of its own, one second doubling, however
+// long its poll interval: once the database is back it claims, delivers
+// and is ready again without waiting an hour for its poll. The test waits
+// for the relay's retry timer on a signal of its own.
+func testRelayClaimsAgainWithinSecondsAfterAFailedClaim(t *testing.T) {
+	t.Parallel()
+	db, proxy := pgtest.NewBehindProxy(t)
+	store := unwoken{db.Outbox()}
+	rec := newRecorder(1)
+	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{"mail": rec.handle},
+		outbox.RelayConfig{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	waits := make(chan time.Duration, 10)
+	fire := make(chan time.Time)
+	outbox.SetClaimRetry(relay, func(d time.Duration) <-chan time.Time {
+		waits <- d
+		return fire
+	})
+	addNow(t, db, store)
+	proxy.Down()
+	cancel, done := runRelay(t, relay)
+	defer stopRelay(t, cancel, done)
+	for _, want := range []time.Duration{time.Second, 2 * time.Second} {
+		select {
+		case got := <-waits:
+			if got != want {
+				t.Errorf("the relay waits %s to claim again, want %s", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the relay did not set a retry of its failed claim (want one in %s)", want)
+		}
+		if err := relay.Ready(); !errors.Is(err, outbox.ErrCannotClaim) {
+			t.Fatalf("Ready after a failed claim = %v, want ErrCannotClaim", err)
+		}
+		if want == 2*time.Second {
+			proxy.Up()
+		}
+		fire <- time.Now()
+	}
+	rec.wait(t)
+	if err := relay.Ready(); err != nil {
+		t.Errorf("Ready once a claim succeeded = %v, want nil", err)
+	}
+	select {
+	case d := <-waits:
+		t.Errorf("the relay set another retry (%s) after a claim succeeded", d)
+	default:
+	}
 }
 
 // A relay that polls once an hour still delivers at once: the commit of an

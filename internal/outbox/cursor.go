@@ -19,20 +19,20 @@ import (
 // began before the cursor's time and committed later, one whose topic's
 // breaker just closed, one whose lease ended after its relay died. So the
 // cursor is dropped whenever a claim comes back short, whenever the topics
-// left out change, and at least once every [RelayConfig.Interval].
+// claimed change, and at least once every [RelayConfig.Interval].
 type cursor struct {
-	from   time.Time
-	except []string
+	from time.Time
+	only []string
 	// reset is when the cursor was last dropped.
 	reset time.Time
 }
 
-// scope returns the scope of the next claim at now leaving out except.
-func (c *cursor) scope(now time.Time, except []string, interval time.Duration) Scope {
-	if !slices.Equal(except, c.except) || now.Sub(c.reset) >= interval || now.Before(c.reset) {
-		c.from, c.except, c.reset = time.Time{}, except, now
+// scope returns the scope of the next claim at now of the topics only.
+func (c *cursor) scope(now time.Time, only []string, interval time.Duration) Scope {
+	if !slices.Equal(only, c.only) || now.Sub(c.reset) >= interval || now.Before(c.reset) {
+		c.from, c.only, c.reset = time.Time{}, only, now
 	}
-	return Scope{Except: except, From: c.from}
+	return Scope{Only: only, From: c.from}
 }
 
 // advance moves the cursor after a claim that took msgs and was full or not.

@@ -19,10 +19,14 @@
 //     lease holds.
 //   - Order per key. Messages of one [Message.Key] are delivered one at a
 //     time, in the order they were added.
+//   - Only what it can deliver. A relay claims the messages of the topics
+//     it has a handler for, and leaves the others alone, due, for a relay
+//     that has theirs.
 //   - Bounded retries. A message is buried once its topic's [RetryPolicy]
-//     is spent, when its topic has no handler, or when it keeps being
-//     claimed without finishing; while every delivery of a topic fails, a
-//     circuit breaker stops claiming it.
+//     is spent, or when it keeps being claimed without finishing; while
+//     every delivery of a topic fails, or once its destination cannot be
+//     reached at all ([ErrUnreachable]), a circuit breaker stops claiming
+//     it.
 //   - A clean stop. [Relay.Run] returns after its context ends, once the
 //     deliveries in flight are settled or the grace of [WithStopGrace] has
 //     run out; what was claimed and not delivered is released, its attempt

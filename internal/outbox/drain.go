@@ -89,6 +89,9 @@ func (r *Relay) Drain(ctx context.Context) (DrainStats, error) {
 // when its handler is still running shortly after its timeout: it is then
 // settled, and its slot released, once the handler returns.
 func (r *Relay) drainOne(ctx context.Context, h *held) string {
+	if r.foreign(ctx, h) {
+		return outcomeReleased
+	}
 	if why := r.refusal(h); why != nil {
 		return r.refuse(h, why)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -158,11 +159,15 @@ func testRelayCountsOutcomesByTopic(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	f := newFixture(t, outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	failing := f.add(t, "mail")
+	refused := f.add(t, "mail")
 	f.add(t, "mail")
-	f.add(t, "sms")
+	f.add(t, "sms") // No handler: left alone, counted nowhere.
 	f.handle = func(_ context.Context, m outbox.Message) error {
-		if m.ID == failing.ID {
+		switch m.ID {
+		case failing.ID:
 			return errors.New("421 busy")
+		case refused.ID:
+			return fmt.Errorf("550 5.1.1 no such mailbox: %w", outbox.ErrPermanent)
 		}
 		return nil
 	}
@@ -172,12 +177,15 @@ func testRelayCountsOutcomesByTopic(t *testing.T) {
 	for name, want := range map[string]map[string]float64{
 		"outbox.delivered": {"mail": 1},
 		"outbox.retried":   {"mail": 1},
-		"outbox.buried":    {"sms": 1},
+		"outbox.buried":    {"mail": 1},
 	} {
 		for topic, v := range want {
 			if got[name][topic] != v {
 				t.Errorf("%s{topic=%q} = %v, want %v (all: %v)", name, topic, got[name][topic], v, got)
 			}
+		}
+		if v, ok := got[name]["sms"]; ok {
+			t.Errorf("%s{topic=\"sms\"} = %v, want no series for a topic without handler", name, v)
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 // reason is router middleware that keeps why a handler failed in the
 // message's [MetadataReason], which the relay records as the message's
 // last error when the message is nacked, and marks a failure that wraps
-// [ErrPermanent] with [MetadataPermanent]. A panic, recovered by the
+// [ErrPermanent] with [MetadataPermanent], and one that wraps
+// [ErrUnreachable] with [MetadataUnreachable]. A panic, recovered by the
 // middleware inside it, is logged with its stack and kept as "panic: " and
 // its value.
 func (r *Relay) reason(h message.HandlerFunc) message.HandlerFunc {
@@ -32,6 +33,9 @@ func (r *Relay) reason(h message.HandlerFunc) message.HandlerFunc {
 		wm.Metadata.Set(MetadataReason, reason)
 		if errors.Is(err, ErrPermanent) {
 			wm.Metadata.Set(MetadataPermanent, "true")
+		}
+		if errors.Is(err, ErrUnreachable) {
+			wm.Metadata.Set(MetadataUnreachable, "true")
 		}
 		return out, err
 	}

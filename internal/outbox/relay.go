@@ -30,10 +30,7 @@ type Handler func(ctx context.Context, m Message) error
 // at once; an operator can still requeue it.
 var ErrPermanent = errors.New("outbox: permanent failure")
 
-var (
-	errNoHandler   = errors.New("no handler for topic")
-	errOverclaimed = errors.New("claimed more often than allowed without finishing")
-)
+var errOverclaimed = errors.New("claimed more often than allowed without finishing")
 
 // HeldBatches is how many batches of messages a relay may hold at once,
 // claimed and not yet settled. Two claims may run at once, and each
@@ -52,9 +49,17 @@ const HeldBatches = 8
 // is retried after [Backoff], and a message is buried once its topic's
 // [RetryPolicy] is spent ([RelayConfig.MaxAttempts] failures unless
 // [WithRetryPolicy] says otherwise), at its first failure when the
-// handler's error wraps [ErrPermanent], when its topic has no handler, or
-// when it was claimed again after its policy was spent without finishing,
-// since it may be what crashes the relay.
+// handler's error wraps [ErrPermanent], or when it was claimed again after
+// its policy was spent without finishing, since it may be what crashes the
+// relay.
+//
+// A relay claims only the messages of the topics it has a handler for
+// (a [Scope] with their names narrows every claim). A message of another
+// topic is left in the store as it is, due, its attempts unspent, for a
+// relay whose configuration has that topic's handler: an instance started
+// without a broker or a mail server leaves those messages alone, instead
+// of burying them. Whether they wait too long the outbox.backlog gauges
+// show.
 //
 // A relay keeps these promises:
 //
@@ -80,19 +85,22 @@ const HeldBatches = 8
 //     [RelayConfig] still leaves every lease [SettleTimeout] to record the
 //     outcome of a delivery that took the whole timeout. A crash loses the
 //     acknowledgements not yet written, whose messages are delivered again.
-//   - While every delivery of a topic fails, a circuit breaker stops
-//     claiming that topic's messages, so that an outage does not spend their
-//     attempts; see [breakers].
+//   - While every delivery of a topic fails, or once one could not reach
+//     its destination at all ([ErrUnreachable]), a circuit breaker stops
+//     claiming that topic's messages, so that an outage does not spend
+//     their attempts; see [breakers].
 type Relay struct {
 	store    RelayStore
 	handlers map[string]Handler
-	cfg      RelayConfig
-	now      func() time.Time
-	log      *slog.Logger
-	meter    metric.MeterProvider
-	metrics  *relayMetrics
-	tp       trace.TracerProvider
-	tracer   trace.Tracer // nil when tp is a no-op provider
+	// topics are the topics of handlers, sorted: the only ones it claims.
+	topics  []string
+	cfg     RelayConfig
+	now     func() time.Time
+	log     *slog.Logger
+	meter   metric.MeterProvider
+	metrics *relayMetrics
+	tp      trace.TracerProvider
+	tracer  trace.Tracer // nil when tp is a no-op provider
 	// spanNames are the names of the delivery spans, by topic.
 	spanNames map[string]string
 	breakers  *breakers
@@ -116,6 +124,10 @@ type Relay struct {
 	// claimErr is the error of the latest claim while claims fail, nil
 	// otherwise.
 	claimErr atomic.Pointer[error]
+	// claimRetry returns a channel that receives once a failed claim is to
+	// be tried again, after the wait it is given: time.After, or the
+	// signal of a test.
+	claimRetry func(time.Duration) <-chan time.Time
 	// unobserve stops the gauges' callback.
 	unobserve func()
 }
@@ -138,6 +150,7 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 		sem:         newSemaphore(HeldBatches * cfg.Batch),
 		settledKeys: newSettledKeys(),
 		ackDelay:    ackDelay,
+		claimRetry:  time.After,
 	}
 	topics := make([]string, 0, len(handlers))
 	for topic, h := range handlers {
@@ -148,6 +161,7 @@ func NewRelay(store RelayStore, handlers map[string]Handler, cfg RelayConfig, op
 		topics = append(topics, topic)
 	}
 	slices.Sort(topics)
+	r.topics = topics
 	for _, o := range opts {
 		o(r)
 	}
@@ -187,7 +201,10 @@ var ErrCannotClaim = errors.New("outbox: the relay cannot claim messages")
 
 // Ready returns nil unless the relay's latest claim failed, and then an
 // error wrapping [ErrCannotClaim] and the claim's error, until a claim
-// succeeds again. A relay that has not claimed yet is ready.
+// succeeds again. Under [Relay.Run] a failed claim is tried again within
+// seconds, however long [RelayConfig.Interval] is, so Ready returns nil
+// again soon after the store is back. A relay that has not claimed yet is
+// ready.
 func (r *Relay) Ready() error {
 	if err := r.claimErr.Load(); err != nil {
 		return fmt.Errorf("%w: %w", ErrCannotClaim, *err)
@@ -262,8 +279,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		router.AddConsumerHandler("outbox."+topic, topic, sub, consume(r.handlers[topic]))
 	}
 	if len(topics) == 0 {
-		// A router without handlers runs until it is closed; the relay
-		// still claims, to bury what has no handler.
+		// A router without handlers runs until it is closed. The relay
+		// then claims nothing.
 		go func() {
 			<-ctx.Done()
 			_ = router.Close()

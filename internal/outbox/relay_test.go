@@ -310,8 +310,7 @@ func TestRelayRunsOnAStoreWithoutListener(t *testing.T) {
 // TestRelayOutcome checks what the relay records of a delivery that fails: a retry, a burial, and why.
 func TestRelayOutcome(t *testing.T) {
 	t.Run("buries after max attempts", testRelayBuriesAfterMaxAttempts)
-	t.Run("buries a topic without handler", testRelayBuriesTopicWithoutHandler)
-	t.Run("run hands the message over whole and buries a topic without handler", testRunHandsOverAndBuriesWithoutHandler)
+	t.Run("leaves a topic without handler alone", testRelayLeavesATopicWithoutHandlerAlone)
 	t.Run("redelivers after a crash and buries what keeps crashing", testRelayRedeliversAfterCrashAndBuriesWhatKeepsCrashing)
 	t.Run("treats a panic as a failure", testRelayTreatsPanicAsFailure)
 	t.Run("keeps the reason of a retry", testRelayKeepsTheReasonOfARetry)
@@ -347,56 +346,63 @@ func testRelayBuriesAfterMaxAttempts(t *testing.T) {
 	}
 }
 
-func testRelayBuriesTopicWithoutHandler(t *testing.T) {
-	f := newFixture(t)
-	called := false
-	f.handle = func(context.Context, outbox.Message) error { called = true; return nil }
-	m := f.add(t, "sms.login_code")
-	f.drain(t)
-	if called {
-		t.Error("the mail handler was called for another topic")
-	}
-	if b := f.buried(t, m.ID); !strings.Contains(b.LastError, `no handler for topic "sms.login_code"`) {
-		t.Errorf("reason %q does not name the missing handler", b.LastError)
-	}
-}
+// A message whose topic the relay has no handler for is left alone, by
+// Drain and by Run, on both backends: never claimed, its attempts unspent,
+// due for a relay that has the handler, while the relay's own topics flow.
+func testRelayLeavesATopicWithoutHandlerAlone(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			f := newFixtureOn(t, backend, outbox.RelayConfig{MaxAttempts: 3})
+			got := make(chan outbox.Message, 2)
+			f.handle = func(_ context.Context, m outbox.Message) error { got <- m; return nil }
+			// The orphan is due first, so a claim that took it would take
+			// it before the mail.
+			f.now = epoch.Add(-time.Second)
+			orphan := f.add(t, "sms.login_code")
+			f.now = epoch
+			f.add(t, "mail")
+			if stats := f.drain(t); stats != (outbox.DrainStats{Claimed: 1, Delivered: 1}) {
+				t.Errorf("drain: %+v, want the mail alone claimed and delivered", stats)
+			}
+			if m := <-got; m.Topic != "mail" {
+				t.Errorf("the mail handler got a message of %q", m.Topic)
+			}
 
-// Under Run, a handler gets the message as it was added, with its attempt
-// (read back from the Watermill message's metadata), and a message whose
-// topic has no handler is buried without reaching any handler.
-func testRunHandsOverAndBuriesWithoutHandler(t *testing.T) {
-	f := newFixture(t)
-	got := make(chan outbox.Message, 1)
-	f.handle = func(_ context.Context, m outbox.Message) error { got <- m; return nil }
-	want, err := outbox.NewMessage("mail", map[string]string{"to": "ada@example.com"}, f.now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want.Key = "user-1"
-	// The orphan is due first, so it is settled before the mail is
-	// handed out.
-	f.now = epoch.Add(-time.Second)
-	orphan := f.add(t, "sms.login_code")
-	f.now = epoch
-	if err := f.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error { return f.store.Add(ctx, tx, want) }); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- f.relay.Run(ctx) }()
-	var m outbox.Message
-	select {
-	case m = <-got:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the mail handler was not called")
-	}
-	stopRelay(t, cancel, done)
-	if m.ID != want.ID || m.Topic != want.Topic || string(m.Payload) != string(want.Payload) ||
-		!m.CreatedAt.Equal(want.CreatedAt) || m.Key != want.Key || m.Attempts != 1 {
-		t.Errorf("handler got %+v, want %+v with attempt 1", m, want)
-	}
-	if b := f.buried(t, orphan.ID); !strings.Contains(b.LastError, `no handler for topic "sms.login_code"`) {
-		t.Errorf("reason %q does not name the missing handler", b.LastError)
+			// Under Run, keyed so that it is claimed rather than taken from
+			// the unit of work.
+			want, err := outbox.NewMessage("mail", map[string]string{"to": "ada@example.com"}, f.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Key = "user-1"
+			if err := f.runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error { return f.store.Add(ctx, tx, want) }); err != nil {
+				t.Fatal(err)
+			}
+			cancel, done := runRelay(t, f.relay)
+			select {
+			case m := <-got:
+				if m.ID != want.ID || m.Topic != want.Topic || string(m.Payload) != string(want.Payload) ||
+					!m.CreatedAt.Equal(want.CreatedAt) || m.Key != want.Key || m.Attempts != 1 {
+					t.Errorf("handler got %+v, want %+v with attempt 1", m, want)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the mail handler was not called")
+			}
+			stopRelay(t, cancel, done)
+
+			f.now = f.now.Add(time.Hour)
+			if stats := f.drain(t); stats != (outbox.DrainStats{}) {
+				t.Errorf("drain an hour later: %+v, want nothing claimed", stats)
+			}
+			rec, err := f.store.Lookup(t.Context(), orphan.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Attempts != 0 || !rec.BuriedAt.IsZero() || rec.LastError != "" || !rec.DueAt.Equal(orphan.CreatedAt) {
+				t.Errorf("the message without handler: attempts %d, buried %s, last error %q, due %s; want it untouched",
+					rec.Attempts, rec.BuriedAt, rec.LastError, rec.DueAt)
+			}
+		})
 	}
 }
 

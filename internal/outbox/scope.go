@@ -6,9 +6,10 @@ import (
 )
 
 // Scope narrows what one [Store.Claim] takes; the zero value narrows
-// nothing. The relay uses it to stop claiming the messages of a topic whose
-// destination is down, so that their attempts are not spent, to claim one
-// of them as a probe, and to start a claim's scan where the previous claim
+// nothing. The relay uses it to claim only the topics it has a handler
+// for, and of those not the topics whose destination is down, so that
+// their attempts are not spent, to claim one of them as a probe, and to
+// start a claim's scan where the previous claim
 // found the earliest due message, instead of at the head of the due index,
 // which a long transaction elsewhere can fill with versions of messages
 // already delivered.

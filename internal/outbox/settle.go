@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 	"go.opentelemetry.io/otel/trace"
@@ -73,7 +72,7 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 		// wait, and a success heard late could close a breaker that
 		// failures opened meanwhile. The acknowledgement counts the
 		// delivery, with the others it writes.
-		r.breakers.record(m.Topic, m.ID, true, r.now())
+		r.breakers.record(m.Topic, m.ID, outcomeDelivered, r.now())
 		h.took, h.span = took, trace.SpanContextFromContext(wm.Context())
 		ack(h)
 		return outcomeDelivered
@@ -92,10 +91,13 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 		return outcomeReleased
 	}
 	permanent := wm.Metadata.Get(MetadataPermanent) != ""
-	if permanent {
+	switch {
+	case permanent:
 		r.breakers.unprobed(m.Topic, m.ID)
-	} else {
-		r.breakers.record(m.Topic, m.ID, false, r.now())
+	case wm.Metadata.Get(MetadataUnreachable) != "":
+		r.breakers.record(m.Topic, m.ID, failedUnreachable, r.now())
+	default:
+		r.breakers.record(m.Topic, m.ID, failedAtDestination, r.now())
 	}
 	sctx, cancel := context.WithTimeout(WithLease(ctx, h.lease), SettleTimeout)
 	defer cancel()
@@ -107,9 +109,9 @@ func (r *Relay) settle(h *held, wm *message.Message, failed bool, ack func(*held
 	return outcome
 }
 
-// refuse buries h's message without handing it to a handler, for why: its
-// topic has no handler, or it was claimed more often than its policy allows
-// without finishing. The breaker hears nothing of it.
+// refuse buries h's message without handing it to a handler, for why: it
+// was claimed more often than its policy allows without finishing. The
+// breaker hears nothing of it.
 func (r *Relay) refuse(h *held, why error) string {
 	h.returned.Store(true)
 	sctx, cancel := context.WithTimeout(WithLease(context.Background(), h.lease), SettleTimeout)
@@ -125,13 +127,21 @@ func (r *Relay) refuse(h *held, why error) string {
 // refusal returns why h's message must be buried before it is handed to a
 // handler, or nil.
 func (r *Relay) refusal(h *held) error {
-	if err := r.policy(h.msg.Topic).overclaimed(h.msg, r.now); err != nil {
-		return err
+	return r.policy(h.msg.Topic).overclaimed(h.msg, r.now)
+}
+
+// foreign reports whether h's message is of a topic the relay has no
+// handler for, which no claim of the relay asks for: a store that ignored
+// the claim's [Scope] returned it. It is then released, due again at once
+// with its attempt given back, for a relay that has the handler.
+func (r *Relay) foreign(ctx context.Context, h *held) bool {
+	if _, ok := r.handlers[h.msg.Topic]; ok {
+		return false
 	}
-	if _, ok := r.handlers[h.msg.Topic]; !ok {
-		return fmt.Errorf("%w %q", errNoHandler, h.msg.Topic)
-	}
-	return nil
+	r.log.ErrorContext(ctx, "outbox: the store returned a message of a topic the claim did not ask for; released",
+		h.logArgs()...)
+	r.release(ctx, []*held{h})
+	return true
 }
 
 // fail retries h's message after its backoff, or buries it when bury is

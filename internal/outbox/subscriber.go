@@ -15,14 +15,18 @@ import (
 // of its topic's Subscribe, for the router's handler of that topic, and
 // settles each on its Ack or Nack: an ack is acknowledged in a batch with
 // the others, a nack retried after [Backoff] or buried as the topic's
-// [RetryPolicy] says. A message that no handler may take (its topic has
-// none, or it was claimed too often) is buried without being handed out.
+// [RetryPolicy] says. A message claimed too often is buried without being
+// handed out.
 //
 // It claims whenever the relay's semaphore has a batch's worth of free
 // slots: at once after a full batch, when the store wakes it (a commit
 // added messages), when keyed messages were settled (the next of their
 // keys are due), when a breaker's probe is due, or after
-// [RelayConfig.Interval]; up to two claims at once (see loop). Since the
+// [RelayConfig.Interval]; up to two claims at once (see loop). A claim that
+// failed (the database went away, or restarted and cut the pool's
+// connections) is tried again after a backoff of its own, from one second
+// to [claimRetryCeiling], whatever the interval: the relay, and with it the
+// instance's readiness, comes back within seconds of the database. Since the
 // semaphore holds [HeldBatches] batches, it claims the next batches while
 // the previous ones are delivered and acknowledged.
 // It never holds a database transaction while a handler runs.
@@ -176,8 +180,12 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 	r := s.r
 	poll := time.NewTimer(r.cfg.Interval)
 	defer poll.Stop()
-	type result struct{ lead, full bool }
+	type result struct{ lead, full, failed bool }
 	results := make(chan result, 2)
+	// failures counts the claims that failed in a row, and retry fires
+	// when the next is due.
+	failures := 0
+	var retry <-chan time.Time
 	running, leading := 0, false
 	// more is set while claims come back full: a backlog is draining.
 	more := false
@@ -216,7 +224,10 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 				running++
 				leading = leading || lead
 				want = more && running < 2
-				go func() { results <- result{lead, s.claim(ctx, claims, cur, lead)} }()
+				go func() {
+					full, err := s.claim(ctx, claims, cur, lead)
+					results <- result{lead, full, err != nil}
+				}()
 				if want {
 					continue
 				}
@@ -234,6 +245,14 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 			}
 			if s.stopping(ctx) {
 				return
+			}
+			if res.failed {
+				failures++
+				if retry == nil {
+					retry = r.claimRetry(claimRetryAfter(failures))
+				}
+			} else {
+				failures, retry = 0, nil
 			}
 			more = res.full
 			s.backlog.Store(res.full)
@@ -255,6 +274,9 @@ func (s *subscriber) loop(ctx context.Context, claims chan<- *claim, wake <-chan
 		case <-poll.C:
 			want = true
 			resetTimer(poll, s.untilNextClaim())
+		case <-retry:
+			retry = nil
+			want = true
 		case <-r.breakers.closed:
 			want = true // A probe was delivered: its topic flows again.
 		case <-r.settledKeys.signal:
@@ -294,22 +316,22 @@ func (s *subscriber) stopping(ctx context.Context) bool {
 }
 
 // claim claims a batch and queues it to be handed over. It reports whether
-// more may be due.
-func (s *subscriber) claim(ctx context.Context, claims chan<- *claim, cur *cursor, probes bool) bool {
+// more may be due, and the error of a claim that failed.
+func (s *subscriber) claim(ctx context.Context, claims chan<- *claim, cur *cursor, probes bool) (bool, error) {
 	r := s.r
 	n := r.sem.tryAcquire(r.cfg.Batch)
 	// The handlers of one claim share one deadline, counted from before the
 	// claim, so that a slow claim shortens their time rather than the time
 	// the lease leaves to record their outcomes.
 	deadline := time.Now().Add(r.cfg.Timeout)
-	c, full, _ := r.claim(ctx, n, cur, probes)
+	c, full, err := r.claim(ctx, n, cur, probes)
 	if len(c.msgs) == 0 {
-		return full
+		return full, err
 	}
 	s.arm(c, deadline)
 	// The semaphore bounds the claims in flight, so this never waits long.
 	claims <- c
-	return full
+	return full, err
 }
 
 // arm gives the handlers of c their context: it ends at deadline, once
@@ -361,9 +383,13 @@ func (s *subscriber) handAll(ctx context.Context, c *claim) {
 }
 
 // handOne hands h out, or buries it when no handler may take it, and
-// reports whether it did either; false when the subscriber stopped first.
+// reports whether it did either, or released it; false when the subscriber
+// stopped first.
 func (s *subscriber) handOne(ctx context.Context, c *claim, h *held) bool {
 	r := s.r
+	if r.foreign(ctx, h) {
+		return true
+	}
 	if why := r.refusal(h); why != nil {
 		r.refuse(h, why)
 		return true

@@ -28,6 +28,9 @@ const (
 	// MetadataPermanent is set, by the same middleware, when the
 	// handler's error wraps [ErrPermanent].
 	MetadataPermanent = "outbox_permanent"
+	// MetadataUnreachable is set, by the same middleware, when the
+	// handler's error wraps [ErrUnreachable].
+	MetadataUnreachable = "outbox_unreachable"
 	// MetadataDuration is how long the handler took, in nanoseconds, set
 	// by a middleware for the relay's outbox.delivery.duration.
 	MetadataDuration = "outbox_duration_ns"

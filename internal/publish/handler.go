@@ -31,7 +31,9 @@ const (
 // Watermill message has ctx, so that the publisher's own span, and the
 // trace headers it sends, are children of the delivery. The publish must be
 // confirmed by the destination when Publish returns nil; any error makes
-// the relay try again.
+// the relay try again, and one that says the destination could not be
+// reached at all wraps [outbox.ErrUnreachable] ([outbox.Unreachable]),
+// which opens the topic's breaker at once.
 //
 // The handler reads the event's type from the message's topic and its
 // subject from the message's key, as [Events.Messages] set them, and does
@@ -49,7 +51,7 @@ func Handler(pub message.Publisher, topic func(eventType string) string) outbox.
 		wm.Metadata.Set(MetadataKey, subject)
 		wm.SetContext(ctx)
 		if err := pub.Publish(topic(typ), wm); err != nil {
-			return fmt.Errorf("publish: publish %s %s: %w", typ, m.ID, err)
+			return fmt.Errorf("publish: publish %s %s: %w", typ, m.ID, outbox.Unreachable(err))
 		}
 		return nil
 	}

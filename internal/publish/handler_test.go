@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/publish/webhook"
 	"github.com/eventsourced/accounts/schemas"
 )
 
@@ -112,6 +117,43 @@ func TestHandlerTraceContext(t *testing.T) {
 			ce.TraceParent, ce.TraceState = "", ""
 			if a, b := mustJSON(t, ce), mustJSON(t, stored); a != b {
 				t.Errorf("the rest of the event changed:\n%s\nwant\n%s", a, b)
+			}
+		})
+	}
+}
+
+// A publish to a destination that cannot be reached at all fails with
+// outbox.ErrUnreachable, which opens the topic's breaker at once; one
+// that the destination answers with a refusal does not.
+func TestHandlerMarksADestinationThatCannotBeReached(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/events"
+	_ = l.Close()
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(refusing.Close)
+	for _, tc := range []struct {
+		name, url   string
+		unreachable bool
+	}{{"ConnectionRefused", closed, true}, {"Refused", refusing.URL, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pub, err := webhook.New(webhook.Config{URL: tc.url, Secret: "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = pub.Close() })
+			err = publish.Handler(pub, func(typ string) string { return typ })(t.Context(), signedIn(t))
+			if err == nil {
+				t.Fatal("the publish succeeded")
+			}
+			if got := errors.Is(err, outbox.ErrUnreachable); got != tc.unreachable {
+				t.Errorf("errors.Is(%v, outbox.ErrUnreachable) = %t, want %t", err, got, tc.unreachable)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	gomail "github.com/wneessen/go-mail"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
@@ -80,7 +81,12 @@ func New(rawURL string, timeout time.Duration, with ...Option) (*Sender, error) 
 	return &Sender{host: u.Hostname(), opts: opts, plain: u.Scheme == "smtp", port: port, tr: o.tracer()}, nil
 }
 
-// Send delivers m. Over smtp:// the end of ctx ends the exchange at once,
+// Send delivers m. Its error wraps [mail.ErrRefused] when the server
+// refused the recipient for good, and [outbox.ErrUnreachable] when the
+// server could not be reached at all: the connection was refused or timed
+// out, its name did not resolve, or it stopped answering within the
+// timeout. A refusal of the server's own (a 4xx or 5xx reply) wraps
+// neither. Over smtp:// the end of ctx ends the exchange at once,
 // whatever step it is at, so that a stopping relay can release the
 // message; go-mail heeds ctx only while it connects. Over smtps:// (where
 // go-mail's own TLS dialer must be kept for it to offer plain-text
@@ -130,7 +136,9 @@ func (s *Sender) Send(ctx context.Context, m mail.Mail) (err error) {
 		if refusedForGood(err) {
 			return fmt.Errorf("smtp: send %s: %w: %w", m.MessageID, mail.ErrRefused, err)
 		}
-		return fmt.Errorf("smtp: send %s: %w", m.MessageID, err)
+		// A server that cannot be reached (refused, timed out, a name that
+		// does not resolve) is down for every mail, not for this one.
+		return fmt.Errorf("smtp: send %s: %w", m.MessageID, outbox.Unreachable(err))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/smtp"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -174,6 +175,9 @@ func TestSendRefusals(t *testing.T) {
 			if got := errors.Is(err, mail.ErrRefused); got != tc.forGood {
 				t.Errorf("%d %s: errors.Is(err, mail.ErrRefused) = %t, want %t (err: %v)", tc.code, tc.reply, got, tc.forGood, err)
 			}
+			if errors.Is(err, outbox.ErrUnreachable) {
+				t.Errorf("%d %s: a reply of the server wraps outbox.ErrUnreachable: %v", tc.code, tc.reply, err)
+			}
 			if !strings.Contains(err.Error(), tc.reply) {
 				t.Errorf("Send's error %q lacks the server's reply", err)
 			}
@@ -190,6 +194,64 @@ func TestSendRefusals(t *testing.T) {
 			t.Errorf("a recipient that does not parse: %v, want mail.ErrRefused", err)
 		}
 	})
+}
+
+// A server that cannot be reached at all, whose connection is refused,
+// whose name does not resolve or that does not answer within the timeout,
+// fails the send with outbox.ErrUnreachable, which opens the topic's
+// breaker at once; the error still names no recipient.
+func TestSendToAServerThatCannotBeReached(t *testing.T) {
+	t.Parallel()
+	closed := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		return "smtp://" + addr
+	}
+	silent := func(t *testing.T) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		go func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				// Never greets; closed when the listener's test ends.
+				t.Cleanup(func() { _ = conn.Close() })
+			}
+		}()
+		return "smtp://" + l.Addr().String()
+	}
+	for _, tc := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{"ConnectionRefused", closed},
+		{"NameDoesNotResolve", func(*testing.T) string { return "smtp://mail.accounts.invalid:2525" }},
+		{"NoAnswer", silent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := smtp.New(tc.url(t), 500*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Send(t.Context(), mail.Mail{From: "a@example.com", To: "ann.unreached@example.com", Subject: "s", MessageID: "id@accounts.test", Text: "t"})
+			if !errors.Is(err, outbox.ErrUnreachable) {
+				t.Fatalf("Send: %v, want outbox.ErrUnreachable", err)
+			}
+			if errors.Is(err, mail.ErrRefused) || strings.Contains(err.Error(), "ann.unreached") {
+				t.Errorf("Send: %v, want no refusal and no recipient named", err)
+			}
+		})
+	}
 }
 
 // refusingServer serves SMTP on loopback, announcing no extension, and

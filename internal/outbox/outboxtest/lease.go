@@ -154,9 +154,9 @@ func testLeaseAfterRequeue(t *testing.T, s suite) {
 	s.nothingDue(t, fresh.Until.Add(-time.Millisecond))
 }
 
-// claimTopics claims at now under f and checks that it got exactly want,
-// in order.
-func (s suite) claimTopics(t *testing.T, f outbox.Scope, now time.Time, want ...outbox.Message) {
+// claimTopics claims at now under f, checks that it got exactly want, in
+// order, and returns what it got.
+func (s suite) claimTopics(t *testing.T, f outbox.Scope, now time.Time, want ...outbox.Message) []outbox.Message {
 	t.Helper()
 	got, err := s.Store.Claim(outbox.WithScope(t.Context(), f), now, lease, 100)
 	if err != nil {
@@ -170,6 +170,7 @@ func (s suite) claimTopics(t *testing.T, f outbox.Scope, now time.Time, want ...
 			t.Fatalf("Claim under %+v = %s, want %s", f, describe(got), describe(want))
 		}
 	}
+	return got
 }
 
 // Scope: a claim with Only takes due messages of those topics alone, in
@@ -184,6 +185,53 @@ func testTopicsOnly(t *testing.T, s suite) {
 	s.claimTopics(t, outbox.Scope{Only: []string{"test.y"}}, now, b, d)
 	s.claimTopics(t, outbox.Scope{Only: []string{"test.z", "test.x", "test.w"}}, now, a, c)
 	s.claimTopics(t, outbox.Scope{Only: []string{"test.x"}}, now)
+}
+
+// Scope: a claim with Only leaves the messages of other topics as they
+// were, as a relay that has no handler for them must: not leased, their
+// attempts unspent, due at once for a claim that asks for them. With From
+// it narrows by both, as a relay's claim from its cursor does.
+func testTopicsOnlyLeavesTheRest(t *testing.T, s suite) {
+	a := s.msg(t, "test.mail", nil, base)
+	b := s.msg(t, "test:webhook", nil, base.Add(time.Millisecond))
+	c := s.msg(t, "test.mail", nil, base.Add(2*time.Millisecond))
+	s.add(t, c, b, a)
+	now := base.Add(time.Second)
+	only := []string{"test.mail"}
+	s.claimTopics(t, outbox.Scope{Only: only, From: base.Add(time.Millisecond)}, now, c)
+	s.claimTopics(t, outbox.Scope{Only: only}, now, a)
+	s.claimTopics(t, outbox.Scope{Only: only}, now)
+	rec, err := s.Store.Lookup(t.Context(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Attempts != 0 || !rec.DueAt.Equal(b.CreatedAt) || rec.LastError != "" || !rec.BuriedAt.IsZero() {
+		t.Errorf("the message of another topic after claims of test.mail: attempts %d, due %s, last error %q, buried %s; want it untouched",
+			rec.Attempts, rec.DueAt.Format(time.RFC3339Nano), rec.LastError, rec.BuriedAt)
+	}
+	got := s.claimTopics(t, outbox.Scope{Only: []string{"test:webhook", "test.sms"}}, now, b)
+	checkMessage(t, got[0], b, 1)
+	s.nothingDue(t, now)
+}
+
+// Scope: a keyed message of a topic that Only leaves out is not claimed,
+// and it still holds the later messages of its key in the topics Only
+// names: a key's order does not depend on which claims ask for which
+// topics.
+func testTopicsOnlyKeepsTheKeyOrder(t *testing.T, s suite) {
+	first := s.msg(t, "test:webhook", map[string]int{"n": 1}, base)
+	first.Key = "user-1"
+	then := s.msg(t, "test.mail", map[string]int{"n": 2}, base.Add(time.Millisecond))
+	then.Key = "user-1"
+	other := s.msg(t, "test.mail", map[string]int{"n": 3}, base.Add(2*time.Millisecond))
+	other.Key = "user-2"
+	s.add(t, first, then, other)
+	now := base.Add(time.Second)
+	only := outbox.Scope{Only: []string{"test.mail"}}
+	s.claimTopics(t, only, now, other)
+	got := s.claimTopics(t, outbox.Scope{Only: []string{"test:webhook"}}, now, first)
+	s.ack(t, got[0].ID)
+	s.claimTopics(t, only, now, then)
 }
 
 // Scope: a claim with Except passes over those topics' messages, which

@@ -90,6 +90,8 @@ var cases = []struct {
 	{"Lease/RequeuedMessageIsNotTheOldClaim", testLeaseAfterRequeue},
 	{"Lease/ReleaseGivesTheAttemptBack", testLeaseRelease},
 	{"Scope/OnlyTopics", testTopicsOnly},
+	{"Scope/OnlyLeavesTheRestUntouched", testTopicsOnlyLeavesTheRest},
+	{"Scope/OnlyKeepsTheKeyOrder", testTopicsOnlyKeepsTheKeyOrder},
 	{"Scope/ExceptTopics", testTopicsExcept},
 	{"Scope/From", testScopeFrom},
 	{"AckAll", testAckAll},

@@ -3,7 +3,6 @@ package mail_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -50,24 +49,6 @@ func TestConsolePrintsTheMailAndLogsNoneOfIt(t *testing.T) {
 	for _, secret := range []string{"ada.console", "abc234"} {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log holds %q:\n%s", secret, logs.String())
-		}
-	}
-}
-
-// Unsent fails every mail, so that the relay retries and then buries it,
-// and neither prints nor logs anything of it.
-func TestUnsentFailsEveryMailAndKeepsItOutOfTheLog(t *testing.T) {
-	t.Parallel()
-	var logs bytes.Buffer
-	handlers := consoleHandlers(t, mail.Unsent{}, &logs)
-	link := mail.Link{To: "ada.unsent@example.com", URL: "http://accounts.test/sign-in?code=abc234", Code: "abc234", ExpiresAt: now.Add(time.Minute)}
-	err := handlers[mail.TopicLoginLink](context.Background(), message(t, mail.TopicLoginLink, link))
-	if !errors.Is(err, mail.ErrNoMailServer) {
-		t.Fatalf("handler: %v, want ErrNoMailServer", err)
-	}
-	for _, secret := range []string{"ada.unsent", "abc234"} {
-		if strings.Contains(err.Error()+logs.String(), secret) {
-			t.Errorf("the error or the log holds %q: %v\n%s", secret, err, logs.String())
 		}
 	}
 }
