@@ -222,12 +222,14 @@ func projectionsCaughtUp(ctx context.Context, cfg Config, databaseURL string, wa
 		cmd := exec.CommandContext(ctx, cfg.Binary, "projections", "status")
 		cmd.Env = append(append(baseEnv(), cfg.Env...), "DATABASE_URL="+databaseURL, "LOG_LEVEL=WARN")
 		out, err := cmd.CombinedOutput()
-		if err == nil && !strings.Contains(string(out), "behind ") {
+		// A table: PROJECTION VERSION BEHIND LAG STATE, a row each.
+		rows := strings.Split(strings.TrimSpace(string(out)), "\n")[1:]
+		if err == nil && len(rows) == 0 {
 			err = errors.New("no projection listed")
 		}
 		if err == nil {
-			for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
-				if !strings.Contains(line, "behind 0 events") || !strings.HasSuffix(line, "running") {
+			for _, row := range rows {
+				if f := strings.Fields(row); len(f) != 5 || f[2] != "0" || f[4] != "running" {
 					err = errors.New("not caught up")
 				}
 			}
