@@ -89,7 +89,9 @@ func TestConfig(t *testing.T) {
 			{nil, []string{"keys", "rotate"}, "DATA_KEY"},
 			{nil, []string{"projections", "rebuild", "views"}, "DATA_KEY"},
 		} {
-			env := map[string]string{"DATABASE_URL": unreachable}
+			// SMTP_URL, so that serve does not stop first for want of a way
+			// to send mail.
+			env := map[string]string{"DATABASE_URL": unreachable, "SMTP_URL": "smtp://127.0.0.1:1"}
 			maps.Copy(env, tc.env)
 			_, err := runApp(t, t.Context(), env, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.name) || strings.Contains(err.Error(), "DATABASE_URL") {

@@ -193,6 +193,11 @@ func (u *user) changeAddress(ctx context.Context) error {
 	}
 	s.ledger.event(u.id, evEmailChanged, false)
 	s.ledger.mail(u.email, kindNotice, false)
+	// The notice arrives before the flow goes on: an erasure would take
+	// it from the outbox with the rest of the account's mail.
+	if _, err := u.mailWait(ctx, u.email, kindNotice); err != nil {
+		return err
+	}
 	u.email = to
 	return nil
 }
