@@ -178,6 +178,16 @@ func handleRequestEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
 }
 
 func handleConfirmEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
+	return handleAddressCode(log, func(r *http.Request, code string) (user.User, error) {
+		// The session that confirms, if any, is the one that stays.
+		return users.ConfirmEmailChange(r.Context(), code, bearer(r))
+	})
+}
+
+// handleAddressCode answers a POST of {"code"} that use spends on a move
+// of the account's address: 200 with the user at its address now, or the
+// problem of use's error, a code that does not work being a 400.
+func handleAddressCode(log *slog.Logger, use func(r *http.Request, code string) (user.User, error)) http.HandlerFunc {
 	type request struct {
 		Code string `json:"code"`
 	}
@@ -187,8 +197,7 @@ func handleConfirmEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
 			writeError(w, r, log, err, 0)
 			return
 		}
-		// The session that confirms, if any, is the one that stays.
-		u, err := users.ConfirmEmailChange(r.Context(), req.Code, bearer(r))
+		u, err := use(r, req.Code)
 		if err != nil {
 			writeError(w, r, log, err, http.StatusBadRequest)
 			return

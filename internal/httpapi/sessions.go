@@ -120,22 +120,9 @@ func handleEndOtherSessions(users Users, log *slog.Logger) http.HandlerFunc {
 // handleUndoEmailChange uses the code mailed to the address a change left:
 // 200 with the user at that address again.
 func handleUndoEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
-	type request struct {
-		Code string `json:"code"`
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req request
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		u, err := users.UndoEmailChange(r.Context(), req.Code)
-		if err != nil {
-			writeError(w, r, log, err, http.StatusBadRequest)
-			return
-		}
-		writeJSON(w, http.StatusOK, toJSON(u, true))
-	}
+	return handleAddressCode(log, func(r *http.Request, code string) (user.User, error) {
+		return users.UndoEmailChange(r.Context(), code)
+	})
 }
 
 // plainName returns s when it is a short name of letters, digits, spaces,
