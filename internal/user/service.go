@@ -179,7 +179,7 @@ func (s *Service) do(ctx context.Context, name string, fn func(ctx context.Conte
 // doPresuming runs the command name as [Service.do] does, but tries first
 // presumed, a unit of work that decides without loading its stream, on the
 // presumption that the stream is quiet, and appends under that condition
-// ([eventstore.Store.AppendLaterIfQuiet]). It saves a round trip to the
+// ([eventstore.Store.AppendLaterIf]). It saves a round trip to the
 // database when the presumption holds; when it does not, the append fails
 // with ErrConcurrency and fn, which loads the stream, runs as do runs it,
 // at once, the command's span marking the failed presumption.

@@ -74,7 +74,7 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 	// that follows another loads the address's links and counts them.
 	presumed := func(ctx context.Context, tx uow.Tx) error {
 		return s.sendSignInLink(ctx, tx, stream, email, func(e eventstore.Event) ([]eventstore.Event, error) {
-			return s.Events.AppendLaterIfQuiet(ctx, tx, stream, s.window(tx), e)
+			return s.Events.AppendLaterIf(ctx, tx, stream, eventstore.Condition{Since: s.window(tx), Fewer: 1}, e)
 		})
 	}
 	return s.doPresuming(ctx, "user.RequestSignInLink", presumed, func(ctx context.Context, tx uow.Tx) error {

@@ -298,15 +298,15 @@ func TestCommandSpanCountsLostRaces(t *testing.T) {
 	checkNothingOf(t, b.spans.Ended(), address, "grace")
 }
 
-// panickingEvents is an event store whose LoadSince and
-// AppendLaterIfQuiet panic.
+// panickingEvents is an event store whose LoadSince and AppendLaterIf
+// panic.
 type panickingEvents struct{ eventstore.Store }
 
 func (panickingEvents) LoadSince(context.Context, uow.Tx, string, time.Time) ([]eventstore.Event, int64, error) {
 	panic("the event store broke")
 }
 
-func (panickingEvents) AppendLaterIfQuiet(context.Context, uow.Tx, string, time.Time, ...eventstore.Event) ([]eventstore.Event, error) {
+func (panickingEvents) AppendLaterIf(context.Context, uow.Tx, string, eventstore.Condition, ...eventstore.Event) ([]eventstore.Event, error) {
 	panic("the event store broke")
 }
 
