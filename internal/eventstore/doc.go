@@ -7,9 +7,10 @@
 // [Store.Append] return [ErrConcurrency], so the unit of work can be retried
 // on fresh state; [Store.AppendLater] may return it from the unit of
 // work's next statement or its commit instead, and saves a round trip.
-// [Store.AppendLaterIfQuiet] saves the load too, for a decision that holds
-// whenever the stream has no recent event: it states that presumption
-// instead of a version, and fails the same way when it is wrong.
+// [Store.AppendLaterIf] saves the load too, for a decision that holds
+// whenever the stream has few enough recent events: it states that
+// presumption as a [Condition] instead of a version, and fails the same
+// way when it is wrong.
 // The log is what projections follow: [Store.ReadAll] returns
 // events in one order that never changes once read (the order of their
 // transactions, then of the events within them), and never passes over an

@@ -12,7 +12,8 @@ import (
 
 // ErrConcurrency is returned by [Store.Append] and [Store.AppendLater] when
 // the stream is not at the expected version, including when a concurrent
-// transaction appended to it first. Retry the unit of work on the stream's
+// transaction appended to it first, and by [Store.AppendLaterIf] when its
+// condition does not hold. Retry the unit of work on the stream's
 // new state.
 var ErrConcurrency = errors.New("eventstore: stream changed concurrently")
 
@@ -115,25 +116,28 @@ type Store interface {
 	// stored already, even where Append would return the stored events
 	// (an ID that another unit of work is still appending may be
 	// ErrConcurrency). The unit of work must therefore return, or wrap
-	// with %w, the error of every call of tx after it. Under [Any] it is
-	// Append.
+	// with %w, the error of every call of tx after it. A statement that
+	// fails because the stream is not at expected fails with an error
+	// that names nothing of the stream or its events, since the
+	// database's own log may keep it. Under [Any] it is Append.
 	AppendLater(ctx context.Context, tx uow.Tx, stream string, expected Expected, events ...Event) ([]Event, error)
-	// AppendLaterIfQuiet is AppendLater for a decision taken without
-	// loading the stream, on the presumption that [Store.LoadSince] with
-	// since would have returned no event: it appends events after the
-	// stream's head, whatever its version, only while the stream has no
-	// event whose RecordedAt is at or after since. Otherwise, or when a
-	// concurrent transaction appends to the stream first, the unit of work
-	// fails with ErrConcurrency, from the call or a later one as under
-	// AppendLater, and its caller may run it again, loading the stream
-	// this time. It saves the load's round trip for streams that are
-	// usually quiet. An event whose ID is stored already, in this stream
-	// or another, is ErrDuplicateEvent, whether or not the stream is
-	// quiet; an invalid event is ErrInvalidEvent; in a read-only unit of
-	// work it returns an error wrapping [uow.ErrReadOnly]. Appending no
-	// events does nothing. The events it returns have their RecordedAt
-	// set but no Version, which is known only once the append is sent.
-	AppendLaterIfQuiet(ctx context.Context, tx uow.Tx, stream string, since time.Time, events ...Event) ([]Event, error)
+	// AppendLaterIf is AppendLater for a decision taken without loading
+	// the stream, on the presumption that cond holds: it appends events
+	// after the stream's head, whatever its version, only while the
+	// stream's events meet cond ([Condition]). Otherwise, or when a
+	// concurrent transaction appends to the stream first, the unit of
+	// work fails with ErrConcurrency, from the call or a later one as
+	// under AppendLater, and its caller may run it again, loading the
+	// stream this time. It saves the load's round trip for decisions
+	// that hold whenever cond does. An event whose ID is stored already,
+	// in this stream or another, is ErrDuplicateEvent, whether or not
+	// cond holds; an invalid event is ErrInvalidEvent, an invalid cond an
+	// error; in a read-only unit of work it returns an error wrapping
+	// [uow.ErrReadOnly]. Appending no events does nothing. The events it
+	// returns have their RecordedAt set but no Version, which is known
+	// only once the append is sent. Where cond holds and no concurrent
+	// append wins, no statement fails, so the database logs no error.
+	AppendLaterIf(ctx context.Context, tx uow.Tx, stream string, cond Condition, events ...Event) ([]Event, error)
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.
 	Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]Event, error)

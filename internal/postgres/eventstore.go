@@ -126,7 +126,7 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 		return fmt.Errorf("eventstore: append %s at version %d: %w", stream, expected, err)
 	}
 	appended, err := s.appendLater(ctx, t, stream, heldAppend{
-		expected: expected, one: appendLaterOneQuery, several: appendLaterQuery, cond: int64(expected), fail: fail,
+		expected: expected, one: appendLaterOneQuery, several: appendLaterQuery, cond: []any{int64(expected)}, fail: fail,
 	}, events)
 	for i := range appended {
 		appended[i].Version = int64(expected) + int64(i) + 1
@@ -134,27 +134,38 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 	return appended, err
 }
 
-// AppendLaterIfQuiet is [eventstore.Store.AppendLaterIfQuiet]: the INSERT
-// of [EventStore.AppendLater], under the condition that the stream has no
-// event recorded at or after since instead of a version.
-func (s *EventStore) AppendLaterIfQuiet(ctx context.Context, t uow.Tx, stream string, since time.Time, events ...eventstore.Event) ([]eventstore.Event, error) {
+// AppendLaterIf is [eventstore.Store.AppendLaterIf]: the INSERT of
+// [EventStore.AppendLater], under cond instead of a version. It reads the
+// stream's events recorded since cond.Since, through the index on
+// (stream, recorded_at).
+func (s *EventStore) AppendLaterIf(ctx context.Context, t uow.Tx, stream string, cond eventstore.Condition, events ...eventstore.Event) ([]eventstore.Event, error) {
 	fail := func(err error) error {
-		return fmt.Errorf("eventstore: append %s if quiet since %s: %w", stream, since.UTC().Format(time.RFC3339Nano), err)
+		return fmt.Errorf("eventstore: append %s if fewer than %d since %s: %w",
+			stream, cond.Fewer, cond.Since.UTC().Format(time.RFC3339Nano), err)
+	}
+	if err := eventstore.CheckCondition(cond); err != nil {
+		return nil, fail(err)
+	}
+	var counted []string // NULL counts every event.
+	if len(cond.Counted) > 0 {
+		counted = cond.Counted
 	}
 	return s.appendLater(ctx, t, stream, heldAppend{
-		expected: eventstore.Any, one: appendQuietOneQuery, several: appendQuietQuery, cond: ceilMicro(since), fail: fail,
+		expected: eventstore.Any, one: appendIfOneQuery, several: appendIfQuery,
+		cond: []any{ceilMicro(cond.Since), cond.Fewer, counted, cond.Absent}, fail: fail,
 	}, events)
 }
 
 // heldAppend is how [EventStore.appendLater] holds an append.
 type heldAppend struct {
 	// expected is the expectation the events are validated with
-	// ([eventstore.CheckAppend]); the statement itself checks cond.
+	// ([eventstore.CheckAppend]); the statement itself checks its
+	// condition.
 	expected eventstore.Expected
 	// one and several are the INSERT of one event and of more, whose
-	// condition takes cond as $2.
+	// condition takes cond as $7 on.
 	one, several string
-	cond         any
+	cond         []any
 	// fail describes an error of the append.
 	fail func(error) error
 }
@@ -183,15 +194,16 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 	q := a.one
 	if len(events) == 1 {
 		e := events[0]
-		args = []any{stream, a.cond, now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0]}
+		args = []any{stream, now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0]}
 	} else {
 		types := make([]string, len(events))
 		data := make([]string, len(events))
 		for i, e := range events {
 			types[i], data[i] = e.Type, string(e.Data)
 		}
-		q, args = a.several, []any{stream, a.cond, now, ids, types, data, metadata}
+		q, args = a.several, []any{stream, now, ids, types, data, metadata}
 	}
+	args = append(args, a.cond...)
 	if err := pt.later(ctx, q, args, func(err error) error { return fail(appendLaterError(err)) }); err != nil {
 		return nil, err
 	}
@@ -204,48 +216,64 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 	return appended, nil
 }
 
-// The statements of [EventStore.AppendLater] and
-// [EventStore.AppendLaterIfQuiet], for several events and for one. They
-// check what the append asks before they write: the events follow the
-// stream's head when the condition on $2 holds (the head is the expected
-// version, or no event of the stream is recorded at or after $2), or when
-// an event's ID is stored already, so that the ID's unique index refuses
-// the row; otherwise their version is NULL, which the column refuses.
-// The quiet condition and the ID's probe are uncorrelated subqueries, so
+// The statements of [EventStore.AppendLater] and [EventStore.AppendLaterIf],
+// for several events and for one. They insert the events after the
+// stream's head when the condition on $7 on holds (the head is the
+// expected version, or the stream's recent events meet the
+// [eventstore.Condition]), or when an event's ID is stored already, so
+// that the ID's unique index refuses the row (ErrDuplicateEvent). A
+// version that another transaction inserts meanwhile is skipped once that
+// one commits (the INSERT waits for it). When fewer events went in than
+// were given, the statement inserts a row of NULLs, which the table
+// refuses: a failed statement is the one way to fail the unit of work
+// whose COMMIT is already on its way in the same pipeline, and this
+// failure's error names no stream, version or data, where a NULL version
+// or a broken primary key would put the stream's name and the event in
+// PostgreSQL's log ([eventstore.Store.AppendLater]). Where the condition
+// holds and nothing races, nothing fails and PostgreSQL logs nothing.
+//
+// The condition and the ID's probe are uncorrelated subqueries, so
 // InitPlans, which PostgreSQL runs once, and the probe only when the
 // condition fails; correlated with each row they would run for every
-// event. A version that
-// another transaction inserts meanwhile breaks the primary key once that
-// one commits (the INSERT waits for it). A truncation that deletes a
-// probed ID between the probe and the insert would let the events in at
-// the head; only a replay of an event being truncated meets that.
+// event. A truncation that deletes a probed ID between the probe and the
+// insert would let the events in at the head; only a replay of an event
+// being truncated meets that.
 const (
-	// The conditions on $2.
-	atExpected = `head.version = $2`
-	quietSince = `NOT EXISTS (SELECT 1 FROM events WHERE stream = $1 AND recorded_at >= $2)`
+	// The conditions on $7 on: a version, or since, fewer, counted
+	// types (NULL: all) and absent types.
+	atExpected = `head.version = $7`
+	fewerSince = `(SELECT count(*) FILTER (WHERE $9::text[] IS NULL OR type = ANY($9::text[])) < $8
+		AND count(*) FILTER (WHERE type = ANY($10::text[])) = 0
+		FROM events WHERE stream = $1 AND recorded_at >= $7)`
 
-	appendOneBefore = `
-WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT $4::uuid, $1,
-	CASE WHEN `
-	appendOneAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = $4::uuid) THEN head.version + 1 END,
-	$5::text, $6::text::jsonb, $7::text::jsonb, $3
-FROM head`
-	appendSeveralBefore = `
-WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT e.id, $1,
-	CASE WHEN `
-	appendSeveralAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = ANY($4::uuid[])) THEN head.version + e.n END,
-	e.type, e.data::jsonb, e.metadata::jsonb, $3
-FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
-ORDER BY e.n`
+	appendHead = `
+WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1),
+appended AS (
+	INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
+	SELECT `
+	appendOneBefore = appendHead + `$3::uuid, $1, head.version + 1, $4::text, $5::text::jsonb, $6::text::jsonb, $2
+	FROM head
+	WHERE `
+	appendOneAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = $3::uuid)
+	ON CONFLICT (stream, version) DO NOTHING
+	RETURNING 1)
+` + refuseOne
+	appendSeveralBefore = appendHead + `e.id, $1, head.version + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $2
+	FROM head, unnest($3::uuid[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+	WHERE `
+	appendSeveralAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = ANY($3::uuid[]))
+	ORDER BY e.n
+	ON CONFLICT (stream, version) DO NOTHING
+	RETURNING 1)
+` + refuseSeveral
+	// The refusal, whose comment PostgreSQL logs with the error.
+	refuseOne     = `INSERT INTO events (id) SELECT NULL WHERE NOT EXISTS (SELECT FROM appended) -- eventstore: append refused`
+	refuseSeveral = `INSERT INTO events (id) SELECT NULL WHERE (SELECT count(*) FROM appended) < cardinality($3::uuid[]) -- eventstore: append refused`
 
 	appendLaterOneQuery = appendOneBefore + atExpected + appendOneAfter
 	appendLaterQuery    = appendSeveralBefore + atExpected + appendSeveralAfter
-	appendQuietOneQuery = appendOneBefore + quietSince + appendOneAfter
-	appendQuietQuery    = appendSeveralBefore + quietSince + appendSeveralAfter
+	appendIfOneQuery    = appendOneBefore + fewerSince + appendOneAfter
+	appendIfQuery       = appendSeveralBefore + fewerSince + appendSeveralAfter
 )
 
 // appendLaterError returns err, the error of an [EventStore.AppendLater]
@@ -257,8 +285,7 @@ func appendLaterError(err error) error {
 		return err
 	}
 	switch {
-	case pgErr.Code == notNullViolation && pgErr.ColumnName == "version",
-		pgErr.Code == uniqueViolation && pgErr.ConstraintName == "events_pkey":
+	case pgErr.Code == notNullViolation && pgErr.ColumnName == "id":
 		return fmt.Errorf("%w: %w", eventstore.ErrConcurrency, err)
 	case pgErr.Code == uniqueViolation && pgErr.ConstraintName == "events_id_key":
 		return fmt.Errorf("%w: %w", eventstore.ErrDuplicateEvent, err)

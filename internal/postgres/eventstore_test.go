@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -28,6 +31,7 @@ func TestEventStore(t *testing.T) {
 	t.Run("AppendBlockedByOpenTx", testEventStoreAppendBlockedByOpenTx)
 	t.Run("AppendLaterBlockedByOpenTx", testEventStoreAppendLaterBlockedByOpenTx)
 	t.Run("AppendLaterGoesWithTheCommit", testEventStoreAppendLaterGoesWithTheCommit)
+	t.Run("RefusalsNameNothing", testEventStoreRefusalsNameNothing)
 	t.Run("LockMakesWritersWait", testEventStoreLockMakesWritersWait)
 	t.Run("LoadSinceUsesIndexes", testEventStoreLoadSinceUsesIndexes)
 }
@@ -101,7 +105,7 @@ func testEventStoreAppendBlockedByOpenTx(t *testing.T) {
 				err    error
 			}
 			bResult := make(chan result, 1)
-			err := blockOnOpenAppend(t, db, first, func(ctx context.Context, tx uow.Tx) error {
+			err := blockOnOpenAppend(t, db, "s", first, func(ctx context.Context, tx uow.Tx) error {
 				events, err := store.Append(ctx, tx, "s", eventstore.NoStream, second...)
 				bResult <- result{events, err}
 				return nil // Commit anyway: a failed append must leave nothing.
@@ -186,7 +190,7 @@ func testEventStoreAppendLaterBlockedByOpenTx(t *testing.T) {
 			if tc.sameID {
 				second.ID = first.ID
 			}
-			err := blockOnOpenAppend(t, db, first, func(ctx context.Context, tx uow.Tx) error {
+			err := blockOnOpenAppend(t, db, "s", first, func(ctx context.Context, tx uow.Tx) error {
 				_, err := store.AppendLater(ctx, tx, tc.stream, eventstore.NoStream, second)
 				return err
 			})
@@ -212,10 +216,93 @@ func testEventStoreAppendLaterBlockedByOpenTx(t *testing.T) {
 	}
 }
 
-// blockOnOpenAppend appends first to stream s at NoStream in a unit of work
+// testEventStoreRefusalsNameNothing refuses held appends, under a version
+// and under a condition, as sent after the stream moved and as sent while
+// another transaction was inserting the same version: each fails its unit
+// of work with ErrConcurrency, and the error PostgreSQL raised, which its
+// log keeps, is no unique violation and names nothing of the stream or
+// the event: neither the stream's name, nor the event's ID, nor its data.
+func testEventStoreRefusalsNameNothing(t *testing.T) {
+	t.Parallel()
+	const stream = "signin-5ecre7"
+	data := map[string]string{"email": "ada@example.com"}
+	newEvent := func(t *testing.T) eventstore.Event {
+		t.Helper()
+		e, err := eventstore.NewEvent("test.link_requested", data, eventstore.Metadata{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	recent := eventstore.Condition{Since: time.Now().Add(-time.Hour), Fewer: 1}
+	for _, tc := range []struct {
+		name string
+		// raced holds another transaction's insert of version 1 open
+		// until the append waits for it; otherwise the stream has one
+		// event when the append runs.
+		raced  bool
+		append func(ctx context.Context, store eventstore.Store, tx uow.Tx, e eventstore.Event) error
+	}{
+		{name: "AppendLater behind", append: func(ctx context.Context, store eventstore.Store, tx uow.Tx, e eventstore.Event) error {
+			_, err := store.AppendLater(ctx, tx, stream, eventstore.NoStream, e)
+			return err
+		}},
+		{name: "AppendLaterIf where the condition fails", append: func(ctx context.Context, store eventstore.Store, tx uow.Tx, e eventstore.Event) error {
+			_, err := store.AppendLaterIf(ctx, tx, stream, recent, e, newEvent(t))
+			return err
+		}},
+		{name: "AppendLater racing", raced: true, append: func(ctx context.Context, store eventstore.Store, tx uow.Tx, e eventstore.Event) error {
+			_, err := store.AppendLater(ctx, tx, stream, eventstore.NoStream, e)
+			return err
+		}},
+		{name: "AppendLaterIf racing", raced: true, append: func(ctx context.Context, store eventstore.Store, tx uow.Tx, e eventstore.Event) error {
+			_, err := store.AppendLaterIf(ctx, tx, stream, eventstore.Condition{Fewer: 5}, e)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.New(t)
+			runner, store := db.Runner(nil), db.Events()
+			first, refused := newEvent(t), newEvent(t)
+			b := func(ctx context.Context, tx uow.Tx) error { return tc.append(ctx, store, tx, refused) }
+			var err error
+			if tc.raced {
+				err = blockOnOpenAppend(t, db, stream, first, b)
+			} else {
+				err = runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+					_, err := store.Append(ctx, tx, stream, eventstore.NoStream, first)
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = runner.Do(t.Context(), b)
+			}
+			if !errors.Is(err, eventstore.ErrConcurrency) {
+				t.Fatalf("the refused append's unit of work: %v, want ErrConcurrency", err)
+			}
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) {
+				t.Fatalf("the refused append's error %v holds no error of PostgreSQL's", err)
+			}
+			if pgErr.Code == "23505" {
+				t.Errorf("PostgreSQL refused the append with a unique violation: %+v", *pgErr)
+			}
+			raised := fmt.Sprintf("%+v", *pgErr)
+			for _, secret := range []string{stream, refused.ID.String(), "ada@example.com", "email"} {
+				if strings.Contains(raised, secret) {
+					t.Errorf("PostgreSQL's error names %q: %s", secret, raised)
+				}
+			}
+		})
+	}
+}
+
+// blockOnOpenAppend appends first to stream at NoStream in a unit of work
 // A that it holds open, runs b in a unit of work B until B's backend waits
 // for a lock (on A's rows), then lets A commit, and returns B's outcome.
-func blockOnOpenAppend(t *testing.T, db *postgres.DB, first eventstore.Event, b func(ctx context.Context, tx uow.Tx) error) error {
+func blockOnOpenAppend(t *testing.T, db *postgres.DB, stream string, first eventstore.Event, b func(ctx context.Context, tx uow.Tx) error) error {
 	t.Helper()
 	runner, store := db.Runner(nil), db.Events()
 	release := make(chan struct{})
@@ -224,7 +311,7 @@ func blockOnOpenAppend(t *testing.T, db *postgres.DB, first eventstore.Event, b 
 	aAppended, aDone := make(chan error, 1), make(chan error, 1)
 	go func() {
 		aDone <- runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-			_, err := store.Append(ctx, tx, "s", eventstore.NoStream, first)
+			_, err := store.Append(ctx, tx, stream, eventstore.NoStream, first)
 			aAppended <- err
 			<-release
 			return err

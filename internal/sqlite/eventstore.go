@@ -51,13 +51,12 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 	return appended, nil
 }
 
-// append is [EventStore.Append] without its errors' prefix, or, when
-// quietSince is not nil, [EventStore.AppendLaterIfQuiet]: refused in a
-// read-only unit of work, ErrDuplicateEvent for any event stored
-// already, even all in this stream, and ErrConcurrency when the stream
-// has an event recorded at or after quietSince; the events follow the
-// head.
-func (s *EventStore) append(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, quietSince *time.Time, events []eventstore.Event) ([]eventstore.Event, error) {
+// append is [EventStore.Append] without its errors' prefix, or, when cond
+// is not nil, [EventStore.AppendLaterIf]: refused in a read-only unit of
+// work, ErrDuplicateEvent for any event stored already, even all in this
+// stream, and ErrConcurrency when the stream's recent events do not meet
+// cond; the events follow the head.
+func (s *EventStore) append(ctx context.Context, t uow.Tx, stream string, expected eventstore.Expected, cond *eventstore.Condition, events []eventstore.Event) ([]eventstore.Event, error) {
 	st, err := asTx(t)
 	if err != nil {
 		return nil, err
@@ -66,10 +65,15 @@ func (s *EventStore) append(ctx context.Context, t uow.Tx, stream string, expect
 	if err != nil {
 		return nil, err
 	}
+	if cond != nil {
+		if err := eventstore.CheckCondition(*cond); err != nil {
+			return nil, err
+		}
+	}
 	if len(events) == 0 {
 		return nil, nil
 	}
-	if quietSince != nil {
+	if cond != nil {
 		if err := st.writing(); err != nil {
 			return nil, err
 		}
@@ -89,20 +93,15 @@ FROM events WHERE id IN (SELECT value FROM json_each(?2))`
 		return nil, err
 	}
 	if found > 0 {
-		if inStream < len(ids) || quietSince != nil {
+		if inStream < len(ids) || cond != nil {
 			return nil, fmt.Errorf("%w: %d of %d events stored, %d of them in this stream",
 				eventstore.ErrDuplicateEvent, found, len(ids), inStream)
 		}
 		return s.stored(ctx, st, string(idList))
 	}
-	if quietSince != nil {
-		var recent bool
-		const q = `SELECT EXISTS (SELECT 1 FROM events WHERE stream = ? AND recorded_at >= ?)`
-		if err := st.QueryRowContext(ctx, q, stream, ceilMicros(*quietSince)).Scan(&recent); err != nil {
+	if cond != nil {
+		if err := s.checkCondition(ctx, st, stream, *cond); err != nil {
 			return nil, err
-		}
-		if recent {
-			return nil, fmt.Errorf("%w: an event is recorded since", eventstore.ErrConcurrency)
 		}
 	} else if expected != eventstore.Any && int64(expected) != version {
 		return nil, fmt.Errorf("%w: stream is at version %d, expected %d",
@@ -148,20 +147,56 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 	return s.Append(ctx, t, stream, expected, events...)
 }
 
-// AppendLaterIfQuiet appends events at the stream's head unless an event of
-// the stream is recorded at or after since, as
-// [eventstore.Store.AppendLaterIfQuiet] describes. A unit of work holds the
-// write lock from its first statement, so nothing appends between the
-// check and the append.
-func (s *EventStore) AppendLaterIfQuiet(ctx context.Context, t uow.Tx, stream string, since time.Time, events ...eventstore.Event) ([]eventstore.Event, error) {
-	appended, err := s.append(ctx, t, stream, eventstore.Any, &since, events)
+// AppendLaterIf appends events at the stream's head when its recent
+// events meet cond, as [eventstore.Store.AppendLaterIf] describes. A unit
+// of work holds the write lock from its first statement, so nothing
+// appends between the check and the append.
+func (s *EventStore) AppendLaterIf(ctx context.Context, t uow.Tx, stream string, cond eventstore.Condition, events ...eventstore.Event) ([]eventstore.Event, error) {
+	appended, err := s.append(ctx, t, stream, eventstore.Any, &cond, events)
 	if err != nil {
-		return nil, fmt.Errorf("eventstore: append %s if quiet since %s: %w", stream, since.UTC().Format(time.RFC3339Nano), err)
+		return nil, fmt.Errorf("eventstore: append %s if fewer than %d since %s: %w",
+			stream, cond.Fewer, cond.Since.UTC().Format(time.RFC3339Nano), err)
 	}
 	for i := range appended {
 		appended[i].Version = 0
 	}
 	return appended, nil
+}
+
+// checkCondition returns ErrConcurrency when the events of stream
+// recorded since cond.Since do not meet cond. It reads them through the
+// index on (stream, recorded_at), and names the types in the statement:
+// a list to unpack (json_each) would cost a stream with recent events
+// more than one without, which a caller that hides how busy a stream is
+// must not pay.
+func (s *EventStore) checkCondition(ctx context.Context, st *tx, stream string, cond eventstore.Condition) error {
+	counted, absent := "count(*)", "0"
+	args := make([]any, 0, len(cond.Counted)+len(cond.Absent)+2)
+	if len(cond.Counted) > 0 {
+		counted = "coalesce(sum(type IN (" + placeholders(len(cond.Counted)) + ")), 0)"
+		for _, typ := range cond.Counted {
+			args = append(args, typ)
+		}
+	}
+	if len(cond.Absent) > 0 {
+		absent = "coalesce(sum(type IN (" + placeholders(len(cond.Absent)) + ")), 0)"
+		for _, typ := range cond.Absent {
+			args = append(args, typ)
+		}
+	}
+	args = append(args, stream, ceilMicros(cond.Since))
+	q := `SELECT ` + counted + `, ` + absent + ` FROM events WHERE stream = ? AND recorded_at >= ?`
+	var n, absentN int
+	if err := st.QueryRowContext(ctx, q, args...).Scan(&n, &absentN); err != nil {
+		return err
+	}
+	switch {
+	case n >= cond.Fewer:
+		return fmt.Errorf("%w: %d events counted since", eventstore.ErrConcurrency, n)
+	case absentN > 0:
+		return fmt.Errorf("%w: %d events of an absent type since", eventstore.ErrConcurrency, absentN)
+	}
+	return nil
 }
 
 // stored returns the events with the IDs of the JSON array idList, all of

@@ -196,19 +196,19 @@ func (s *Service) do(ctx context.Context, name string, fn func(ctx context.Conte
 }
 
 // doPresuming runs the command name as [Service.do] does, but tries first
-// presumed, a unit of work that decides without loading its stream, on the
-// presumption that the stream is quiet, and appends under that condition
-// ([eventstore.Store.AppendLaterIfQuiet]). It saves a round trip to the
-// database when the presumption holds; when it does not, the append fails
-// with ErrConcurrency and fn, which loads the stream, runs as do runs it,
-// at once, the command's span marking the failed presumption.
+// presumed, a unit of work that decides without loading its stream, on a
+// presumption about the stream's recent events, and appends under that
+// condition ([eventstore.Store.AppendLaterIf]). It saves a round trip to
+// the database when the presumption holds; when it does not, the append
+// fails with ErrConcurrency and fn, which loads the stream, runs as do
+// runs it, at once, the command's span marking the failed presumption.
 func (s *Service) doPresuming(ctx context.Context, name string, presumed, fn func(ctx context.Context, tx uow.Tx) error) error {
 	ctx, span := s.startCommand(ctx, name)
 	defer endOnPanic(span)
 	err := s.Runner.Do(ctx, withKeys(presumed))
 	tries := 1
 	if errors.Is(err, eventstore.ErrConcurrency) {
-		span.AddEvent(eventNotQuiet)
+		span.AddEvent(eventConditionFailed)
 		tries, err = s.tries(ctx, span, 1, fn)
 	}
 	span.SetAttributes(attrTries.Int(tries))

@@ -71,12 +71,13 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 		return err
 	}
 	stream := signInStream(secret, email)
-	// Most requests are an address's first in the window, so the request
-	// presumes it is and sends everything in one round trip; a request
-	// that follows another loads the address's links and counts them.
+	// The request presumes the address below its limit and sends
+	// everything in one round trip, whether or not it asked before, so
+	// that its time tells nothing; only a request at the limit loads the
+	// address's links and counts them.
 	presumed := func(ctx context.Context, tx uow.Tx) error {
 		return s.sendSignInLink(ctx, tx, stream, email, func(e eventstore.Event) ([]eventstore.Event, error) {
-			return s.Events.AppendLaterIfQuiet(ctx, tx, stream, s.window(tx), e)
+			return s.Events.AppendLaterIf(ctx, tx, stream, s.belowLinkLimit(tx), e)
 		})
 	}
 	return s.doPresuming(ctx, "user.RequestSignInLink", presumed, func(ctx context.Context, tx uow.Tx) error {
@@ -91,6 +92,20 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 			return s.Events.AppendLater(ctx, tx, stream, eventstore.Exactly(links.version), e)
 		})
 	})
+}
+
+// belowLinkLimit is the condition under which a sign-in stream may have
+// another link without loading it: fewer requests than the limit since
+// [Service.window], which begins no later than the limit's window, and no
+// [SignInForgotten] since, whose one event may carry as many requests as
+// the limit.
+func (s *Service) belowLinkLimit(tx uow.Tx) eventstore.Condition {
+	return eventstore.Condition{
+		Since:   s.window(tx),
+		Fewer:   s.policy.LinkLimit,
+		Counted: []string{TypeSignInLinkRequested},
+		Absent:  []string{TypeSignInForgotten},
+	}
 }
 
 // sendSignInLink records a new sign-in link for email in its stream

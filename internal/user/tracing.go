@@ -34,10 +34,11 @@ const (
 	attrDone = attribute.Key("user.job.done")
 	// eventLostRace marks a try that lost a race and is run again.
 	eventLostRace = "lost race"
-	// eventNotQuiet marks a try that presumed its stream quiet and failed:
-	// the stream was not, or another command appended to it first
+	// eventConditionFailed marks a try that appended on a presumption
+	// about its stream and failed: the stream's recent events did not
+	// meet the condition, or another command appended to it first
 	// ([Service.doPresuming]). The command runs again at once.
-	eventNotQuiet = "stream not quiet"
+	eventConditionFailed = "condition failed"
 )
 
 // WithTracerProvider makes the span of each command and query with tp;

@@ -248,9 +248,9 @@ func (e *racingEvents) LoadSince(ctx context.Context, tx uow.Tx, stream string, 
 }
 
 // A command that lost a race notes it on its span, with the try that lost,
-// and counts its tries; a request for a link that presumed its address
-// quiet and found it was not notes that too. On PostgreSQL only: on SQLite
-// units of work take turns on one connection, and no command loses a race.
+// and counts its tries; a request for a link whose presumption failed
+// notes that too. On PostgreSQL only: on SQLite units of work take turns
+// on one connection, and no command loses a race.
 func TestCommandSpanCountsLostRaces(t *testing.T) {
 	t.Parallel()
 	const address = "grace@example.com"
@@ -269,10 +269,16 @@ func TestCommandSpanCountsLostRaces(t *testing.T) {
 			t.Errorf("the racing request: %v", err)
 		}
 	}
-	// A first request, so that the traced one finds the address not quiet
-	// and loads its links, which lets the racer in.
+	// A first request, forgotten by the sweep once it no longer counts:
+	// the marker the sweep appends fails the traced request's
+	// presumption, so that it loads the address's links, which lets the
+	// racer in.
 	if err := other.RequestSignInLink(t.Context(), address); err != nil {
 		t.Fatal(err)
+	}
+	b.clock.Advance(time.Hour)
+	if n, err := other.ForgetIdleAddresses(t.Context()); err != nil || n != 1 {
+		t.Fatalf("ForgetIdleAddresses = %d, %v; want the address forgotten", n, err)
 	}
 	if err := b.svc.RequestSignInLink(t.Context(), address); err != nil {
 		t.Fatal(err)
@@ -286,8 +292,8 @@ func TestCommandSpanCountsLostRaces(t *testing.T) {
 		t.Errorf("tries %s, want 3: presumed, lost the race, won", tries.Emit())
 	}
 	events := span.Events()
-	if len(events) != 2 || events[0].Name != "stream not quiet" || events[1].Name != "lost race" {
-		t.Fatalf("events %+v, want the stream not quiet, then one lost race", events)
+	if len(events) != 2 || events[0].Name != "condition failed" || events[1].Name != "lost race" {
+		t.Fatalf("events %+v, want the condition failed, then one lost race", events)
 	}
 	if len(events[1].Attributes) != 1 || events[1].Attributes[0] != attribute.Int("user.command.try", 2) {
 		t.Errorf("the lost race's attributes %v, want user.command.try=2", events[1].Attributes)
@@ -298,15 +304,15 @@ func TestCommandSpanCountsLostRaces(t *testing.T) {
 	checkNothingOf(t, b.spans.Ended(), address, "grace")
 }
 
-// panickingEvents is an event store whose LoadSince and
-// AppendLaterIfQuiet panic.
+// panickingEvents is an event store whose LoadSince and AppendLaterIf
+// panic.
 type panickingEvents struct{ eventstore.Store }
 
 func (panickingEvents) LoadSince(context.Context, uow.Tx, string, time.Time) ([]eventstore.Event, int64, error) {
 	panic("the event store broke")
 }
 
-func (panickingEvents) AppendLaterIfQuiet(context.Context, uow.Tx, string, time.Time, ...eventstore.Event) ([]eventstore.Event, error) {
+func (panickingEvents) AppendLaterIf(context.Context, uow.Tx, string, eventstore.Condition, ...eventstore.Event) ([]eventstore.Event, error) {
 	panic("the event store broke")
 }
 

@@ -24,7 +24,7 @@ type Harness struct {
 	Runner uow.Runner
 	// RunnerAt returns a runner like Runner, on the same database, whose
 	// units of work take their time from now. The cases of
-	// [eventstore.Store.LoadSince] and [eventstore.Store.AppendLaterIfQuiet]
+	// [eventstore.Store.LoadSince] and [eventstore.Store.AppendLaterIf]
 	// need it to record events at the times they choose.
 	RunnerAt func(now func() time.Time) uow.Runner
 	// Store is the store under test, empty when setup returns it.
@@ -91,11 +91,12 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "AppendLater/FailsALaterCall", run: testAppendLaterFailsALaterCall},
 		{name: "AppendLater/WhileOtherOpen", concurrent: true, run: testAppendLaterWhileOtherOpen},
 		{name: "AppendLater/Refused", run: testAppendLaterRefused},
-		{name: "AppendLaterIfQuiet/Appends", run: testAppendLaterIfQuietAppends},
-		{name: "AppendLaterIfQuiet/Refused", run: testAppendLaterIfQuietRefused},
-		{name: "AppendLaterIfQuiet/Duplicates", run: testAppendLaterIfQuietDuplicates},
-		{name: "AppendLaterIfQuiet/WhileOtherOpen", concurrent: true, run: testAppendLaterIfQuietWhileOtherOpen},
-		{name: "AppendLaterIfQuiet/Invalid", run: testAppendLaterIfQuietInvalid},
+		{name: "AppendLaterIf/Appends", run: testAppendLaterIfAppends},
+		{name: "AppendLaterIf/Refused", run: testAppendLaterIfRefused},
+		{name: "AppendLaterIf/Duplicates", run: testAppendLaterIfDuplicates},
+		{name: "AppendLaterIf/WhileOtherOpen", concurrent: true, run: testAppendLaterIfWhileOtherOpen},
+		{name: "AppendLaterIf/AfterOtherOpen", concurrent: true, run: testAppendLaterIfAfterOtherOpen},
+		{name: "AppendLaterIf/Invalid", run: testAppendLaterIfInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
