@@ -54,7 +54,7 @@ func TestMailWithoutSMTP(t *testing.T) {
 		if !strings.Contains(screen.String(), "ada.console@example.com") {
 			t.Errorf("the terminal shows no recipient:\n%s", screen.String())
 		}
-		e2eAwait(t, logs.seen(`msg="mail: delivered"`), "the delivery's log line")
+		e2eAwait(t, logs.seen(`msg="mail: printed"`), "the log line of the printed mail")
 		if strings.Contains(logs.String(), code) || strings.Contains(logs.String(), "ada.console") {
 			t.Errorf("the log holds the address or the code:\n%s", logs.String())
 		}

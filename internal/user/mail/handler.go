@@ -77,6 +77,11 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	// A mail printed on a terminal was not delivered: the log says which.
+	sent := "mail: delivered"
+	if _, ok := s.(*Console); ok {
+		sent = "mail: printed"
+	}
 	var dropped, heldBack metric.Int64Counter
 	if cfg.Meter != nil {
 		var err error
@@ -159,7 +164,7 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 				return err
 			}
 			// Never the link or the code: the log outlives the message.
-			cfg.Log.InfoContext(ctx, "mail: delivered", "topic", topic, "id", m.ID, "message_id", msgID, "attempts", m.Attempts)
+			cfg.Log.InfoContext(ctx, sent, "topic", topic, "id", m.ID, "message_id", msgID, "attempts", m.Attempts)
 			return nil
 		}
 	}
