@@ -29,36 +29,8 @@ import (
 func TestSMTPOutageOfTenMinutesLosesNoMail(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := pgtest.New(t)
-	mx := smtptest.NewServer(t)
-	clock := testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	reader := sdkmetric.NewManualReader()
-
-	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{},
-		outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	keys := keyringtest.New(t, postgres.DataKeys{})
-	users, err := user.NewService(user.Deps{
-		Runner: db.Runner(clock.Now),
-		Events: db.Events(),
-		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{},
-		Keys:   keys,
-	}, user.Policy{}, "http://accounts.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total outbox.DrainStats
-	drain := func() {
-		t.Helper()
-		got, err := relay.Drain(ctx)
-		if err != nil {
-			t.Fatalf("drain at %s: %v", clock.Now().Format(time.RFC3339), err)
-		}
-		total.Claimed += got.Claimed
-		total.Delivered += got.Delivered
-		total.Retried += got.Retried
-		total.Buried += got.Buried
-	}
+	o := newMailOutage(t)
+	mx, clock, reader, users, total, drain := o.mx, o.clock, o.reader, o.users, &o.total, o.drain
 
 	mx.Stop()
 	const outage, every = 10 * time.Minute, 15 * time.Second
@@ -111,34 +83,8 @@ func TestSMTPOutageOfTenMinutesLosesNoMail(t *testing.T) {
 func TestSMTPOutageWithOneMailLosesNoMail(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db := pgtest.New(t)
-	mx := smtptest.NewServer(t)
-	clock := testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-	reader := sdkmetric.NewManualReader()
-	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{},
-		outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	users, err := user.NewService(user.Deps{
-		Runner: db.Runner(clock.Now),
-		Events: db.Events(),
-		Outbox: db.Outbox(),
-		Views:  postgres.UserViews{},
-		Keys:   keyringtest.New(t, postgres.DataKeys{}),
-	}, user.Policy{}, "http://accounts.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total outbox.DrainStats
-	drain := func() {
-		t.Helper()
-		got, err := relay.Drain(ctx)
-		if err != nil {
-			t.Fatalf("drain at %s: %v", clock.Now().Format(time.RFC3339), err)
-		}
-		total.Retried += got.Retried
-		total.Delivered += got.Delivered
-		total.Buried += got.Buried
-	}
-
+	o := newMailOutage(t)
+	mx, clock, reader, users, total, drain := o.mx, o.clock, o.reader, o.users, &o.total, o.drain
 	mx.Stop()
 	if err := users.RequestSignInLink(ctx, "ada@example.com"); err != nil {
 		t.Fatal(err)
@@ -162,6 +108,54 @@ func TestSMTPOutageWithOneMailLosesNoMail(t *testing.T) {
 	if got := len(mx.Messages()); got != 1 {
 		t.Errorf("the server received %d mails, want 1", got)
 	}
+}
+
+// mailOutage is a user service and a mail relay on a database of their own,
+// on one clock, with an SMTP server to stop and start, the relay's
+// metrics, and drain, which runs one pass of the relay and adds what it
+// did to total.
+type mailOutage struct {
+	mx     *smtptest.Server
+	clock  *testclock.Clock
+	reader *sdkmetric.ManualReader
+	users  *user.Service
+	total  outbox.DrainStats
+	drain  func()
+}
+
+func newMailOutage(t *testing.T) *mailOutage {
+	t.Helper()
+	db := pgtest.New(t)
+	o := &mailOutage{
+		mx:     smtptest.NewServer(t),
+		clock:  testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)),
+		reader: sdkmetric.NewManualReader(),
+	}
+	relay := e2eMailRelay(t, db.Outbox(), o.mx, o.clock, outbox.RelayConfig{},
+		outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))))
+	users, err := user.NewService(user.Deps{
+		Runner: db.Runner(o.clock.Now),
+		Events: db.Events(),
+		Outbox: db.Outbox(),
+		Views:  postgres.UserViews{},
+		Keys:   keyringtest.New(t, postgres.DataKeys{}),
+	}, user.Policy{}, "http://accounts.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.users = users
+	o.drain = func() {
+		t.Helper()
+		got, err := relay.Drain(t.Context())
+		if err != nil {
+			t.Fatalf("drain at %s: %v", o.clock.Now().Format(time.RFC3339), err)
+		}
+		o.total.Claimed += got.Claimed
+		o.total.Delivered += got.Delivered
+		o.total.Retried += got.Retried
+		o.total.Buried += got.Buried
+	}
+	return o
 }
 
 // breakerState returns the value of the outbox.breaker.state gauge for topic.
