@@ -2,11 +2,7 @@ package user
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,12 +68,10 @@ func spellingStream(secret []byte, email string) string {
 	return streamOf(secret, email)
 }
 
-// streamOf returns signInPrefix and the first 128 bits of the HMAC-SHA256
-// of address under secret, in hex.
+// streamOf returns signInPrefix and the name of address under secret
+// ([keyring.Name]).
 func streamOf(secret []byte, address string) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(address))
-	return signInPrefix + hex.EncodeToString(mac.Sum(nil)[:16])
+	return signInPrefix + keyring.Name(secret, address)
 }
 
 func userStream(id uuid.UUID) string { return "user-" + id.String() }
@@ -89,33 +83,14 @@ const changePrefix = "change-"
 // the change of address with the code hash is sealed for.
 func changeSubject(codeHash string) string { return changePrefix + codeHash }
 
-// signInNames holds the secret that names sign-in streams once it has been
-// read.
-type signInNames struct {
-	mu     sync.Mutex
-	secret []byte
-}
-
-// signInSecret returns the secret that names sign-in streams, reading it,
-// or making it the first time ever, in a unit of work of its own, before
-// the command that needs it begins its own: it never changes, so the
-// service keeps it once that unit of work has committed.
+// signInSecret returns the secret that names sign-in streams, read, or
+// made the first time ever, in a unit of work of its own before the
+// command that needs it begins its own ([keyring.Names]).
 func (s *Service) signInSecret(ctx context.Context) ([]byte, error) {
-	s.names.mu.Lock()
-	defer s.names.mu.Unlock()
-	if s.names.secret != nil {
-		return s.names.secret, nil
-	}
-	var secret []byte
-	err := s.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		var err error
-		secret, err = s.Keys.Secret(ctx, tx, signInNamesSubject)
-		return err
-	})
+	secret, err := s.names.Secret(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("user: the secret of sign-in stream names: %w", err)
+		return nil, fmt.Errorf("user: %w", err)
 	}
-	s.names.secret = secret
 	return secret, nil
 }
 

@@ -149,7 +149,8 @@ type Service struct {
 	policy      Policy
 	baseURL     string
 	integration publish.Events
-	names       signInNames
+	// names holds the secret that names sign-in streams.
+	names *keyring.Names
 	// views applies what the commands append to Views.
 	views ViewsProjection
 	// tp is the provider of [WithTracerProvider], tr its tracer.
@@ -170,7 +171,8 @@ func NewService(d Deps, p Policy, baseURL string, opts ...Option) (*Service, err
 	if d.Keys == nil {
 		return nil, errors.New("user: new service: no keyring")
 	}
-	s := &Service{Deps: d, policy: p, baseURL: baseURL, views: ViewsProjection{Views: d.Views, Keys: d.Keys}}
+	s := &Service{Deps: d, policy: p, baseURL: baseURL, views: ViewsProjection{Views: d.Views, Keys: d.Keys},
+		names: keyring.NewNames(d.Keys, d.Runner, signInNamesSubject)}
 	for _, o := range opts {
 		o(s)
 	}

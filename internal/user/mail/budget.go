@@ -2,12 +2,8 @@ package mail
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -91,10 +87,8 @@ type Budget struct {
 	cfg    BudgetConfig
 	runner uow.Runner
 	store  BudgetStore
-	keys   *keyring.Keyring
-
-	mu     sync.Mutex
-	secret []byte
+	// names holds the secret that names the budgets' mailboxes.
+	names *keyring.Names
 }
 
 // NewBudget returns the budget of cfg, which spends in units of work of
@@ -114,7 +108,7 @@ func NewBudget(cfg BudgetConfig, runner uow.Runner, store BudgetStore, keys *key
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("mail: new budget needs %w", err)
 	}
-	return &Budget{cfg: cfg, runner: runner, store: store, keys: keys}, nil
+	return &Budget{cfg: cfg, runner: runner, store: store, names: keyring.NewNames(keys, runner, budgetNamesSubject)}, nil
 }
 
 // Spend spends a unit of the budget of the mailbox that to reaches, for
@@ -123,9 +117,9 @@ func NewBudget(cfg BudgetConfig, runner uow.Runner, store BudgetStore, keys *key
 // set. A message that has spent already may be sent again and spends
 // nothing. The error never names the address.
 func (b *Budget) Spend(ctx context.Context, to string, id uuid.UUID, hold bool) (bool, error) {
-	secret, err := b.namesSecret(ctx)
+	secret, err := b.names.Secret(ctx)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("mail: budget: %w", err)
 	}
 	mailbox := budgetName(secret, to)
 	var send bool
@@ -194,34 +188,8 @@ func (b *Budget) Sweep(ctx context.Context) (int64, error) {
 	}
 }
 
-// namesSecret returns the secret that names the budgets' mailboxes,
-// reading it, or making it the first time ever, in a unit of work of its
-// own: it never changes, so the budget keeps it once that unit of work
-// has committed.
-func (b *Budget) namesSecret(ctx context.Context) ([]byte, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.secret != nil {
-		return b.secret, nil
-	}
-	var secret []byte
-	err := b.runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
-		var err error
-		secret, err = b.keys.Secret(ctx, tx, budgetNamesSubject)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mail: the secret of budget names: %w", err)
-	}
-	b.secret = secret
-	return secret, nil
-}
-
 // budgetName returns the name of the budget of the mailbox that address
-// reaches: the first 128 bits of the mailbox's HMAC-SHA256 under secret,
-// in hex.
+// reaches, under secret ([keyring.Name]).
 func budgetName(secret []byte, address string) string {
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(Mailbox(address)))
-	return hex.EncodeToString(mac.Sum(nil)[:16])
+	return keyring.Name(secret, Mailbox(address))
 }
