@@ -161,7 +161,9 @@ func TestBudgetHoldsBackMailPastIt(t *testing.T) {
 			t.Errorf("no line says that %s %s was held back, and nothing more:\n%s", m.Topic, m.ID, log)
 		}
 	}
-	if strings.Contains(strings.ToLower(log), "ada") {
+	// Look for the addresses, not for "ada" alone: that is also hex, and
+	// a message ID can hold it.
+	if l := strings.ToLower(log); strings.Contains(l, "example.com") || strings.Contains(l, "ada@") || strings.Contains(l, "ada+") {
 		t.Errorf("the log names the mailbox:\n%s", log)
 	}
 }
@@ -182,7 +184,7 @@ func TestBudgetThatCannotBeSpentFailsTheDelivery(t *testing.T) {
 	if err == nil || errors.Is(err, outbox.ErrPermanent) {
 		t.Fatalf("a delivery whose budget cannot be spent: %v, want an error to retry", err)
 	}
-	if strings.Contains(err.Error(), "ada") {
+	if strings.Contains(err.Error(), "ada@") {
 		t.Errorf("the error names the address: %v", err)
 	}
 	if n := len(b.srv.Messages()); n != 0 {
