@@ -25,6 +25,14 @@ func NewEvent(typ string, data any, md Metadata) (Event, error) {
 	return Event{ID: id, Type: typ, Data: body, Metadata: md}, nil
 }
 
+// MaxSchemaVersion is the highest [Event.SchemaVersion] a store keeps: a
+// type's shape would have to change that often for it to be reached.
+const MaxSchemaVersion = 32767
+
+// StoredSchemaVersion returns the schema version an event is stored
+// with: its own, or 1 for 0.
+func StoredSchemaVersion(e Event) int { return max(e.SchemaVersion, 1) }
+
 // Check returns an error wrapping [ErrInvalidEvent] when e cannot be
 // appended to stream. Backends call it before they write anything.
 func Check(stream string, e Event) error {
@@ -35,6 +43,8 @@ func Check(stream string, e Event) error {
 		return fmt.Errorf("%w: event of type %q has no ID", ErrInvalidEvent, e.Type)
 	case e.Type == "":
 		return fmt.Errorf("%w: event %s has no type", ErrInvalidEvent, e.ID)
+	case e.SchemaVersion < 0 || e.SchemaVersion > MaxSchemaVersion:
+		return fmt.Errorf("%w: event %s: schema version %d is not between 1 and %d", ErrInvalidEvent, e.ID, e.SchemaVersion, MaxSchemaVersion)
 	case !json.Valid(e.Data) || !utf8.Valid(e.Data):
 		return fmt.Errorf("%w: event %s: data is not JSON in UTF-8", ErrInvalidEvent, e.ID)
 	case hasNulEscape(e.Data):
@@ -80,15 +90,6 @@ func hasNulEscape(data []byte) bool {
 		}
 		i = j + 1
 	}
-}
-
-// Decode returns the data of e decoded as a T.
-func Decode[T any](e Event) (T, error) {
-	var v T
-	if err := json.Unmarshal(e.Data, &v); err != nil {
-		return v, fmt.Errorf("eventstore: decode %s %s: %w", e.Type, e.ID, err)
-	}
-	return v, nil
 }
 
 // CheckAppend checks an append before a backend writes anything: expected

@@ -65,8 +65,13 @@ type Event struct {
 	// Type names the kind of event, such as "user.signed_in".
 	Type string
 	// Data is the event's JSON body.
-	Data     []byte
-	Metadata Metadata
+	Data []byte
+	// SchemaVersion is the version of Data's shape under Type, from 1; an
+	// event appended with 0 is stored as version 1. Stores keep it as
+	// given and read it back; a [Registry] sets it on the events it makes
+	// and upcasts older versions to the current one on read.
+	SchemaVersion int
+	Metadata      Metadata
 	// RecordedAt is the time of the unit of work that appended the event.
 	// Append sets it from the transaction.
 	RecordedAt time.Time

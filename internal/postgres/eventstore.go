@@ -24,7 +24,7 @@ type EventStore struct{}
 var _ eventstore.Store = (*EventStore)(nil)
 
 // eventColumns are the columns that scanEvent reads, in its order.
-const eventColumns = `id, stream, version, type, data, metadata, recorded_at, transaction_id, position`
+const eventColumns = `id, stream, version, type, data, metadata, recorded_at, transaction_id, position, schema_version`
 
 // Append adds events to stream as [eventstore.Store.Append] describes.
 //
@@ -64,25 +64,21 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
-	types := make([]string, len(events))
-	data := make([]string, len(events))
-	for i, e := range events {
-		types[i], data[i] = e.Type, string(e.Data)
-	}
+	types, data, schemas := columns(events)
 	// The common case takes one statement: it reads the stream's version,
 	// inserts only if that is the expected one, and skips rows whose version
 	// or ID is taken. Anything short of every row inserted is sorted out
 	// below, after undoing what was inserted.
 	const insert = `
 WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT e.id, $1, head.version + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $3
-FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+INSERT INTO events (id, stream, version, type, data, metadata, recorded_at, schema_version)
+SELECT e.id, $1, head.version + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $3, e.schema_version
+FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::smallint[]) WITH ORDINALITY AS e(id, type, data, metadata, schema_version, n)
 WHERE $2::bigint < 0 OR head.version = $2
 ORDER BY e.n
 ON CONFLICT DO NOTHING
 RETURNING id, version`
-	rows, err := ptx.Query(ctx, insert, stream, int64(expected), now, ids, types, data, metadata)
+	rows, err := ptx.Query(ctx, insert, stream, int64(expected), now, ids, types, data, metadata, schemas)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
@@ -107,6 +103,7 @@ RETURNING id, version`
 	}
 	appended := make([]eventstore.Event, len(events))
 	for i, e := range events {
+		e.SchemaVersion = eventstore.StoredSchemaVersion(e)
 		e.Stream, e.Version, e.RecordedAt, e.Position = stream, first+int64(i), now, eventstore.Position{}
 		appended[i] = e
 	}
@@ -163,7 +160,7 @@ type heldAppend struct {
 	// condition.
 	expected eventstore.Expected
 	// one and several are the INSERT of one event and of more, whose
-	// condition takes cond as $7 on.
+	// condition takes cond as $8 on.
 	one, several string
 	cond         []any
 	// fail describes an error of the append.
@@ -194,14 +191,10 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 	q := a.one
 	if len(events) == 1 {
 		e := events[0]
-		args = []any{stream, now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0]}
+		args = []any{stream, now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0], int16(eventstore.StoredSchemaVersion(e))}
 	} else {
-		types := make([]string, len(events))
-		data := make([]string, len(events))
-		for i, e := range events {
-			types[i], data[i] = e.Type, string(e.Data)
-		}
-		q, args = a.several, []any{stream, now, ids, types, data, metadata}
+		types, data, schemas := columns(events)
+		q, args = a.several, []any{stream, now, ids, types, data, metadata, schemas}
 	}
 	args = append(args, a.cond...)
 	if err := pt.later(ctx, q, args, func(err error) error { return fail(appendLaterError(err)) }); err != nil {
@@ -209,6 +202,7 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 	}
 	appended := make([]eventstore.Event, len(events))
 	for i, e := range events {
+		e.SchemaVersion = eventstore.StoredSchemaVersion(e)
 		e.Stream, e.Version, e.RecordedAt, e.Position = stream, 0, now, eventstore.Position{}
 		appended[i] = e
 	}
@@ -218,7 +212,7 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 
 // The statements of [EventStore.AppendLater] and [EventStore.AppendLaterIf],
 // for several events and for one. They insert the events after the
-// stream's head when the condition on $7 on holds (the head is the
+// stream's head when the condition on $8 on holds (the head is the
 // expected version, or the stream's recent events meet the
 // [eventstore.Condition]), or when an event's ID is stored already, so
 // that the ID's unique index refuses the row (ErrDuplicateEvent). A
@@ -239,27 +233,27 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 // insert would let the events in at the head; only a replay of an event
 // being truncated meets that.
 const (
-	// The conditions on $7 on: a version, or since, fewer, counted
+	// The conditions on $8 on: a version, or since, fewer, counted
 	// types (NULL: all) and absent types.
-	atExpected = `head.version = $7`
-	fewerSince = `(SELECT count(*) FILTER (WHERE $9::text[] IS NULL OR type = ANY($9::text[])) < $8
-		AND count(*) FILTER (WHERE type = ANY($10::text[])) = 0
-		FROM events WHERE stream = $1 AND recorded_at >= $7)`
+	atExpected = `head.version = $8`
+	fewerSince = `(SELECT count(*) FILTER (WHERE $10::text[] IS NULL OR type = ANY($10::text[])) < $9
+		AND count(*) FILTER (WHERE type = ANY($11::text[])) = 0
+		FROM events WHERE stream = $1 AND recorded_at >= $8)`
 
 	appendHead = `
 WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1),
 appended AS (
-	INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
+	INSERT INTO events (id, stream, version, type, data, metadata, recorded_at, schema_version)
 	SELECT `
-	appendOneBefore = appendHead + `$3::uuid, $1, head.version + 1, $4::text, $5::text::jsonb, $6::text::jsonb, $2
+	appendOneBefore = appendHead + `$3::uuid, $1, head.version + 1, $4::text, $5::text::jsonb, $6::text::jsonb, $2, $7::smallint
 	FROM head
 	WHERE `
 	appendOneAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = $3::uuid)
 	ON CONFLICT (stream, version) DO NOTHING
 	RETURNING 1)
 ` + refuseOne
-	appendSeveralBefore = appendHead + `e.id, $1, head.version + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $2
-	FROM head, unnest($3::uuid[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS e(id, type, data, metadata, n)
+	appendSeveralBefore = appendHead + `e.id, $1, head.version + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $2, e.schema_version
+	FROM head, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::smallint[]) WITH ORDINALITY AS e(id, type, data, metadata, schema_version, n)
 	WHERE `
 	appendSeveralAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = ANY($3::uuid[]))
 	ORDER BY e.n
@@ -293,6 +287,16 @@ func appendLaterError(err error) error {
 	return err
 }
 
+// columns returns the type, data and schema version of each of events, as
+// the arrays of a multi-row INSERT take them.
+func columns(events []eventstore.Event) (types, data []string, schemas []int16) {
+	types, data, schemas = make([]string, len(events)), make([]string, len(events)), make([]int16, len(events))
+	for i, e := range events {
+		types[i], data[i], schemas[i] = e.Type, string(e.Data), int16(eventstore.StoredSchemaVersion(e))
+	}
+	return types, data, schemas
+}
+
 // encodeMetadata returns the metadata of each of events in JSON.
 func encodeMetadata(events []eventstore.Event) ([]string, error) {
 	metadata := make([]string, len(events))
@@ -311,8 +315,8 @@ func encodeMetadata(events []eventstore.Event) ([]string, error) {
 // that arrays of UUIDs cost it.
 const appendOneQuery = `
 WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-INSERT INTO events (id, stream, version, type, data, metadata, recorded_at)
-SELECT $4::uuid, $1, head.version + 1, $5::text, $6::text::jsonb, $7::text::jsonb, $3
+INSERT INTO events (id, stream, version, type, data, metadata, recorded_at, schema_version)
+SELECT $4::uuid, $1, head.version + 1, $5::text, $6::text::jsonb, $7::text::jsonb, $3, $8::smallint
 FROM head
 WHERE $2::bigint < 0 OR head.version = $2
 ON CONFLICT DO NOTHING
@@ -326,13 +330,14 @@ func (s *EventStore) appendOne(ctx context.Context, ptx Querier, stream string, 
 	}
 	var version int64
 	err = ptx.QueryRow(ctx, appendOneQuery, stream, int64(expected), now,
-		pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), string(md)).Scan(&version)
+		pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), string(md), int16(eventstore.StoredSchemaVersion(e))).Scan(&version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.settleConflict(ctx, ptx, stream, expected, ids, nil)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
+	e.SchemaVersion = eventstore.StoredSchemaVersion(e)
 	e.Stream, e.Version, e.RecordedAt, e.Position = stream, version, now, eventstore.Position{}
 	return []eventstore.Event{e}, nil
 }
@@ -465,7 +470,7 @@ func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, sin
 // stream and since: the head, then [eventColumns] of each recent event.
 const loadSinceQuery = `
 WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-SELECT head.version, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at, e.transaction_id, e.position
+SELECT head.version, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at, e.transaction_id, e.position, e.schema_version
 FROM head LEFT JOIN events e ON e.stream = $1 AND e.recorded_at >= $2
 ORDER BY e.version`
 
@@ -580,7 +585,7 @@ func scanEvent(row pgx.CollectableRow) (eventstore.Event, error) {
 // with recorded_at into recorded, which the caller turns to UTC.
 func eventDest(e *eventstore.Event, recorded *time.Time) []any {
 	return []any{&e.ID, &e.Stream, &e.Version, &e.Type, &e.Data, &e.Metadata, recorded,
-		&e.Position.Commit, &e.Position.Seq}
+		&e.Position.Commit, &e.Position.Seq, &e.SchemaVersion}
 }
 
 // tailRow is a row of [EventStore.LoadSince]: the stream's head version and

@@ -372,7 +372,7 @@ func (s logSchema) SelectQuery(_ string, group string, _ wsql.OffsetsAdapter) ws
 WITH last AS (
 	SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 AND retired_at IS NULL FOR UPDATE
 ), win AS (
-	SELECT e.position, e.transaction_id, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at
+	SELECT e.position, e.transaction_id, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at, e.schema_version
 	FROM events AS e
 	WHERE (e.transaction_id, e.position) > ((SELECT last_transaction_id FROM last), (SELECT last_position FROM last))
 	AND e.transaction_id < ` + logHorizon + `
@@ -384,7 +384,8 @@ WITH last AS (
 SELECT b.transaction_id::text, b.position,
 	coalesce(array_agg(p.transaction_id::text) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.position) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.id::text) FILTER (WHERE p.position IS NOT NULL), '{}'),
 	coalesce(array_agg(p.stream) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.version) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.type) FILTER (WHERE p.position IS NOT NULL), '{}'),
-	coalesce(array_agg(p.data::text) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.metadata::text) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.recorded_at) FILTER (WHERE p.position IS NOT NULL), '{}')
+	coalesce(array_agg(p.data::text) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.metadata::text) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.recorded_at) FILTER (WHERE p.position IS NOT NULL), '{}'),
+	coalesce(array_agg(p.schema_version) FILTER (WHERE p.position IS NOT NULL), '{}')
 FROM (SELECT transaction_id, position FROM win ORDER BY transaction_id DESC, position DESC LIMIT 1) AS b
 LEFT JOIN picked AS p ON true
 GROUP BY b.transaction_id, b.position`
@@ -399,11 +400,12 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	var end eventstore.Position
 	var txids, ids, streams, types, data, metadata []string
 	var seqs, versions []int64
+	var schemas []int32
 	var recorded []time.Time
 	m := s.arrays
 	err := row.Scan(&endTxid, &end.Seq, m.SQLScanner(&txids), m.SQLScanner(&seqs), m.SQLScanner(&ids),
 		m.SQLScanner(&streams), m.SQLScanner(&versions), m.SQLScanner(&types),
-		m.SQLScanner(&data), m.SQLScanner(&metadata), m.SQLScanner(&recorded))
+		m.SQLScanner(&data), m.SQLScanner(&metadata), m.SQLScanner(&recorded), m.SQLScanner(&schemas))
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("postgres: log: %w", err)
 	}
@@ -411,13 +413,13 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 		return wsql.Row{}, fmt.Errorf("postgres: log: transaction id %q: %w", endTxid, err)
 	}
 	n := len(seqs)
-	if len(txids) != n || len(ids) != n || len(streams) != n || len(versions) != n || len(types) != n || len(data) != n || len(metadata) != n || len(recorded) != n {
+	if len(txids) != n || len(ids) != n || len(streams) != n || len(versions) != n || len(types) != n || len(data) != n || len(metadata) != n || len(recorded) != n || len(schemas) != n {
 		return wsql.Row{}, errors.New("postgres: log: the columns of a batch differ in length")
 	}
 	events := make([]eventstore.Event, n)
 	for i := range n {
 		e := eventstore.Event{Stream: streams[i], Version: versions[i], Type: types[i], Data: []byte(data[i]),
-			RecordedAt: recorded[i].UTC(), Position: eventstore.Position{Seq: seqs[i]}}
+			SchemaVersion: int(schemas[i]), RecordedAt: recorded[i].UTC(), Position: eventstore.Position{Seq: seqs[i]}}
 		if e.Position.Commit, err = strconv.ParseUint(txids[i], 10, 64); err != nil {
 			return wsql.Row{}, fmt.Errorf("postgres: log: transaction id %q: %w", txids[i], err)
 		}

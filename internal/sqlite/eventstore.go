@@ -27,7 +27,7 @@ type EventStore struct{}
 var _ eventstore.Store = (*EventStore)(nil)
 
 // eventColumns are the columns that scanEvent reads, in its order.
-const eventColumns = `id, stream, version, type, data, metadata, recorded_at, position`
+const eventColumns = `id, stream, version, type, data, metadata, recorded_at, position, schema_version`
 
 // appendChunk is how many events one INSERT statement of Append takes, well
 // below SQLite's limit of 32766 parameters.
@@ -110,7 +110,7 @@ FROM events WHERE id IN (SELECT value FROM json_each(?2))`
 
 	now := t.Now()
 	appended := make([]eventstore.Event, len(events))
-	args := make([]any, 0, 7*min(len(events), appendChunk))
+	args := make([]any, 0, 8*min(len(events), appendChunk))
 	err = st.atomically(ctx, len(events) > appendChunk, func() error {
 		for first := 0; first < len(events); first += appendChunk {
 			chunk := events[first:min(first+appendChunk, len(events))]
@@ -121,11 +121,12 @@ FROM events WHERE id IN (SELECT value FROM json_each(?2))`
 					return fmt.Errorf("encode metadata of %s: %w", e.ID, err)
 				}
 				e.Stream, e.Version, e.RecordedAt, e.Position = stream, version+int64(first+i+1), now, eventstore.Position{}
+				e.SchemaVersion = eventstore.StoredSchemaVersion(e)
 				appended[first+i] = e
-				args = append(args, e.ID, stream, e.Version, e.Type, string(e.Data), string(md), micros(now))
+				args = append(args, e.ID, stream, e.Version, e.Type, string(e.Data), string(md), micros(now), e.SchemaVersion)
 			}
-			q := `INSERT INTO events (id, stream, version, type, data, metadata, recorded_at) VALUES ` +
-				valueRows(len(chunk), 7)
+			q := `INSERT INTO events (id, stream, version, type, data, metadata, recorded_at, schema_version) VALUES ` +
+				valueRows(len(chunk), 8)
 			if _, err := st.ExecContext(ctx, q, args...); err != nil {
 				if isConstraint(err, sqlite3.SQLITE_CONSTRAINT_CHECK) {
 					return fmt.Errorf("%w: data or metadata that SQLite does not take for JSON: %w", eventstore.ErrInvalidEvent, err)
@@ -367,7 +368,7 @@ func scanEvent(row interface{ Scan(dest ...any) error }, extra ...any) (eventsto
 	var e eventstore.Event
 	var data, md string
 	var recorded int64
-	if err := row.Scan(append([]any{&e.ID, &e.Stream, &e.Version, &e.Type, &data, &md, &recorded, &e.Position.Seq}, extra...)...); err != nil {
+	if err := row.Scan(append([]any{&e.ID, &e.Stream, &e.Version, &e.Type, &data, &md, &recorded, &e.Position.Seq, &e.SchemaVersion}, extra...)...); err != nil {
 		return eventstore.Event{}, err
 	}
 	if err := json.Unmarshal([]byte(md), &e.Metadata); err != nil {

@@ -380,7 +380,7 @@ WITH win AS (
 )
 SELECT max(position), (
 	SELECT json_group_array(json_object(
-		'p', position, 'i', id, 's', stream, 'v', version, 'y', type, 'd', json(data), 'm', json(metadata), 'r', recorded_at
+		'p', position, 'i', id, 's', stream, 'v', version, 'y', type, 'd', json(data), 'm', json(metadata), 'r', recorded_at, 'n', schema_version
 	) ORDER BY position)
 	FROM win` + wanted + `
 )
@@ -464,6 +464,8 @@ type batchEvent struct {
 	Metadata json.RawMessage `json:"m"`
 	// RecordedAt is in microseconds since the epoch, as stored.
 	RecordedAt int64 `json:"r"`
+	// SchemaVersion is the version of Data's shape.
+	SchemaVersion int `json:"n"`
 }
 
 // decodeBatch returns the events of a JSON array of batchEvent, in order.
@@ -475,7 +477,7 @@ func decodeBatch(payload []byte) ([]eventstore.Event, error) {
 	events := make([]eventstore.Event, len(raw))
 	for i, r := range raw {
 		e := eventstore.Event{ID: r.ID, Stream: r.Stream, Version: r.Version, Type: r.Type, Data: []byte(r.Data),
-			RecordedAt: fromMicros(r.RecordedAt), Position: eventstore.Position{Seq: r.Seq}}
+			SchemaVersion: r.SchemaVersion, RecordedAt: fromMicros(r.RecordedAt), Position: eventstore.Position{Seq: r.Seq}}
 		if len(r.Metadata) > 0 && string(r.Metadata) != "{}" {
 			if err := json.Unmarshal(r.Metadata, &e.Metadata); err != nil {
 				return nil, fmt.Errorf("batch: event %s metadata: %w", r.ID, err)

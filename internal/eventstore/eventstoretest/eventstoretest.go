@@ -69,6 +69,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "RecordedAt", run: testRecordedAt},
 		{name: "MetadataRoundTrip", run: testMetadataRoundTrip},
 		{name: "DataRoundTrip", run: testDataRoundTrip},
+		{name: "SchemaVersions", run: testSchemaVersions},
 		{name: "ReadAllCommitOrder", run: testReadAllCommitOrder},
 		{name: "ReadAllResume", run: testReadAllResume},
 		{name: "ReadAllLimit", run: testReadAllLimit},

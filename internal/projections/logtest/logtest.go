@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -107,6 +108,7 @@ type testCase struct {
 func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 	cases := []testCase{
 		{name: "CommitOrder", run: testCommitOrder},
+		{name: "SchemaVersions", run: testSchemaVersions},
 		{name: "Types", run: testTypes},
 		{name: "PassesOverOtherTypes", run: testPassesOverOtherTypes},
 		{name: "InFlightIsNeverSkipped", concurrent: true, run: testInFlightIsNeverSkipped},
@@ -842,5 +844,34 @@ func testRetiredGroupReadsNothing(t *testing.T, h Harness) {
 	assertRecorded(t, h, ids(before))
 	if n, _, err := h.Log.Behind(t.Context(), group, nil); err != nil || n != 0 {
 		t.Errorf("Behind of a retired group = %d, %v; want 0", n, err)
+	}
+}
+
+// testSchemaVersions: the log hands a projection each event at the schema
+// version it was appended with, so that the projection can upcast it.
+func testSchemaVersions(t *testing.T, h Harness) {
+	want := map[uuid.UUID]int{}
+	var events []eventstore.Event
+	for i, v := range []int{0, 1, 2, 3} {
+		e := newEvent(t, []string{"logtest.a", "logtest.b"}[i%2])
+		e.SchemaVersion = v
+		want[e.ID] = max(v, 1)
+		events = append(events, e)
+	}
+	mustAppend(t, h, "versions", events...)
+	var mu sync.Mutex
+	got := map[uuid.UUID]int{}
+	c := consume(t, h, h.Log, group, nil, func(e eventstore.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got[e.ID] = e.SchemaVersion
+		return nil
+	})
+	waitRecorded(t, h, len(events), c)
+	c.stop(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if !maps.Equal(got, want) {
+		t.Errorf("the log handed the events at schema versions %v, want %v", got, want)
 	}
 }
