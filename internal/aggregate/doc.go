@@ -1,0 +1,13 @@
+// Package aggregate is the layer every event-sourced aggregate of the
+// service stands on. An aggregate is its state, an evolve that folds each
+// of its events into that state ([Fold]), and the decisions of its
+// commands, which read the state and return new events.
+//
+// The event types themselves, with their schema versions and upcasters,
+// are named once in an [eventstore.Registry]; a fold decodes each event
+// through it, so that it sees only current versions, and handles every
+// type of its aggregate's category, with no silent default: an event of a
+// type it does not handle fails the fold ([ErrUnhandled]), and a test
+// of each aggregate checks that it handles them all
+// ([eventstore.Registry.CheckHandles]).
+package aggregate
