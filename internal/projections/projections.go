@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
@@ -89,7 +90,8 @@ const pageSize = 1000
 
 // Rebuild empties p and replays the whole event log into it in one unit of
 // work, so readers see the old projection until the new one commits. It
-// returns how many events it replayed.
+// hands p only events of its types, as a [Runner] does, and returns how
+// many events of the log it read.
 //
 // Reset is expected to lock the projection, so that a command that would
 // write to it waits for the rebuild and then applies its own events. The log
@@ -112,11 +114,14 @@ func Rebuild(ctx context.Context, runner uow.Runner, events eventstore.Store, p 
 			if len(page) == 0 {
 				return nil
 			}
+			after = page[len(page)-1].Position
+			n += len(page)
+			if types := p.Types(); len(types) > 0 {
+				page = slices.DeleteFunc(page, func(e eventstore.Event) bool { return !slices.Contains(types, e.Type) })
+			}
 			if err := p.Apply(ctx, tx, page...); err != nil {
 				return err
 			}
-			n += len(page)
-			after = page[len(page)-1].Position
 		}
 	})
 	if err != nil {

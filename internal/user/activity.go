@@ -144,6 +144,12 @@ func (p ActivityProjection) wrap(op string, err error) error {
 // which reads each account's key once.
 func (p ActivityProjection) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
 	ctx = keyring.Within(ctx, tx)
+	b := &activityBatch{keys: p.Keys}
+	for _, e := range events {
+		if err := activityHandlers.Apply(ctx, tx, b, e); err != nil {
+			return p.wrap("apply", fmt.Errorf("%s %s: %w", e.Type, e.ID, err))
+		}
+	}
 	var rows []ActivityRow
 	flush := func() error {
 		if len(rows) == 0 {
@@ -153,29 +159,105 @@ func (p ActivityProjection) Apply(ctx context.Context, tx uow.Tx, events ...even
 		rows = rows[:0]
 		return err
 	}
-	for _, e := range events {
-		var err error
-		if e.Type == TypeErased {
-			var d Erased
-			if d, err = eventstore.Decode[Erased](e); err == nil {
-				if err = flush(); err == nil {
-					err = p.Store.DeleteUser(ctx, tx, p.Version(), d.UserID)
-				}
-			}
-		} else {
-			var id uuid.UUID
-			var a Activity
-			var ok bool
-			if id, a, ok, err = activityOf(ctx, tx, p.Keys, e); err == nil && ok {
-				rows = append(rows, ActivityRow{UserID: id, Activity: a})
-			}
+	for _, op := range b.ops {
+		if op.erase == uuid.Nil {
+			rows = append(rows, op.row)
+			continue
 		}
-		if err != nil {
-			return p.wrap("apply", fmt.Errorf("%s %s: %w", e.Type, e.ID, err))
+		if err := flush(); err != nil {
+			return p.wrap("apply", err)
+		}
+		if err := p.Store.DeleteUser(ctx, tx, p.Version(), op.erase); err != nil {
+			return p.wrap("apply", err)
 		}
 	}
 	return p.wrap("apply", flush())
 }
+
+// activityBatch is what a batch of events does to the activity, in order:
+// rows to add, and accounts whose rows to delete.
+type activityBatch struct {
+	keys *keyring.Keyring
+	ops  []activityOp
+}
+
+// activityOp adds row, or, when erase is not nil, deletes the rows of
+// that account.
+type activityOp struct {
+	row   ActivityRow
+	erase uuid.UUID
+}
+
+// add adds the activity of type typ, with detail, that e records of the
+// account id.
+func (b *activityBatch) add(id uuid.UUID, e eventstore.Event, typ, detail string) error {
+	if id == uuid.Nil {
+		return errors.New("no user_id")
+	}
+	b.ops = append(b.ops, activityOp{row: ActivityRow{UserID: id, Activity: Activity{
+		Type: typ, At: e.RecordedAt, Detail: detail, Position: e.Position,
+	}}})
+	return nil
+}
+
+// address returns the address that value, a field of e, holds, or ""
+// when it is erased ([Address]).
+func (b *activityBatch) address(ctx context.Context, tx uow.Tx, e eventstore.Event, value string) (string, error) {
+	email, ok, err := Address(ctx, tx, b.keys, e, value)
+	if err != nil || !ok {
+		return "", err
+	}
+	return email, nil
+}
+
+// activityCategory is the category of the events the activity follows:
+// those of the accounts' streams.
+const activityCategory = CategoryUser
+
+// activityHandlers decide what each event of an account's stream adds to
+// its activity.
+var activityHandlers = func() *projections.Handlers[*activityBatch] {
+	h := projections.NewHandlers[*activityBatch](events)
+	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, e eventstore.Event, d Registered) error {
+		return b.add(d.UserID, e, ActivityRegistered, "")
+	})
+	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, e eventstore.Event, d SessionStarted) error {
+		return b.add(d.UserID, e, ActivitySignedIn, "")
+	})
+	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, e eventstore.Event, d SessionEnded) error {
+		if d.Reason != EndedBySignOut {
+			return b.add(d.UserID, e, ActivitySessionEnded, d.Reason)
+		}
+		return b.add(d.UserID, e, ActivitySignedOut, "")
+	})
+	// The address a change asked for is not shown: it may be another
+	// person's, and their erasure could not reach it here.
+	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, e eventstore.Event, d EmailChangeRequested) error {
+		return b.add(d.UserID, e, ActivityEmailChangeRequested, "")
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, b *activityBatch, e eventstore.Event, d EmailChanged) error {
+		email, err := b.address(ctx, tx, e, d.NewEmail)
+		if err != nil {
+			return err
+		}
+		return b.add(d.UserID, e, ActivityEmailChanged, email)
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, b *activityBatch, e eventstore.Event, d EmailChangeUndone) error {
+		email, err := b.address(ctx, tx, e, d.Email)
+		if err != nil {
+			return err
+		}
+		return b.add(d.UserID, e, ActivityEmailChangeUndone, email)
+	})
+	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, _ eventstore.Event, d Erased) error {
+		if d.UserID == uuid.Nil {
+			return errors.New("no user_id")
+		}
+		b.ops = append(b.ops, activityOp{erase: d.UserID})
+		return nil
+	})
+	return h
+}()
 
 // Page returns up to limit items of the account's activity older than
 // before (the newest when before is nil), newest first, and whether more
@@ -196,73 +278,25 @@ func (p ActivityProjection) Behind(ctx context.Context) (int64, error) {
 
 // ActivityTypes are the event types an account's activity is made of, and
 // [TypeErased], which ends it.
-func ActivityTypes() []string {
-	return []string{TypeRegistered, TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged,
-		TypeEmailChangeUndone, TypeErased}
-}
+func ActivityTypes() []string { return activityHandlers.Types() }
 
 // ActivityOf returns the account and the activity that e records, and false
-// for an event that records none. The address it names is opened with keys
-// ([Address]); an erased one leaves the detail empty.
+// for an event that records none: an [Erased], or an event of another
+// category than the accounts' streams, which the activity does not
+// follow. The address it names is opened with keys ([Address]); an erased
+// one leaves the detail empty.
 func ActivityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event) (uuid.UUID, Activity, bool, error) {
-	id, a, ok, err := activityOf(ctx, tx, keys, e)
-	if err != nil {
-		return uuid.Nil, Activity{}, false, fmt.Errorf("user: activity of %s %s: %w", e.Type, e.ID, err)
-	}
-	return id, a, ok, nil
-}
-
-// activityOf is [ActivityOf] with errors that do not name the event.
-func activityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event) (uuid.UUID, Activity, bool, error) {
-	a := Activity{At: e.RecordedAt, Position: e.Position}
-	switch e.Type {
-	case TypeRegistered:
-		a.Type = ActivityRegistered
-	case TypeSessionStarted:
-		a.Type = ActivitySignedIn
-	case TypeSessionEnded:
-		a.Type = ActivitySignedOut
-	case TypeEmailChangeRequested:
-		a.Type = ActivityEmailChangeRequested
-	case TypeEmailChanged:
-		a.Type = ActivityEmailChanged
-	case TypeEmailChangeUndone:
-		a.Type = ActivityEmailChangeUndone
-	default:
+	if eventstore.CategoryOf(e.Type) != activityCategory {
 		return uuid.Nil, Activity{}, false, nil
 	}
-	// Only the fields the activity shows, under the names the events give
-	// them: a projection that follows the log decodes every event, and the
-	// rest (times, hashes) would cost more than the activity's own write.
-	d, err := eventstore.Decode[struct {
-		UserID   uuid.UUID `json:"user_id"`
-		NewEmail string    `json:"new_email"`
-		Email    string    `json:"email"`
-		Reason   string    `json:"reason"`
-	}](e)
-	if err != nil {
-		return uuid.Nil, Activity{}, false, err
+	b := &activityBatch{keys: keys}
+	if err := activityHandlers.Apply(ctx, tx, b, e); err != nil {
+		return uuid.Nil, Activity{}, false, fmt.Errorf("user: activity of %s %s: %w", e.Type, e.ID, err)
 	}
-	if d.UserID == uuid.Nil {
-		return uuid.Nil, Activity{}, false, errors.New("no user_id")
+	if len(b.ops) == 0 || b.ops[0].erase != uuid.Nil {
+		return uuid.Nil, Activity{}, false, nil
 	}
-	if a.Type == ActivitySignedOut && d.Reason != EndedBySignOut {
-		a.Type, a.Detail = ActivitySessionEnded, d.Reason
-	}
-	if a.Type == ActivityEmailChanged || a.Type == ActivityEmailChangeUndone {
-		sealed := d.NewEmail
-		if a.Type == ActivityEmailChangeUndone {
-			sealed = d.Email
-		}
-		email, ok, err := Address(ctx, tx, keys, e, sealed)
-		if err != nil {
-			return uuid.Nil, Activity{}, false, err
-		}
-		if ok {
-			a.Detail = email
-		}
-	}
-	return d.UserID, a, true, nil
+	return b.ops[0].row.UserID, b.ops[0].row.Activity, true, nil
 }
 
 // ErrBadCursor is returned for a cursor that no page of activity gave.

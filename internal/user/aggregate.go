@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/eventsourced/accounts/internal/aggregate"
 	"github.com/eventsourced/accounts/internal/eventstore"
 )
 
@@ -26,35 +27,30 @@ type signInCode struct {
 // foldSignInLinks returns the state of a sign-in stream at version from
 // its recent events: those that can still count, which need not be all.
 func foldSignInLinks(events []eventstore.Event, version int64) (signInLinks, error) {
-	s := signInLinks{version: version}
-	for _, e := range events {
-		switch e.Type {
-		case TypeSignInLinkRequested:
-			d, err := eventstore.Decode[SignInLinkRequested](e)
-			if err != nil {
-				return s, err
-			}
-			s.requests = append(s.requests, e.RecordedAt)
-			s.codes = append(s.codes, signInCode{hash: d.CodeHash, expiresAt: d.ExpiresAt})
-		case TypeSignInLinkUsed:
-			d, err := eventstore.Decode[SignInLinkUsed](e)
-			if err != nil {
-				return s, err
-			}
-			if c := s.code(d.CodeHash); c != nil {
-				c.used = true
-			}
-		case TypeSignInForgotten:
-			// The events before it are gone; their requests still count.
-			d, err := eventstore.Decode[SignInForgotten](e)
-			if err != nil {
-				return s, err
-			}
-			s.requests = append(s.requests, d.Requests...)
-		}
-	}
-	return s, nil
+	return signInFold.Run(signInLinks{version: version}, events...)
 }
+
+// signInFold is the evolve of a sign-in stream.
+var signInFold = func() *aggregate.Fold[signInLinks] {
+	f := aggregate.NewFold[signInLinks](events)
+	aggregate.On(f, func(s signInLinks, e eventstore.Event, d SignInLinkRequested) signInLinks {
+		s.requests = append(s.requests, e.RecordedAt)
+		s.codes = append(s.codes, signInCode{hash: d.CodeHash, expiresAt: d.ExpiresAt})
+		return s
+	})
+	aggregate.On(f, func(s signInLinks, _ eventstore.Event, d SignInLinkUsed) signInLinks {
+		if c := s.code(d.CodeHash); c != nil {
+			c.used = true
+		}
+		return s
+	})
+	aggregate.On(f, func(s signInLinks, _ eventstore.Event, d SignInForgotten) signInLinks {
+		// The events before it are gone; their requests still count.
+		s.requests = append(s.requests, d.Requests...)
+		return s
+	})
+	return f
+}()
 
 // code returns the code with hash, comparing every hash in constant time.
 func (s *signInLinks) code(hash string) *signInCode {
@@ -144,39 +140,53 @@ func foldAccount(events []eventstore.Event) (account, error) {
 	var a account
 	for _, e := range events {
 		a.version = e.Version
-		switch e.Type {
-		case TypeEmailChangeRequested:
-			d, err := eventstore.Decode[EmailChangeRequested](e)
-			if err != nil {
-				return a, err
-			}
-			a.changes = append(a.changes, emailChange{hash: d.CodeHash, newEmail: d.NewEmail, expiresAt: d.ExpiresAt, taken: d.Taken})
-			a.changeRequests = append(a.changeRequests, e.RecordedAt)
-		case TypeEmailChanged:
-			d, err := eventstore.Decode[EmailChanged](e)
-			if err != nil {
-				return a, err
-			}
-			// A confirmed change voids the others asked for before it
-			// ([Service.ConfirmEmailChange]).
-			for i := range a.changes {
-				a.changes[i].superseded = true
-			}
-			if c := a.change(d.CodeHash); c != nil {
-				c.used, c.superseded = true, false
-			}
-		case TypeEmailChangeUndone:
-			// An undo voids every change asked for before it: whoever
-			// asked may have been the one it signs out.
-			for i := range a.changes {
-				if !a.changes[i].used {
-					a.changes[i].superseded = true
-				}
-			}
+		var err error
+		if a, err = accountFold.Evolve(a, e); err != nil {
+			return a, err
 		}
 	}
 	return a, nil
 }
+
+// accountFold is the evolve of a user's stream, as far as its commands
+// decide on it: the changes of address.
+var accountFold = func() *aggregate.Fold[account] {
+	f := aggregate.NewFold[account](events)
+	aggregate.On(f, func(a account, e eventstore.Event, d EmailChangeRequested) account {
+		a.changes = append(a.changes, emailChange{hash: d.CodeHash, newEmail: d.NewEmail, expiresAt: d.ExpiresAt, taken: d.Taken})
+		a.changeRequests = append(a.changeRequests, e.RecordedAt)
+		return a
+	})
+	aggregate.On(f, func(a account, _ eventstore.Event, d EmailChanged) account {
+		// A confirmed change voids the others asked for before it
+		// ([Service.ConfirmEmailChange]).
+		for i := range a.changes {
+			a.changes[i].superseded = true
+		}
+		if c := a.change(d.CodeHash); c != nil {
+			c.used, c.superseded = true, false
+		}
+		return a
+	})
+	aggregate.On(f, func(a account, _ eventstore.Event, _ EmailChangeUndone) account {
+		// An undo voids every change asked for before it: whoever asked
+		// may have been the one it signs out.
+		for i := range a.changes {
+			if !a.changes[i].used {
+				a.changes[i].superseded = true
+			}
+		}
+		return a
+	})
+	// Who the account is, its sessions and its erasure come from the
+	// views, which the same transactions keep: no decision reads them
+	// from the stream.
+	aggregate.On(f, func(a account, _ eventstore.Event, _ Registered) account { return a })
+	aggregate.On(f, func(a account, _ eventstore.Event, _ SessionStarted) account { return a })
+	aggregate.On(f, func(a account, _ eventstore.Event, _ SessionEnded) account { return a })
+	aggregate.On(f, func(a account, _ eventstore.Event, _ Erased) account { return a })
+	return f
+}()
 
 func (a *account) change(hash string) *emailChange {
 	var found *emailChange

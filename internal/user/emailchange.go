@@ -174,7 +174,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 				return err
 			}
 		}
-		e, err := event(TypeEmailChangeRequested, EmailChangeRequested{
+		e, err := event(EmailChangeRequested{
 			UserID: acct.id, NewEmail: sealed, CodeHash: hash, ExpiresAt: expires, Taken: taken,
 		})
 		if err != nil {
@@ -224,7 +224,7 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code, token string) (U
 		}
 		undo, undoHash := newSecret()
 		undoExpires := tx.Now().Add(undoTTL)
-		changed, err := event(TypeEmailChanged, EmailChanged{
+		changed, err := event(EmailChanged{
 			UserID: acct.id, OldEmail: oldSealed, NewEmail: newSealed, CodeHash: hash,
 			UndoCodeHash: undoHash, UndoExpiresAt: undoExpires,
 		})
@@ -302,7 +302,7 @@ func (s *Service) liveUndo(ctx context.Context, tx uow.Tx, hash string) (account
 	if len(events) == 0 || events[0].Type != TypeEmailChanged {
 		return account{}, "", fmt.Errorf("user: an undo code names version %d of %s, which is no change of address", row.Version, acct.id)
 	}
-	changed, err := eventstore.Decode[EmailChanged](events[0])
+	changed, err := Decode[EmailChanged](events[0])
 	if err != nil {
 		return account{}, "", err
 	}
@@ -368,7 +368,7 @@ func (s *Service) UndoEmailChange(ctx context.Context, code string) (User, error
 		if err != nil {
 			return err
 		}
-		undone, err := event(TypeEmailChangeUndone, EmailChangeUndone{UserID: acct.id, Email: sealed, CodeHash: hash})
+		undone, err := event(EmailChangeUndone{UserID: acct.id, Email: sealed, CodeHash: hash})
 		if err != nil {
 			return err
 		}

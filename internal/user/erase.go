@@ -114,7 +114,7 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		e, err := event(TypeErased, Erased{UserID: acct.id})
+		e, err := event(Erased{UserID: acct.id})
 		if err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, li
 			recent = append(recent, at)
 		}
 	}
-	e, err := event(TypeSignInForgotten, SignInForgotten{Requests: recent})
+	e, err := event(SignInForgotten{Requests: recent})
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (s *Service) personalMail(ctx context.Context, tx uow.Tx, acct account) ([]
 	}
 	for _, e := range events {
 		if e.Type == TypeEmailChangeRequested {
-			d, err := eventstore.Decode[EmailChangeRequested](e)
+			d, err := Decode[EmailChangeRequested](e)
 			if err != nil {
 				return nil, nil, err
 			}

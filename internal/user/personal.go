@@ -115,9 +115,7 @@ func (s *Service) sealUntil(ctx context.Context, tx uow.Tx, stream, address stri
 func Address(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event, value string) (string, bool, error) {
 	subject := e.Stream
 	if e.Type == TypeEmailChangeRequested {
-		d, err := eventstore.Decode[struct {
-			CodeHash string `json:"code_hash"`
-		}](e)
+		d, err := Decode[EmailChangeRequested](e)
 		if err != nil {
 			return "", false, err
 		}

@@ -258,9 +258,10 @@ func withKeys(fn func(ctx context.Context, tx uow.Tx) error) func(ctx context.Co
 	return func(ctx context.Context, tx uow.Tx) error { return fn(keyring.Within(ctx, tx), tx) }
 }
 
-// event returns a new event of type typ with data.
-func event(typ string, data any) (eventstore.Event, error) {
-	return eventstore.NewEvent(typ, data, eventstore.Metadata{})
+// event returns a new event of data, whose Go type names its type in
+// the domain's registry.
+func event(data any) (eventstore.Event, error) {
+	return events.New(data, eventstore.Metadata{})
 }
 
 // appendAndApply appends events to stream at expected, updates the views,

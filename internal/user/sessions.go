@@ -194,7 +194,7 @@ func (s *Service) endSessions(ctx context.Context, tx uow.Tx, id uuid.UUID, keep
 }
 
 func sessionEnded(id uuid.UUID, tokenHash, reason string) (eventstore.Event, error) {
-	return event(TypeSessionEnded, SessionEnded{UserID: id, TokenHash: tokenHash, Reason: reason})
+	return event(SessionEnded{UserID: id, TokenHash: tokenHash, Reason: reason})
 }
 
 // liveSessions returns the sessions of the account id that have not

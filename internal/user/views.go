@@ -9,6 +9,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -146,11 +147,7 @@ func (ViewsProjection) Version() int { return 1 }
 
 // Types returns the event types the views follow: every one of this domain
 // but [TypeSignInForgotten], which only ends a sign-in stream's history.
-func (ViewsProjection) Types() []string {
-	return []string{TypeSignInLinkRequested, TypeSignInLinkUsed, TypeRegistered,
-		TypeSessionStarted, TypeSessionEnded, TypeEmailChangeRequested, TypeEmailChanged,
-		TypeEmailChangeUndone, TypeErased}
-}
+func (ViewsProjection) Types() []string { return viewsHandlers.Types() }
 
 // Reset empties the views as part of tx ([Views.Reset]).
 func (p ViewsProjection) Reset(ctx context.Context, tx uow.Tx) error {
@@ -160,74 +157,55 @@ func (p ViewsProjection) Reset(ctx context.Context, tx uow.Tx) error {
 	return nil
 }
 
-// Apply updates the views with events appended in tx; events of other
-// types are ignored. It returns an error wrapping [ErrEmailTaken] when an
-// event would give one address to two users.
+// Apply updates the views with events appended in tx. It returns an
+// error wrapping [ErrEmailTaken] when an event would give one address to
+// two users.
 func (p ViewsProjection) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
 	for _, e := range events {
-		if err := p.apply(ctx, tx, e); err != nil {
+		if err := viewsHandlers.Apply(ctx, tx, p, e); err != nil {
 			return fmt.Errorf("user: views: apply %s %s: %w", e.Type, e.ID, err)
 		}
 	}
 	return nil
 }
 
-// apply runs on the views what e does to them.
-func (p ViewsProjection) apply(ctx context.Context, tx uow.Tx, e eventstore.Event) error {
-	v := p.Views
-	switch e.Type {
-	case TypeSignInLinkRequested:
-		d, err := eventstore.Decode[SignInLinkRequested](e)
-		if err != nil {
-			return err
-		}
+// viewsHandlers decide what each event does to the views, and run it
+// there.
+var viewsHandlers = func() *projections.Handlers[ViewsProjection] {
+	h := projections.NewHandlers[ViewsProjection](events)
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, e eventstore.Event, d SignInLinkRequested) error {
 		email, ok, err := Address(ctx, tx, p.Keys, e, d.Email)
 		if err != nil || !ok {
 			return err
 		}
-		return v.PutSignInCode(ctx, tx, SignInCodeRow{CodeHash: d.CodeHash, Email: email, ExpiresAt: d.ExpiresAt})
-	case TypeSignInLinkUsed:
-		d, err := eventstore.Decode[SignInLinkUsed](e)
-		if err != nil {
-			return err
-		}
-		return v.DeleteSignInCode(ctx, tx, d.CodeHash)
-	case TypeRegistered:
-		d, err := eventstore.Decode[Registered](e)
-		if err != nil {
-			return err
-		}
+		return p.Views.PutSignInCode(ctx, tx, SignInCodeRow{CodeHash: d.CodeHash, Email: email, ExpiresAt: d.ExpiresAt})
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, _ eventstore.Event, d SignInLinkUsed) error {
+		return p.Views.DeleteSignInCode(ctx, tx, d.CodeHash)
+	})
+	// A forgotten stream's codes went with the events before it, or
+	// expired: the sweep drops their rows.
+	projections.Skip[SignInForgotten](h)
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, e eventstore.Event, d Registered) error {
 		email, ok, err := Address(ctx, tx, p.Keys, e, d.Email)
 		if err != nil || !ok {
 			return err
 		}
-		return v.PutUser(ctx, tx, User{ID: d.UserID, Email: email, CreatedAt: e.RecordedAt})
-	case TypeSessionStarted:
-		d, err := eventstore.Decode[SessionStarted](e)
-		if err != nil {
-			return err
-		}
-		return v.PutSession(ctx, tx, SessionRow{
+		return p.Views.PutUser(ctx, tx, User{ID: d.UserID, Email: email, CreatedAt: e.RecordedAt})
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, e eventstore.Event, d SessionStarted) error {
+		return p.Views.PutSession(ctx, tx, SessionRow{
 			TokenHash: d.TokenHash, UserID: d.UserID, ID: e.ID,
 			StartedAt: e.RecordedAt, ExpiresAt: d.ExpiresAt, Client: d.Client,
 		})
-	case TypeSessionEnded:
-		d, err := eventstore.Decode[SessionEnded](e)
-		if err != nil {
-			return err
-		}
-		return v.DeleteSession(ctx, tx, d.TokenHash)
-	case TypeEmailChangeRequested:
-		d, err := eventstore.Decode[EmailChangeRequested](e)
-		if err != nil {
-			return err
-		}
-		return v.PutChangeCode(ctx, tx, ChangeCodeRow{CodeHash: d.CodeHash, UserID: d.UserID, ExpiresAt: d.ExpiresAt})
-	case TypeEmailChanged:
-		d, err := eventstore.Decode[EmailChanged](e)
-		if err != nil {
-			return err
-		}
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, _ eventstore.Event, d SessionEnded) error {
+		return p.Views.DeleteSession(ctx, tx, d.TokenHash)
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, _ eventstore.Event, d EmailChangeRequested) error {
+		return p.Views.PutChangeCode(ctx, tx, ChangeCodeRow{CodeHash: d.CodeHash, UserID: d.UserID, ExpiresAt: d.ExpiresAt})
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, e eventstore.Event, d EmailChanged) error {
 		// The move first: it is what can fail on the data (the address
 		// held by another user), and then nothing else has run.
 		email, ok, err := Address(ctx, tx, p.Keys, e, d.NewEmail)
@@ -235,38 +213,32 @@ func (p ViewsProjection) apply(ctx context.Context, tx uow.Tx, e eventstore.Even
 			return err
 		}
 		if ok {
-			if err := v.SetEmail(ctx, tx, d.UserID, email); err != nil {
+			if err := p.Views.SetEmail(ctx, tx, d.UserID, email); err != nil {
 				return err
 			}
 		}
 		if d.UndoCodeHash != "" {
-			err := v.PutUndoCode(ctx, tx, UndoCodeRow{CodeHash: d.UndoCodeHash, UserID: d.UserID, Version: e.Version, ExpiresAt: d.UndoExpiresAt})
+			err := p.Views.PutUndoCode(ctx, tx, UndoCodeRow{CodeHash: d.UndoCodeHash, UserID: d.UserID, Version: e.Version, ExpiresAt: d.UndoExpiresAt})
 			if err != nil {
 				return err
 			}
 		}
-		return v.DeleteChangeCode(ctx, tx, d.CodeHash)
-	case TypeEmailChangeUndone:
-		d, err := eventstore.Decode[EmailChangeUndone](e)
-		if err != nil {
-			return err
-		}
+		return p.Views.DeleteChangeCode(ctx, tx, d.CodeHash)
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, e eventstore.Event, d EmailChangeUndone) error {
 		email, ok, err := Address(ctx, tx, p.Keys, e, d.Email)
 		if err != nil {
 			return err
 		}
 		if ok {
-			if err := v.SetEmail(ctx, tx, d.UserID, email); err != nil {
+			if err := p.Views.SetEmail(ctx, tx, d.UserID, email); err != nil {
 				return err
 			}
 		}
-		return v.DeleteUndoCode(ctx, tx, d.CodeHash)
-	case TypeErased:
-		d, err := eventstore.Decode[Erased](e)
-		if err != nil {
-			return err
-		}
-		return v.DeleteUser(ctx, tx, d.UserID)
-	}
-	return nil
-}
+		return p.Views.DeleteUndoCode(ctx, tx, d.CodeHash)
+	})
+	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, _ eventstore.Event, d Erased) error {
+		return p.Views.DeleteUser(ctx, tx, d.UserID)
+	})
+	return h
+}()

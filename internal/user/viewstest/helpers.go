@@ -167,7 +167,7 @@ func last[T any](t *testing.T, s *suite, typ string, match func(T) bool) (T, eve
 		if events[i].Type != typ {
 			continue
 		}
-		d, err := eventstore.Decode[T](events[i])
+		d, err := user.Decode[T](events[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -478,31 +478,31 @@ func (k *keys) addEvents(t *testing.T, events ...eventstore.Event) {
 		switch e.Type {
 		case user.TypeSignInLinkRequested:
 			var d user.SignInLinkRequested
-			d, err = eventstore.Decode[user.SignInLinkRequested](e)
+			d, err = user.Decode[user.SignInLinkRequested](e)
 			k.emails[d.Email], k.signInCodes[d.CodeHash] = true, true
 		case user.TypeSignInLinkUsed:
 			var d user.SignInLinkUsed
-			d, err = eventstore.Decode[user.SignInLinkUsed](e)
+			d, err = user.Decode[user.SignInLinkUsed](e)
 			k.emails[d.Email], k.signInCodes[d.CodeHash], k.ids[d.UserID] = true, true, true
 		case user.TypeRegistered:
 			var d user.Registered
-			d, err = eventstore.Decode[user.Registered](e)
+			d, err = user.Decode[user.Registered](e)
 			k.ids[d.UserID], k.emails[d.Email] = true, true
 		case user.TypeSessionStarted:
 			var d user.SessionStarted
-			d, err = eventstore.Decode[user.SessionStarted](e)
+			d, err = user.Decode[user.SessionStarted](e)
 			k.ids[d.UserID], k.tokenHashes[d.TokenHash] = true, true
 		case user.TypeSessionEnded:
 			var d user.SessionEnded
-			d, err = eventstore.Decode[user.SessionEnded](e)
+			d, err = user.Decode[user.SessionEnded](e)
 			k.ids[d.UserID], k.tokenHashes[d.TokenHash] = true, true
 		case user.TypeEmailChangeRequested:
 			var d user.EmailChangeRequested
-			d, err = eventstore.Decode[user.EmailChangeRequested](e)
+			d, err = user.Decode[user.EmailChangeRequested](e)
 			k.ids[d.UserID], k.emails[d.NewEmail], k.changeCodes[d.CodeHash] = true, true, true
 		case user.TypeEmailChanged:
 			var d user.EmailChanged
-			d, err = eventstore.Decode[user.EmailChanged](e)
+			d, err = user.Decode[user.EmailChanged](e)
 			k.ids[d.UserID], k.emails[d.OldEmail], k.emails[d.NewEmail], k.changeCodes[d.CodeHash] = true, true, true, true
 		}
 		if err != nil {

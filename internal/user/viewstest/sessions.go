@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -75,7 +74,7 @@ func (s *suite) endedFor(t *testing.T, id uuid.UUID) []string {
 		if e.Type != user.TypeSessionEnded {
 			continue
 		}
-		d, err := eventstore.Decode[user.SessionEnded](e)
+		d, err := user.Decode[user.SessionEnded](e)
 		if err != nil {
 			t.Fatal(err)
 		}
