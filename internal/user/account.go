@@ -152,7 +152,7 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		e, err := event(SessionEnded{UserID: acct.id, TokenHash: hash})
+		e, err := event(ctx, SessionEnded{UserID: acct.id, TokenHash: hash})
 		if err != nil {
 			return err
 		}

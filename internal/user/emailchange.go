@@ -174,7 +174,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 				return err
 			}
 		}
-		e, err := event(EmailChangeRequested{
+		e, err := event(ctx, EmailChangeRequested{
 			UserID: acct.id, NewEmail: sealed, CodeHash: hash, ExpiresAt: expires, Taken: taken,
 		})
 		if err != nil {
@@ -224,7 +224,7 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code, token string) (U
 		}
 		undo, undoHash := newSecret()
 		undoExpires := tx.Now().Add(undoTTL)
-		changed, err := event(EmailChanged{
+		changed, err := event(ctx, EmailChanged{
 			UserID: acct.id, OldEmail: oldSealed, NewEmail: newSealed, CodeHash: hash,
 			UndoCodeHash: undoHash, UndoExpiresAt: undoExpires,
 		})
@@ -368,7 +368,7 @@ func (s *Service) UndoEmailChange(ctx context.Context, code string) (User, error
 		if err != nil {
 			return err
 		}
-		undone, err := event(EmailChangeUndone{UserID: acct.id, Email: sealed, CodeHash: hash})
+		undone, err := event(ctx, EmailChangeUndone{UserID: acct.id, Email: sealed, CodeHash: hash})
 		if err != nil {
 			return err
 		}

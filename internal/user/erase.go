@@ -114,7 +114,7 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		e, err := event(Erased{UserID: acct.id})
+		e, err := event(ctx, Erased{UserID: acct.id})
 		if err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func (s *Service) forgetSignIn(ctx context.Context, tx uow.Tx, stream string, li
 			recent = append(recent, at)
 		}
 	}
-	e, err := event(SignInForgotten{Requests: recent})
+	e, err := event(ctx, SignInForgotten{Requests: recent})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -259,9 +260,26 @@ func withKeys(fn func(ctx context.Context, tx uow.Tx) error) func(ctx context.Co
 }
 
 // event returns a new event of data, whose Go type names its type in
-// the domain's registry.
-func event(data any) (eventstore.Event, error) {
-	return events.New(data, eventstore.Metadata{})
+// the domain's registry. Its metadata names the request that caused it
+// (its correlation: the request ID, which the outbox's messages of the
+// same unit of work carry too, in their origin) and the command that
+// appended it (its causation), as ctx gives them.
+func event(ctx context.Context, data any) (eventstore.Event, error) {
+	return events.New(data, eventstore.Metadata{CorrelationID: requestid.From(ctx), CausationID: commandOf(ctx)})
+}
+
+// commandKey keys the name of the command a context runs.
+type commandKey struct{}
+
+// withCommand returns ctx running the command name ([Service.do]).
+func withCommand(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, commandKey{}, name)
+}
+
+// commandOf returns the name of the command ctx runs, "" outside one.
+func commandOf(ctx context.Context) string {
+	name, _ := ctx.Value(commandKey{}).(string)
+	return name
 }
 
 // appendAndApply appends events to stream at expected, updates the views,

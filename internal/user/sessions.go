@@ -139,7 +139,7 @@ func (s *Service) EndSession(ctx context.Context, token string, id uuid.UUID) er
 		if rows[i].TokenHash == hash {
 			reason = EndedBySignOut
 		}
-		e, err := sessionEnded(acct.id, rows[i].TokenHash, reason)
+		e, err := sessionEnded(ctx, acct.id, rows[i].TokenHash, reason)
 		if err != nil {
 			return err
 		}
@@ -184,7 +184,7 @@ func (s *Service) endSessions(ctx context.Context, tx uow.Tx, id uuid.UUID, keep
 		if keep != "" && r.TokenHash == keep {
 			continue
 		}
-		e, err := sessionEnded(id, r.TokenHash, reason)
+		e, err := sessionEnded(ctx, id, r.TokenHash, reason)
 		if err != nil {
 			return nil, err
 		}
@@ -193,8 +193,8 @@ func (s *Service) endSessions(ctx context.Context, tx uow.Tx, id uuid.UUID, keep
 	return events, nil
 }
 
-func sessionEnded(id uuid.UUID, tokenHash, reason string) (eventstore.Event, error) {
-	return event(SessionEnded{UserID: id, TokenHash: tokenHash, Reason: reason})
+func sessionEnded(ctx context.Context, id uuid.UUID, tokenHash, reason string) (eventstore.Event, error) {
+	return event(ctx, SessionEnded{UserID: id, TokenHash: tokenHash, Reason: reason})
 }
 
 // liveSessions returns the sessions of the account id that have not

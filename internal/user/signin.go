@@ -119,7 +119,7 @@ func (s *Service) sendSignInLink(ctx context.Context, tx uow.Tx, stream, email s
 	if err != nil {
 		return err
 	}
-	e, err := event(SignInLinkRequested{Email: sealed, CodeHash: hash, ExpiresAt: expires})
+	e, err := event(ctx, SignInLinkRequested{Email: sealed, CodeHash: hash, ExpiresAt: expires})
 	if err != nil {
 		return err
 	}
@@ -180,13 +180,13 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 			if err != nil {
 				return err
 			}
-			e, err := event(Registered{UserID: id, Email: sealed})
+			e, err := event(ctx, Registered{UserID: id, Email: sealed})
 			if err != nil {
 				return err
 			}
 			userEvents = append(userEvents, e)
 		}
-		used, err := event(SignInLinkUsed{CodeHash: hash, UserID: u.ID})
+		used, err := event(ctx, SignInLinkUsed{CodeHash: hash, UserID: u.ID})
 		if err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		}
 		token, tokenHash := newSecret()
 		expires := tx.Now().Add(s.policy.SessionTTL)
-		started, err := event(SessionStarted{UserID: u.ID, TokenHash: tokenHash, ExpiresAt: expires, Client: clientOf(ctx)})
+		started, err := event(ctx, SessionStarted{UserID: u.ID, TokenHash: tokenHash, ExpiresAt: expires, Client: clientOf(ctx)})
 		if err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ func (s *Service) tracer() trace.Tracer {
 // startCommand starts the span of the command or query name, such as
 // "user.SignIn", a child of the span in ctx.
 func (s *Service) startCommand(ctx context.Context, name string) (context.Context, trace.Span) {
-	return s.tr.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	return s.tr.Start(withCommand(ctx, name), name, trace.WithSpanKind(trace.SpanKindInternal))
 }
 
 // job runs fn, a job of many units of work such as a sweep, as one span
