@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/publish/kafkabroker"
 	"github.com/eventsourced/accounts/internal/publish/natsbroker"
@@ -100,8 +101,8 @@ func (e env) publishers() (*publishers, error) {
 // publishPolicy is the retry policy of the integration topics: tried for
 // PUBLISH_RETRY_FOR, and at least OUTBOX_MAX_ATTEMPTS times, however long
 // an event waited behind the user's earlier ones.
-func (e env) publishPolicy(p *publishers) outbox.RelayOption {
-	return outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: e.cfg.PublishRetryFor, MinAttempts: e.cfg.Outbox.MaxAttempts}, p.topics...)
+func (e env) publishPolicy(p *publishers) relay.Option {
+	return relay.WithRetryPolicy(relay.RetryPolicy{MaxAge: e.cfg.PublishRetryFor, MinAttempts: e.cfg.Outbox.MaxAttempts}, p.topics...)
 }
 
 // streamName returns the JetStream stream of the subjects under prefix:
