@@ -16,7 +16,7 @@ import (
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/postgres"
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/telemetry"
 )
 
@@ -144,7 +144,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		return b.Publish(ctx, bench.Publishing{Events: e.integrationEvents(), Handlers: pubs.handlers,
 			Options: []relay.Option{e.publishPolicy(pubs)}}, o.messages, o.users)
 	case "projection":
-		b.EventLog = db.Log(projections.LogConfig{PollInterval: o.poll, BatchSize: o.batch})
+		b.EventLog = db.Log(async.LogConfig{PollInterval: o.poll, BatchSize: o.batch})
 		if o.lag {
 			if o.rate < 1 || o.duration <= 0 {
 				return errors.New("bench projection --lag: --rate and --duration must be positive")

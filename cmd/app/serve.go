@@ -21,6 +21,7 @@ import (
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -76,10 +77,10 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		defer r.Close()
 		rel = &r
 	}
-	var runner *projections.Runner
+	var runner *async.Runner
 	if e.cfg.Projections {
-		if runner, err = projections.NewRunner(db.Log(projections.LogConfig{}), []projections.Projection{activity(db, keys)},
-			projections.WithRunnerLogger(e.log), projections.WithRunnerMeter(meter), projections.WithRunnerTracer(e.tracer)); err != nil {
+		if runner, err = async.NewRunner(db.Log(async.LogConfig{}), []projections.Projection{activity(db, keys)},
+			async.WithRunnerLogger(e.log), async.WithRunnerMeter(meter), async.WithRunnerTracer(e.tracer)); err != nil {
 			return err
 		}
 		defer runner.Close()

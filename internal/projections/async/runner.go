@@ -1,4 +1,4 @@
-package projections
+package async
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/routerlog"
 	"github.com/eventsourced/accounts/internal/uow"
 )
@@ -56,16 +57,16 @@ type Status struct {
 	Err error
 }
 
-// Runner keeps asynchronous projections: each is a handler of one
-// Watermill router, fed by a subscriber of the [Log] for its consumer group
-// ([Group]), so that it sees every event of its types once, in log order,
-// and its writes commit with its offset.
+// Runner keeps asynchronous projections: each is a handler of one Watermill
+// router, fed by a subscriber of the [Log] for its consumer group
+// ([projections.Group]), so that it sees every event of its types once, in
+// log order, and its writes commit with its offset.
 //
-// A [Rebuildable] projection runs at the versions the log's registry names
-// ([Log.Versions]): the one serving reads and the one being built beside it,
-// if any. The runner reads the registry every follow interval and adds and
-// stops handlers to match, so every instance takes part in a rebuild and
-// leaves the old version once reads have switched ([Renew]).
+// A [projections.Rebuildable] projection runs at the versions the log's
+// registry names ([Log.Versions]): the one serving reads and the one being
+// built beside it, if any. The runner reads the registry every follow
+// interval and adds and stops handlers to match, so every instance takes part
+// in a rebuild and leaves the old version once reads have switched ([Renew]).
 //
 // A projection that cannot apply an event stops; it never skips one, since
 // every later event may depend on it. The event is handed over again after
@@ -76,7 +77,7 @@ type Status struct {
 // offset never moved past it.
 type Runner struct {
 	log      Log
-	projs    []Projection
+	projs    []projections.Projection
 	now      func() time.Time
 	logger   *slog.Logger
 	maxTries int
@@ -137,7 +138,7 @@ func WithFollowInterval(d time.Duration) RunnerOption {
 }
 
 // NewRunner returns a runner of projs over log. Their names must differ.
-func NewRunner(log Log, projs []Projection, opts ...RunnerOption) (*Runner, error) {
+func NewRunner(log Log, projs []projections.Projection, opts ...RunnerOption) (*Runner, error) {
 	r := &Runner{
 		log:      log,
 		projs:    projs,
@@ -310,8 +311,8 @@ func (r *Runner) followRegistry(ctx context.Context, router *message.Router, wlo
 }
 
 // wanted returns the versions of p to run, with the state of each.
-func (r *Runner) wanted(ctx context.Context, p Projection) (map[int]State, error) {
-	if _, ok := p.(Rebuildable); !ok || r.fixed {
+func (r *Runner) wanted(ctx context.Context, p projections.Projection) (map[int]State, error) {
+	if _, ok := p.(projections.Rebuildable); !ok || r.fixed {
 		return map[int]State{p.Version(): StateRunning}, nil
 	}
 	v, err := r.log.Versions(ctx, p.Name(), p.Version())
@@ -337,10 +338,10 @@ func (r *Runner) reconcile(ctx context.Context, router *message.Router, wlog wat
 		}
 		for version, state := range want {
 			q := p
-			if rb, ok := p.(Rebuildable); ok && version != p.Version() {
+			if rb, ok := p.(projections.Rebuildable); ok && version != p.Version() {
 				q = rb.At(version)
 			}
-			g := Group(q)
+			g := projections.Group(q)
 			r.mu.Lock()
 			h, running := r.handlers[g]
 			if running {
@@ -389,7 +390,7 @@ func (r *Runner) reconcile(ctx context.Context, router *message.Router, wlog wat
 // handler applies the events of one projection.
 type handler struct {
 	r     *Runner
-	p     Projection
+	p     projections.Projection
 	group string
 	// handler is the router's handler of the projection.
 	handler *message.Handler
@@ -469,7 +470,7 @@ func (h *handler) handle(msg *message.Message) error {
 	var failedAt *EventError
 	if errors.As(err, &failedAt) {
 		e = failedAt.Event
-	} else if end, perr := ParsePosition(msg.Metadata.Get(MetadataBatchEnd)); perr == nil {
+	} else if end, perr := projections.ParsePosition(msg.Metadata.Get(MetadataBatchEnd)); perr == nil {
 		e.Position = end
 	}
 	failBatch(span, e, h.tries+1, err)
@@ -482,18 +483,18 @@ func (h *handler) handle(msg *message.Message) error {
 	h.tries++
 	if h.tries < h.r.maxTries {
 		h.r.logger.Warn("projections: apply failed; the batch is handed over again",
-			"projection", h.group, "position", FormatPosition(e.Position), "try", h.tries, "error", err)
+			"projection", h.group, "position", projections.FormatPosition(e.Position), "try", h.tries, "error", err)
 		return err
 	}
 	h.failed = true
 	h.r.update(h.group, func(s *Status) { s.State, s.Position, s.Err = StateFailed, e.Position, err })
 
 	h.r.logger.Error("projections: projection failed and stopped: it cannot apply an event, and skips none",
-		"projection", h.group, "event", e.ID, "position", FormatPosition(e.Position), "tries", h.tries, "error", err)
+		"projection", h.group, "event", e.ID, "position", projections.FormatPosition(e.Position), "tries", h.tries, "error", err)
 	// The failure is recorded once the handler has stopped and its batch's
 	// transaction has ended: that transaction holds the group's offset
 	// (and on SQLite the write lock) while this handler runs.
-	f := Failure{At: h.r.now().UTC(), Position: e.Position, Error: err.Error()}
+	f := projections.Failure{At: h.r.now().UTC(), Position: e.Position, Error: err.Error()}
 	h.r.recording.Add(1)
 	go func() {
 		defer h.r.recording.Done()

@@ -1,4 +1,4 @@
-package projections
+package async
 
 import (
 	"errors"
@@ -8,15 +8,17 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/projections"
 )
 
 // Metadata keys by which a [Log]'s messages tell the batch they carry.
 const (
 	// MetadataSubscriber names the subscriber that read the message.
 	MetadataSubscriber = "subscriber"
-	// MetadataBatchEnd is the position ([FormatPosition]) of the last event
-	// of the window of the log that the batch covers, of the group's types
-	// or not: the group's offset moves there once the batch is applied.
+	// MetadataBatchEnd is the position ([projections.FormatPosition]) of the
+	// last event of the window of the log that the batch covers, of the
+	// group's types or not: the group's offset moves there once the batch is
+	// applied.
 	MetadataBatchEnd = "batch_end"
 )
 
@@ -28,7 +30,7 @@ type EventError struct {
 }
 
 func (e *EventError) Error() string {
-	return fmt.Sprintf("projections: apply event %s at %s: %v", e.Event.ID, FormatPosition(e.Event.Position), e.Err)
+	return fmt.Sprintf("projections: apply event %s at %s: %v", e.Event.ID, projections.FormatPosition(e.Event.Position), e.Err)
 }
 
 func (e *EventError) Unwrap() error { return e.Err }
@@ -38,10 +40,10 @@ func (e *EventError) Unwrap() error { return e.Err }
 // the backend hands them to [Batches.Read] as it reads them, and Apply
 // takes them from there.
 func BatchMessage(group, sub string, end eventstore.Position) *message.Message {
-	m := message.NewMessage(group+"@"+FormatPosition(end), nil)
+	m := message.NewMessage(group+"@"+projections.FormatPosition(end), nil)
 	m.Metadata.Set(MetadataGroup, group)
 	m.Metadata.Set(MetadataSubscriber, sub)
-	m.Metadata.Set(MetadataBatchEnd, FormatPosition(end))
+	m.Metadata.Set(MetadataBatchEnd, projections.FormatPosition(end))
 	return m
 }
 
@@ -84,7 +86,7 @@ func (b *Batches) Read(sub, id string, events []eventstore.Event) {
 // as an [*EventError]; the rest wait for the message to be handed over
 // again. A batch of no event moves the offset alone.
 func (b *Batches) Apply(msg *message.Message, tx any, flush func(events []eventstore.Event, through eventstore.Position) error) error {
-	end, err := ParsePosition(msg.Metadata.Get(MetadataBatchEnd))
+	end, err := projections.ParsePosition(msg.Metadata.Get(MetadataBatchEnd))
 	if err != nil {
 		return fmt.Errorf("projections: message %s has no batch end: %w", msg.UUID, err)
 	}

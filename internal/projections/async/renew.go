@@ -1,4 +1,4 @@
-package projections
+package async
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -40,9 +41,9 @@ const renewTick = 200 * time.Millisecond
 // When the new version fails, Renew returns its error and leaves it
 // registered as being built: a fixed version of the projection takes it up
 // where it stopped, at the next Renew or in any instance's runner.
-func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress), opts ...RunnerOption) (from, to int, err error) {
+func Renew(ctx context.Context, log Log, p projections.Rebuildable, progress func(Progress), opts ...RunnerOption) (from, to int, err error) {
 	base := p.Version()
-	err = log.Catalog(ctx, p.Name(), base, func(ctx context.Context, tx uow.Tx, v Versions) (Versions, error) {
+	err = log.Catalog(ctx, p.Name(), base, func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error) {
 		from, to = v.Serving, v.Building
 		if to != 0 {
 			return v, nil
@@ -55,17 +56,17 @@ func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress),
 		if err := next.Reset(ctx, tx); err != nil {
 			return v, err
 		}
-		if err := log.Forget(ctx, tx, Group(next)); err != nil {
+		if err := log.Forget(ctx, tx, projections.Group(next)); err != nil {
 			return v, err
 		}
-		return Versions{Serving: v.Serving, Building: to}, nil
+		return projections.Versions{Serving: v.Serving, Building: to}, nil
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("projections: renew %s: %w", p.Name(), err)
 	}
 	next := p.At(to)
-	group := Group(next)
-	runner, err := NewRunner(log, []Projection{next}, opts...)
+	group := projections.Group(next)
+	runner, err := NewRunner(log, []projections.Projection{next}, opts...)
 	if err != nil {
 		return from, to, err
 	}
@@ -100,7 +101,7 @@ func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress),
 		}
 		for _, s := range runner.Status() {
 			if s.State == StateFailed {
-				return from, to, fmt.Errorf("projections: renew %s: version %d failed at %s: %w", p.Name(), to, FormatPosition(s.Position), s.Err)
+				return from, to, fmt.Errorf("projections: renew %s: version %d failed at %s: %w", p.Name(), to, projections.FormatPosition(s.Position), s.Err)
 			}
 		}
 		select {
@@ -115,7 +116,7 @@ func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress),
 			return from, to, fmt.Errorf("projections: renew %s: the runner of version %d: %w", p.Name(), to, err)
 		}
 	}
-	err = log.Catalog(ctx, p.Name(), base, func(ctx context.Context, tx uow.Tx, v Versions) (Versions, error) {
+	err = log.Catalog(ctx, p.Name(), base, func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error) {
 		switch {
 		case v.Serving == to && v.Building == 0:
 			// Another process switched already.
@@ -128,7 +129,7 @@ func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress),
 		// flight, which should not hold up the reads that Serve makes
 		// wait for the commit.
 		old := p.At(from)
-		if err := log.Retire(ctx, tx, Group(old)); err != nil {
+		if err := log.Retire(ctx, tx, projections.Group(old)); err != nil {
 			return v, err
 		}
 		if err := next.Serve(ctx, tx); err != nil {
@@ -137,7 +138,7 @@ func Renew(ctx context.Context, log Log, p Rebuildable, progress func(Progress),
 		if err := old.Drop(ctx, tx); err != nil {
 			return v, err
 		}
-		return Versions{Serving: to}, nil
+		return projections.Versions{Serving: to}, nil
 	})
 	if err != nil {
 		return from, to, fmt.Errorf("projections: renew %s: switch to version %d: %w", p.Name(), to, err)

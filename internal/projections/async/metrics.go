@@ -1,4 +1,4 @@
-package projections
+package async
 
 import (
 	"context"
@@ -9,9 +9,13 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/eventsourced/accounts/internal/projections"
 )
 
-// meterName is the instrumentation scope of the runner's metrics.
+// meterName is the instrumentation scope of the runner's metrics: the
+// projections' import path, as it was before the runner had a package of
+// its own, so that its metrics and spans keep their scope.
 const meterName = "github.com/eventsourced/accounts/internal/projections"
 
 // behindTimeout bounds the store call behind the lag gauges.
@@ -92,7 +96,7 @@ func newRunnerMetrics(mp metric.MeterProvider, r *Runner) (*runnerMetrics, func(
 			bctx, cancel := context.WithTimeout(ctx, behindTimeout)
 			n, oldest, err := r.log.Behind(bctx, g, st.types)
 			cancel()
-			if err == nil || errors.Is(err, ErrLogOrder) {
+			if err == nil || errors.Is(err, projections.ErrLogOrder) {
 				last[g] = lag{n, oldest}
 			}
 			l := last[g]

@@ -1,4 +1,4 @@
-package projections
+package async
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -25,9 +26,9 @@ const (
 	// attrEvents counts the events handed to the projection: the batch's,
 	// or those of it still to apply when it is handed over again.
 	attrEvents = attribute.Key("projection.batch.events")
-	// attrFirst and attrLast are the positions ([FormatPosition]) of the
-	// first and last of those events; attrEnd is the window's end, where
-	// the group's offset moves.
+	// attrFirst and attrLast are the positions ([projections.FormatPosition])
+	// of the first and last of those events; attrEnd is the window's end,
+	// where the group's offset moves.
 	attrFirst = attribute.Key("projection.batch.first")
 	attrLast  = attribute.Key("projection.batch.last")
 	attrEnd   = attribute.Key("projection.batch.end")
@@ -40,7 +41,7 @@ const (
 
 // startBatch starts the span of one batch of group's handler, a child of
 // the span in ctx, if any, and returns the context that carries it.
-func startBatch(ctx context.Context, tr trace.Tracer, p Projection, group, end string) (context.Context, trace.Span) {
+func startBatch(ctx context.Context, tr trace.Tracer, p projections.Projection, group, end string) (context.Context, trace.Span) {
 	return tr.Start(ctx, "apply "+p.Name(), trace.WithAttributes(
 		attrName.String(p.Name()),
 		attrVersion.Int(p.Version()),
@@ -54,15 +55,15 @@ func startBatch(ctx context.Context, tr trace.Tracer, p Projection, group, end s
 func batchEvents(span trace.Span, events []eventstore.Event) {
 	span.SetAttributes(
 		attrEvents.Int(len(events)),
-		attrFirst.String(FormatPosition(events[0].Position)),
-		attrLast.String(FormatPosition(events[len(events)-1].Position)),
+		attrFirst.String(projections.FormatPosition(events[0].Position)),
+		attrLast.String(projections.FormatPosition(events[len(events)-1].Position)),
 	)
 }
 
 // failBatch marks span failed at e with err's type, and with no word of
 // err's text: a projection's error can quote what the event holds, such
 // as an address, and span attributes are kept where an erasure does not
-// reach. The text is in the runner's log and [Failure].
+// reach. The text is in the runner's log and [projections.Failure].
 func failBatch(span trace.Span, e eventstore.Event, try int, err error) {
 	what := "apply failed"
 	if errors.Is(err, uow.ErrUnavailable) {
@@ -73,5 +74,5 @@ func failBatch(span trace.Span, e eventstore.Event, try int, err error) {
 	if e.ID != uuid.Nil {
 		span.SetAttributes(attrFailedEvent.String(e.ID.String()))
 	}
-	span.SetAttributes(attrFailedPosition.String(FormatPosition(e.Position)))
+	span.SetAttributes(attrFailedPosition.String(projections.FormatPosition(e.Position)))
 }

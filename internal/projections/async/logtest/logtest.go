@@ -1,4 +1,4 @@
-// Package logtest is the conformance suite of [projections.Log]: every
+// Package logtest is the conformance suite of [async.Log]: every
 // backend calls [Run] from a test of its own, so that all of them keep the
 // same contract.
 //
@@ -10,8 +10,8 @@
 //	}
 //
 // Each case drives a plain Watermill router, as an asynchronous projection
-// runs: one handler on [projections.Topic] fed by the Log's subscriber,
-// which records the events of each batch through [projections.Log.Apply]
+// runs: one handler on [async.Topic] fed by the Log's subscriber,
+// which records the events of each batch through [async.Log.Apply]
 // into the backend's [Sink]. What the sink holds once the router has stopped is what a read
 // model would hold. The suite waits for it with bounded polls, never with
 // a sleep, and runs every unit of work at one fixed time.
@@ -32,6 +32,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -39,7 +40,7 @@ import (
 // to, with the backend's own SQL.
 type Sink interface {
 	// Record adds a row holding e's ID as part of tx, the transaction that
-	// [projections.Log.Apply] hands over. It adds a row per call, so that
+	// [async.Log.Apply] hands over. It adds a row per call, so that
 	// an event recorded twice is seen twice.
 	Record(ctx context.Context, tx uow.Tx, e eventstore.Event) error
 	// Recorded returns the IDs of the committed rows, in the order they
@@ -62,17 +63,17 @@ type Harness struct {
 	// of at least 10 events, and log through the logger given to
 	// Subscriber as watermill-sql's subscriber does, with the trace
 	// "Querying message" once per read of the log.
-	Log projections.Log
+	Log async.Log
 	// Hourly is a Log of the same database whose subscribers read the log
 	// once an hour unless a commit of this process wakes them.
-	Hourly projections.Log
+	Hourly async.Log
 	// OtherProcess returns another Log of the same database, configured
 	// as Log is, on connections of its own, as another process would open
 	// them; they are closed when t ends. Once crash is called, every
 	// connection of that Log fails from its next use on, as if its process
 	// had died: what its transactions had not committed is lost. crash is
 	// called from the handler of a message.
-	OtherProcess func(t *testing.T) (log projections.Log, crash func())
+	OtherProcess func(t *testing.T) (log async.Log, crash func())
 }
 
 // Features states what a backend guarantees, as Watermill's pub/sub test
@@ -363,7 +364,7 @@ type consumer struct {
 // into h.Sink through log.Apply and then calls after, if given, in the same
 // fn: an error of after fails the attempt. The router stops when t ends
 // unless stop stops it first.
-func consume(t *testing.T, h Harness, log projections.Log, group string, types []string, after func(eventstore.Event) error) *consumer {
+func consume(t *testing.T, h Harness, log async.Log, group string, types []string, after func(eventstore.Event) error) *consumer {
 	t.Helper()
 	logger := newTestLogger()
 	sub, err := log.Subscriber(group, types, logger)
@@ -374,7 +375,7 @@ func consume(t *testing.T, h Harness, log projections.Log, group string, types [
 	if err != nil {
 		t.Fatal(err)
 	}
-	router.AddConsumerHandler("logtest", projections.Topic, sub, func(msg *message.Message) error {
+	router.AddConsumerHandler("logtest", async.Topic, sub, func(msg *message.Message) error {
 		return log.Apply(msg, now, func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error {
 			if !tx.Now().Equal(now) {
 				return fmt.Errorf("logtest: Apply's tx.Now() = %v, want %v", tx.Now(), now)
@@ -785,7 +786,7 @@ func testAckDeadlineMidBatch(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	handed := 0
-	router.AddConsumerHandler("logtest-mid", projections.Topic, sub, func(msg *message.Message) error {
+	router.AddConsumerHandler("logtest-mid", async.Topic, sub, func(msg *message.Message) error {
 		if handed++; handed == 1 {
 			// Outlive the ack deadline: the subscriber gives up on this
 			// batch and commits what it has.
