@@ -10,6 +10,7 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/publish/forward"
 	"github.com/eventsourced/accounts/internal/publish/kafkabroker"
 	"github.com/eventsourced/accounts/internal/publish/natsbroker"
 	"github.com/eventsourced/accounts/internal/publish/webhook"
@@ -53,7 +54,7 @@ func (p *publishers) Close() error {
 // publishes through pub to the topic that topic names.
 func (p *publishers) add(d publish.Destination, pub message.Publisher, topic func(string) string) {
 	p.pubs = append(p.pubs, pub)
-	h := publish.Handler(pub, topic)
+	h := forward.Handler(pub, topic)
 	for _, typ := range user.IntegrationEvents() {
 		t := publish.Topic(d, typ)
 		p.handlers[t] = h
@@ -78,13 +79,13 @@ func (e env) publishers() (*publishers, error) {
 		if err != nil {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
-		p.add(publish.Broker, pub, publish.Subject(prefix))
+		p.add(publish.Broker, pub, forward.Subject(prefix))
 	case "kafka":
 		pub, err := kafkabroker.New(kafkabroker.Config{Brokers: b.Addrs, TracerProvider: e.tracer})
 		if err != nil {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
-		p.add(publish.Broker, pub, publish.Category(prefix))
+		p.add(publish.Broker, pub, forward.Category(prefix))
 	}
 	if e.cfg.WebhookURL != "" {
 		pub, err := webhook.New(webhook.Config{URL: e.cfg.WebhookURL, Secret: e.cfg.WebhookSecret, TracerProvider: e.tracer})

@@ -1,4 +1,4 @@
-package publish
+package forward
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/publish"
 )
 
 // Metadata keys of the Watermill messages that [Handler] publishes.
 const (
 	// MetadataContentType is the content type of the payload:
-	// [ContentType].
+	// [publish.ContentType].
 	MetadataContentType = "content-type"
 	// MetadataKey is the event's subject, the key that keeps one
 	// subject's events in order where a publisher partitions (Kafka).
@@ -24,21 +25,21 @@ const (
 // Handler returns the outbox handler that publishes a message's CloudEvent
 // through pub, to the topic that topic returns for the event's type. The
 // Watermill message has the outbox message's ID as its UUID, the CloudEvent
-// as its payload, byte for byte as [Events.Messages] stored it, and
+// as its payload, byte for byte as [publish.Events.Messages] stored it, and
 // [MetadataContentType] and [MetadataKey] set. When ctx carries a valid
 // span context (the relay's delivery span), the CloudEvent also carries it
-// as the distributed tracing extension ([CloudEvent.TraceParent]), and the
-// Watermill message has ctx, so that the publisher's own span, and the
-// trace headers it sends, are children of the delivery. The publish must be
-// confirmed by the destination when Publish returns nil; any error makes
-// the relay try again, and one that says the destination could not be
-// reached at all wraps [outbox.ErrUnreachable] ([outbox.Unreachable]),
+// as the distributed tracing extension ([publish.CloudEvent.TraceParent]),
+// and the Watermill message has ctx, so that the publisher's own span, and
+// the trace headers it sends, are children of the delivery. The publish
+// must be confirmed by the destination when Publish returns nil; any error
+// makes the relay try again, and one that says the destination could not
+// be reached at all wraps [outbox.ErrUnreachable] ([outbox.Unreachable]),
 // which opens the topic's breaker at once.
 //
 // The handler reads the event's type from the message's topic and its
-// subject from the message's key, as [Events.Messages] set them, and does
-// not decode the payload: at thousands of events a second, decoding it was
-// a third of the relay's work.
+// subject from the message's key, as [publish.Events.Messages] set them,
+// and does not decode the payload: at thousands of events a second,
+// decoding it was a third of the relay's work.
 func Handler(pub message.Publisher, topic func(eventType string) string) outbox.Handler {
 	return func(ctx context.Context, m outbox.Message) error {
 		_, typ, ok := strings.Cut(m.Topic, ":")
@@ -47,7 +48,7 @@ func Handler(pub message.Publisher, topic func(eventType string) string) outbox.
 			return fmt.Errorf("%w: message %s of topic %q, key %q", errNotAnEvent, m.ID, m.Topic, m.Key)
 		}
 		wm := message.NewMessage(m.ID.String(), withTraceContext(ctx, m.Payload))
-		wm.Metadata.Set(MetadataContentType, ContentType)
+		wm.Metadata.Set(MetadataContentType, publish.ContentType)
 		wm.Metadata.Set(MetadataKey, subject)
 		wm.SetContext(ctx)
 		if err := pub.Publish(topic(typ), wm); err != nil {
@@ -57,8 +58,8 @@ func Handler(pub message.Publisher, topic func(eventType string) string) outbox.
 	}
 }
 
-// errNotAnEvent is the failure of a message that [Events.Messages] did not
-// make.
+// errNotAnEvent is the failure of a message that [publish.Events.Messages]
+// did not make.
 var errNotAnEvent = errors.New("publish: not an integration event")
 
 // Subject returns the subject or topic of the events of type typ for a

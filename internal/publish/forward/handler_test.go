@@ -1,4 +1,4 @@
-package publish_test
+package forward_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/publish/forward"
 	"github.com/eventsourced/accounts/internal/publish/webhook"
 	"github.com/eventsourced/accounts/schemas"
 )
@@ -83,7 +84,7 @@ func TestHandlerTraceContext(t *testing.T) {
 			m := signedIn(t)
 			var pub recorder
 			ctx := tc.ctx()
-			if err := publish.Handler(&pub, publish.Subject("accounts."))(ctx, m); err != nil {
+			if err := forward.Handler(&pub, forward.Subject("accounts."))(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 			if len(pub.msgs) != 1 {
@@ -148,7 +149,7 @@ func TestHandlerMarksADestinationThatCannotBeReached(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = pub.Close() })
-			err = publish.Handler(pub, func(typ string) string { return typ })(t.Context(), signedIn(t))
+			err = forward.Handler(pub, func(typ string) string { return typ })(t.Context(), signedIn(t))
 			if err == nil {
 				t.Fatal("the publish succeeded")
 			}
