@@ -110,7 +110,7 @@ func (e env) handlers(db backend.Backend, keys *keyring.Keyring, meter metric.Me
 // mailBudget returns the mail budget of each mailbox, MAIL_BUDGET per
 // MAIL_BUDGET_WINDOW, on db.
 func (e env) mailBudget(db backend.Backend, keys *keyring.Keyring) (*mail.Budget, error) {
-	p := e.cfg.Policy.WithDefaults()
+	p := user.Policy(e.cfg.Policy).WithDefaults()
 	return mail.NewBudget(mail.BudgetConfig{Limit: p.MailBudget, Window: p.MailBudgetWindow}, db.Runner(nil), db.MailBudgets(), keys)
 }
 
@@ -195,5 +195,5 @@ func (e env) users(db backend.Backend, keys *keyring.Keyring) (*user.Service, er
 		Outbox: db.Outbox(),
 		Views:  db.Views(),
 		Keys:   keys,
-	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer))
+	}, user.Policy(e.cfg.Policy), e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer))
 }

@@ -6,19 +6,25 @@ import (
 	"time"
 )
 
-// Policy holds the limits of the domain. Zero fields take the defaults shown.
+// Policy holds the limits of the domain. Zero fields take the defaults of
+// [Policy.WithDefaults], the only place they are written.
 type Policy struct {
-	LinkTTL    time.Duration `env:"LINK_TTL" envDefault:"15m" desc:"How long a sign-in or confirmation link works."`
-	SessionTTL time.Duration `env:"SESSION_TTL" envDefault:"720h" desc:"How long a session lasts."`
-	LinkLimit  int           `env:"LINK_LIMIT" envDefault:"5" desc:"Sign-in links one mailbox (an address and its +tag spellings together), or email changes one user, may ask for within LINK_WINDOW."`
-	LinkWindow time.Duration `env:"LINK_WINDOW" envDefault:"15m" desc:"The window LINK_LIMIT counts in."`
+	// LinkTTL is how long a sign-in or confirmation link works.
+	LinkTTL time.Duration
+	// SessionTTL is how long a session lasts.
+	SessionTTL time.Duration
+	// LinkLimit is how many sign-in links one mailbox (an address and its
+	// +tag spellings together), or email changes one user, may ask for
+	// within LinkWindow.
+	LinkLimit  int
+	LinkWindow time.Duration
 	// MailBudget and MailBudgetWindow size the budget of mail.Budget,
 	// which the relay spends: a person's own use is a few sign-in links
 	// and a change of address an hour, well within 20, while it caps
 	// what strangers can set off at one mailbox, through any spelling of
 	// it and any topic, at 20 an hour instead of no limit.
-	MailBudget       int           `env:"MAIL_BUDGET" envDefault:"20" desc:"Mails one mailbox (every +tag spelling together) may receive within MAIL_BUDGET_WINDOW, every topic counted; past it, mail is held back (acknowledged, not sent), except sign-in links, which LINK_LIMIT caps."`
-	MailBudgetWindow time.Duration `env:"MAIL_BUDGET_WINDOW" envDefault:"1h" desc:"The window MAIL_BUDGET counts in."`
+	MailBudget       int
+	MailBudgetWindow time.Duration
 }
 
 // WithDefaults returns p with each zero field set to its default.
