@@ -18,7 +18,7 @@ import (
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/postgres"
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -236,5 +236,5 @@ func (d database) openScratch(ctx context.Context, log *slog.Logger) (backend.Ba
 // activity is the account activity projection over db, at its first
 // version, which opens addresses with keys.
 func activity(db backend.Backend, keys *keyring.Keyring) user.ActivityProjection {
-	return user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(projections.LogConfig{}), Keys: keys}
+	return user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(async.LogConfig{}), Keys: keys}
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/bench"
 	"github.com/eventsourced/accounts/internal/keyring"
-	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/postgres"
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/telemetry"
 )
 
@@ -142,9 +142,9 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		}
 		defer pubs.Close()
 		return b.Publish(ctx, bench.Publishing{Events: e.integrationEvents(), Handlers: pubs.handlers,
-			Options: []outbox.RelayOption{e.publishPolicy(pubs)}}, o.messages, o.users)
+			Options: []relay.Option{e.publishPolicy(pubs)}}, o.messages, o.users)
 	case "projection":
-		b.EventLog = db.Log(projections.LogConfig{PollInterval: o.poll, BatchSize: o.batch})
+		b.EventLog = db.Log(async.LogConfig{PollInterval: o.poll, BatchSize: o.batch})
 		if o.lag {
 			if o.rate < 1 || o.duration <= 0 {
 				return errors.New("bench projection --lag: --rate and --duration must be positive")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgbouncertest"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
@@ -206,7 +207,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 	clock := testclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 
 	const maxAttempts = 3
-	relay := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{MaxAttempts: maxAttempts})
+	rel := e2eMailRelay(t, db.Outbox(), mx, clock, outbox.RelayConfig{MaxAttempts: maxAttempts})
 	added := &e2eRecordingOutbox{Outbox: db.Outbox()}
 	keys := keyringtest.New(t, postgres.DataKeys{})
 	users, err := user.NewService(user.Deps{
@@ -219,9 +220,9 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drain := func(want outbox.DrainStats) {
+	drain := func(want relay.DrainStats) {
 		t.Helper()
-		got, err := relay.Drain(ctx)
+		got, err := rel.Drain(ctx)
 		if err != nil {
 			t.Fatalf("drain at %s: %v", clock.Now().Format(time.RFC3339Nano), err)
 		}
@@ -238,7 +239,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 
 	var reason string
 	for attempt := 1; attempt < maxAttempts; attempt++ {
-		drain(outbox.DrainStats{Claimed: 1, Retried: 1})
+		drain(relay.DrainStats{Claimed: 1, Retried: 1})
 		rec, err := db.Outbox().Lookup(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -256,11 +257,11 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 
 		// Not due a moment before its backoff has passed...
 		clock.Advance(outbox.Backoff(attempt) - time.Millisecond)
-		drain(outbox.DrainStats{})
+		drain(relay.DrainStats{})
 		// ...and due once it has.
 		clock.Advance(time.Millisecond)
 	}
-	drain(outbox.DrainStats{Claimed: 1, Buried: 1})
+	drain(relay.DrainStats{Claimed: 1, Buried: 1})
 
 	buried, err := db.Outbox().Buried(ctx, 10)
 	if err != nil {
@@ -282,7 +283,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 	}
 	// A buried message stays buried, however long one waits.
 	clock.Advance(outbox.Backoff(maxAttempts))
-	drain(outbox.DrainStats{})
+	drain(relay.DrainStats{})
 	if got := mx.Messages(); len(got) != 0 {
 		t.Fatalf("the refusing server received %d mails: %+v", len(got), got)
 	}
@@ -294,7 +295,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := added.only(t)
-	drain(outbox.DrainStats{Claimed: 1, Delivered: 1})
+	drain(relay.DrainStats{Claimed: 1, Delivered: 1})
 	got := mx.Messages()
 	if len(got) != 1 {
 		t.Fatalf("the server received %d mails, want 1", len(got))
@@ -316,7 +317,7 @@ func TestRefusedMailIsRetriedThenBuried(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := added.only(t)
-	drain(outbox.DrainStats{Claimed: 1, Buried: 1})
+	drain(relay.DrainStats{Claimed: 1, Buried: 1})
 	rec, err := db.Outbox().Lookup(ctx, gone)
 	if err != nil {
 		t.Fatal(err)
@@ -650,7 +651,7 @@ func (o *e2eRecordingOutbox) only(t *testing.T) uuid.UUID {
 
 // e2eMailRelay returns a relay of store, on clock, that sends the mail
 // topics through mx, closed when t ends.
-func e2eMailRelay(t *testing.T, store outbox.RelayStore, mx *smtptest.Server, clock *testclock.Clock, cfg outbox.RelayConfig, opts ...outbox.RelayOption) *outbox.Relay {
+func e2eMailRelay(t *testing.T, store outbox.RelayStore, mx *smtptest.Server, clock *testclock.Clock, cfg outbox.RelayConfig, opts ...relay.Option) *relay.Relay {
 	t.Helper()
 	sender, err := smtp.New(mx.URL(), 5*time.Second)
 	if err != nil {
@@ -662,12 +663,12 @@ func e2eMailRelay(t *testing.T, store outbox.RelayStore, mx *smtptest.Server, cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	relay, err := outbox.NewRelay(store, handlers, cfg, append([]outbox.RelayOption{outbox.WithClock(clock.Now)}, opts...)...)
+	rel, err := relay.New(store, handlers, cfg, append([]relay.Option{relay.WithClock(clock.Now)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = relay.Close() })
-	return relay
+	t.Cleanup(func() { _ = rel.Close() })
+	return rel
 }
 
 // With BASE_URL unset, the links in the mails point at the address the app

@@ -163,7 +163,7 @@ func sweepLater(t *testing.T, vars map[string]string, d time.Duration) {
 	later := testclock.New(time.Now().Add(d))
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(later.Now), Events: db.Events(), Outbox: db.Outbox(), Views: db.Views(), Keys: keys,
-	}, cfg.Policy, cfg.BaseURL)
+	}, user.Policy(cfg.Policy), cfg.BaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}

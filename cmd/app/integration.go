@@ -8,7 +8,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/publish/forward"
 	"github.com/eventsourced/accounts/internal/publish/kafkabroker"
 	"github.com/eventsourced/accounts/internal/publish/natsbroker"
 	"github.com/eventsourced/accounts/internal/publish/webhook"
@@ -52,7 +54,7 @@ func (p *publishers) Close() error {
 // publishes through pub to the topic that topic names.
 func (p *publishers) add(d publish.Destination, pub message.Publisher, topic func(string) string) {
 	p.pubs = append(p.pubs, pub)
-	h := publish.Handler(pub, topic)
+	h := forward.Handler(pub, topic)
 	for _, typ := range user.IntegrationEvents() {
 		t := publish.Topic(d, typ)
 		p.handlers[t] = h
@@ -77,13 +79,13 @@ func (e env) publishers() (*publishers, error) {
 		if err != nil {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
-		p.add(publish.Broker, pub, publish.Subject(prefix))
+		p.add(publish.Broker, pub, forward.Subject(prefix))
 	case "kafka":
 		pub, err := kafkabroker.New(kafkabroker.Config{Brokers: b.Addrs, TracerProvider: e.tracer})
 		if err != nil {
 			return nil, fmt.Errorf("BROKER_URL: %w", err)
 		}
-		p.add(publish.Broker, pub, publish.Category(prefix))
+		p.add(publish.Broker, pub, forward.Category(prefix))
 	}
 	if e.cfg.WebhookURL != "" {
 		pub, err := webhook.New(webhook.Config{URL: e.cfg.WebhookURL, Secret: e.cfg.WebhookSecret, TracerProvider: e.tracer})
@@ -100,8 +102,8 @@ func (e env) publishers() (*publishers, error) {
 // publishPolicy is the retry policy of the integration topics: tried for
 // PUBLISH_RETRY_FOR, and at least OUTBOX_MAX_ATTEMPTS times, however long
 // an event waited behind the user's earlier ones.
-func (e env) publishPolicy(p *publishers) outbox.RelayOption {
-	return outbox.WithRetryPolicy(outbox.RetryPolicy{MaxAge: e.cfg.PublishRetryFor, MinAttempts: e.cfg.Outbox.MaxAttempts}, p.topics...)
+func (e env) publishPolicy(p *publishers) relay.Option {
+	return relay.WithRetryPolicy(relay.RetryPolicy{MaxAge: e.cfg.PublishRetryFor, MinAttempts: e.cfg.Outbox.MaxAttempts}, p.topics...)
 }
 
 // streamName returns the JetStream stream of the subjects under prefix:

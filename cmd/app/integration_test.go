@@ -17,6 +17,7 @@ import (
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/publish"
@@ -162,7 +163,7 @@ func (s *lossyAcks) AckAll(ctx context.Context, leases []outbox.Lease) error {
 // of its own, publishing to the destinations that env configures.
 type integrationBench struct {
 	users *user.Service
-	relay *outbox.Relay
+	relay *relay.Relay
 	store *lossyAcks
 	clock *testclock.Clock
 	pubs  *publishers
@@ -199,8 +200,8 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 	// tests that count records want none of that on a busy machine, so
 	// the timeout is far above a publish's time and only ends the tries
 	// against a destination that is down.
-	b.relay, err = outbox.NewRelay(b.store, pubs.handlers, outbox.RelayConfig{Timeout: 2 * time.Second},
-		outbox.WithClock(b.clock.Now), e.publishPolicy(pubs))
+	b.relay, err = relay.New(b.store, pubs.handlers, outbox.RelayConfig{Timeout: 2 * time.Second},
+		relay.WithClock(b.clock.Now), e.publishPolicy(pubs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,9 +253,9 @@ func (b *integrationBench) awaitConnected(t *testing.T) {
 // drainUntilDelivered drains, moving the clock a minute each pass, until a
 // pass delivers want messages in all, within e2eWait of real time, which
 // only bounds a client's reconnection.
-func (b *integrationBench) drainUntilDelivered(t *testing.T, want int) outbox.DrainStats {
+func (b *integrationBench) drainUntilDelivered(t *testing.T, want int) relay.DrainStats {
 	t.Helper()
-	var total outbox.DrainStats
+	var total relay.DrainStats
 	deadline := time.Now().Add(e2eWait)
 	for total.Delivered < want {
 		got, err := b.relay.Drain(t.Context())

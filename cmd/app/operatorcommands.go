@@ -12,7 +12,7 @@ import (
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/operator"
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -128,14 +128,14 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 		defer db.Close()
 		// Only the projections' names, versions and types are read: no
 		// event is applied, and no address opened.
-		return operator.Projections{Log: db.Log(projections.LogConfig{}), Out: stdout}.Status(ctx, activity(db, nil))
+		return operator.Projections{Log: db.Log(async.LogConfig{}), Out: stdout}.Status(ctx, activity(db, nil))
 	}
 	db, keys, err := e.openWithKeys(ctx, e.openDB)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	p := operator.Projections{Log: db.Log(projections.LogConfig{}), Out: stdout, Err: stderr, Logger: e.log}
+	p := operator.Projections{Log: db.Log(async.LogConfig{}), Out: stdout, Err: stderr, Logger: e.log}
 	if what == "activity" {
 		return p.RebuildBlueGreen(ctx, activity(db, keys))
 	}

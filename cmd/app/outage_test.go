@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
@@ -119,7 +120,7 @@ type mailOutage struct {
 	clock  *testclock.Clock
 	reader *sdkmetric.ManualReader
 	users  *user.Service
-	total  outbox.DrainStats
+	total  relay.DrainStats
 	drain  func()
 }
 
@@ -132,7 +133,7 @@ func newMailOutage(t *testing.T) *mailOutage {
 		reader: sdkmetric.NewManualReader(),
 	}
 	relay := e2eMailRelay(t, db.Outbox(), o.mx, o.clock, outbox.RelayConfig{},
-		outbox.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))))
+		relay.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.reader))))
 	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(o.clock.Now),
 		Events: db.Events(),

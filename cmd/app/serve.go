@@ -21,6 +21,7 @@ import (
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -67,7 +68,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 	defer func() { _ = meter.Shutdown(context.WithoutCancel(ctx)) }()
 
 	// Build everything first, so that nothing runs when a part fails.
-	var rel *relay
+	var rel *configuredRelay
 	if e.cfg.Relay {
 		r, err := e.relay(db, keys, meter)
 		if err != nil {
@@ -76,10 +77,10 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		defer r.Close()
 		rel = &r
 	}
-	var runner *projections.Runner
+	var runner *async.Runner
 	if e.cfg.Projections {
-		if runner, err = projections.NewRunner(db.Log(projections.LogConfig{}), []projections.Projection{activity(db, keys)},
-			projections.WithRunnerLogger(e.log), projections.WithRunnerMeter(meter), projections.WithRunnerTracer(e.tracer)); err != nil {
+		if runner, err = async.NewRunner(db.Log(async.LogConfig{}), []projections.Projection{activity(db, keys)},
+			async.WithRunnerLogger(e.log), async.WithRunnerMeter(meter), async.WithRunnerTracer(e.tracer)); err != nil {
 			return err
 		}
 		defer runner.Close()
@@ -207,7 +208,7 @@ type servers struct {
 // once; the API serves for SHUTDOWN_DELAY more, then closes its listener
 // and lets the requests in flight finish; the relay claims nothing more,
 // and its deliveries in flight finish or, shortly before the grace runs
-// out, are released ([outbox.WithStopGrace]); the projections' batch in
+// out, are released ([relay.WithStopGrace]); the projections' batch in
 // flight commits or rolls back whole, in its transaction. The admin
 // listener serves until all of that has stopped, so that the stop can be
 // watched, and closes last. It returns first, the error that made serve
@@ -278,7 +279,7 @@ func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan er
 // relay of this process if any, can claim messages, until stopping, when
 // not nil, is set.
 // A nil metrics leaves /metrics out.
-func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Service, rel *relay, metrics http.Handler, meter metric.MeterProvider, stopping *atomic.Bool) *http.Server {
+func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Service, rel *configuredRelay, metrics http.Handler, meter metric.MeterProvider, stopping *atomic.Bool) *http.Server {
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
 			Users:          users,
@@ -303,7 +304,7 @@ func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Se
 // readiness reports whether this process can serve: nil while the
 // database answers and rel, the relay of this process if any, can claim
 // messages, until stopping, when not nil, is set.
-func readiness(db backend.Backend, rel *relay, stopping *atomic.Bool) func(context.Context) error {
+func readiness(db backend.Backend, rel *configuredRelay, stopping *atomic.Bool) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if stopping != nil && stopping.Load() {
 			return httpapi.ErrStopping

@@ -42,7 +42,7 @@ func (e env) sweeps(db backend.Backend, users *user.Service) []sweep {
 		}
 		return budget.Sweep(ctx)
 	}})
-	linkTTL := e.cfg.Policy.WithDefaults().LinkTTL
+	linkTTL := user.Policy(e.cfg.Policy).WithDefaults().LinkTTL
 	all = append(all, sweep{name: "codes of buried mail whose link expired", run: func(ctx context.Context) (int64, error) {
 		var n int64
 		for _, topic := range mail.Topics {

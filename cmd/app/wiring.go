@@ -26,6 +26,7 @@ import (
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/logctx"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/smtp"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -109,20 +110,20 @@ func (e env) handlers(db backend.Backend, keys *keyring.Keyring, meter metric.Me
 // mailBudget returns the mail budget of each mailbox, MAIL_BUDGET per
 // MAIL_BUDGET_WINDOW, on db.
 func (e env) mailBudget(db backend.Backend, keys *keyring.Keyring) (*mail.Budget, error) {
-	p := e.cfg.Policy.WithDefaults()
+	p := user.Policy(e.cfg.Policy).WithDefaults()
 	return mail.NewBudget(mail.BudgetConfig{Limit: p.MailBudget, Window: p.MailBudgetWindow}, db.Runner(nil), db.MailBudgets(), keys)
 }
 
-// relay is the outbox relay of the running configuration with the
-// publishers its handlers use.
-type relay struct {
-	*outbox.Relay
+// configuredRelay is the outbox relay of the running configuration with
+// the publishers its handlers use.
+type configuredRelay struct {
+	*relay.Relay
 	pubs *publishers
 }
 
 // Close stops the relay's metrics and closes its publishers. Call it once
 // the relay has stopped.
-func (r relay) Close() error {
+func (r configuredRelay) Close() error {
 	return errors.Join(r.Relay.Close(), r.pubs.Close())
 }
 
@@ -132,25 +133,25 @@ func (r relay) Close() error {
 // configure; the messages of other topics it leaves alone. Integration
 // topics are retried for PUBLISH_RETRY_FOR rather than
 // OUTBOX_MAX_ATTEMPTS times.
-func (e env) relay(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (relay, error) {
+func (e env) relay(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (configuredRelay, error) {
 	handlers, err := e.handlers(db, keys, meter)
 	if err != nil {
-		return relay{}, err
+		return configuredRelay{}, err
 	}
 	pubs, err := e.publishers()
 	if err != nil {
-		return relay{}, err
+		return configuredRelay{}, err
 	}
 	maps.Copy(handlers, pubs.handlers)
-	r, err := outbox.NewRelay(db.Outbox(), handlers, e.cfg.Outbox,
-		outbox.WithLogger(e.log), outbox.WithMeterProvider(meter), outbox.WithTracerProvider(e.tracer),
-		outbox.WithStopGrace(deliveryGrace(e.cfg.ShutdownGrace)),
+	r, err := relay.New(db.Outbox(), handlers, e.cfg.Outbox,
+		relay.WithLogger(e.log), relay.WithMeterProvider(meter), relay.WithTracerProvider(e.tracer),
+		relay.WithStopGrace(deliveryGrace(e.cfg.ShutdownGrace)),
 		e.publishPolicy(pubs))
 	if err != nil {
 		_ = pubs.Close()
-		return relay{}, err
+		return configuredRelay{}, err
 	}
-	return relay{Relay: r, pubs: pubs}, nil
+	return configuredRelay{Relay: r, pubs: pubs}, nil
 }
 
 // deliveryGrace is how long the deliveries in flight may go on once a stop
@@ -194,5 +195,5 @@ func (e env) users(db backend.Backend, keys *keyring.Keyring) (*user.Service, er
 		Outbox: db.Outbox(),
 		Views:  db.Views(),
 		Keys:   keys,
-	}, e.cfg.Policy, e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer))
+	}, user.Policy(e.cfg.Policy), e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer))
 }

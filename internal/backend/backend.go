@@ -7,7 +7,7 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
@@ -35,7 +35,7 @@ type Backend interface {
 	// Log returns the event log as asynchronous projections follow it,
 	// its subscribers configured by cfg (zero fields: the backend's
 	// defaults).
-	Log(cfg projections.LogConfig) projections.Log
+	Log(cfg async.LogConfig) async.Log
 	// ActivityStore returns the tables of the account activity
 	// projection, which [user.ActivityProjection] writes over [Backend.Log],
 	// and their reads.

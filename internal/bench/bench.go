@@ -14,7 +14,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/outbox"
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -31,7 +31,7 @@ type Bench struct {
 	// Events is the event store the projection benchmarks append to.
 	Events eventstore.Store
 	// EventLog is the log the projection benchmarks' runner follows.
-	EventLog projections.Log
+	EventLog async.Log
 	// Relay configures the relay of the relay benchmarks.
 	Relay outbox.RelayConfig
 	// Out takes the benchmark's lines, its summary line last.

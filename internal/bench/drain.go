@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -34,14 +35,14 @@ func (b Bench) Drain(ctx context.Context, n int) error {
 	}
 	var seen atomic.Int64
 	done := make(chan struct{})
-	relay, err := outbox.NewRelay(b.Outbox, map[string]outbox.Handler{
+	relay, err := relay.New(b.Outbox, map[string]outbox.Handler{
 		Topic: func(context.Context, outbox.Message) error {
 			if seen.Add(1) == int64(n) {
 				close(done)
 			}
 			return nil
 		},
-	}, b.Relay, outbox.WithTracerProvider(b.TracerProvider))
+	}, b.Relay, relay.WithTracerProvider(b.TracerProvider))
 	if err != nil {
 		return err
 	}
@@ -64,7 +65,7 @@ func (b Bench) Drain(ctx context.Context, n int) error {
 //
 // When ctx ends first, it returns the time until then and a
 // [*CutShortError].
-func (b Bench) runUntilDone(ctx context.Context, name string, relay *outbox.Relay, done <-chan struct{}, seen *atomic.Int64, n int) (time.Duration, error) {
+func (b Bench) runUntilDone(ctx context.Context, name string, relay *relay.Relay, done <-chan struct{}, seen *atomic.Int64, n int) (time.Duration, error) {
 	stopProfile := b.timed(seen.Load)
 	began := time.Now()
 	stop, ran := start(ctx, relay)
@@ -97,7 +98,7 @@ func (b Bench) runUntilDone(ctx context.Context, name string, relay *outbox.Rela
 }
 
 // start runs relay until stop is called, and reports Run's error on ran.
-func start(ctx context.Context, relay *outbox.Relay) (stop context.CancelFunc, ran <-chan error) {
+func start(ctx context.Context, relay *relay.Relay) (stop context.CancelFunc, ran <-chan error) {
 	ctx, stop = context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- relay.Run(ctx) }()

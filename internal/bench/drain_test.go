@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
 )
@@ -32,7 +33,7 @@ func TestBenchmarkCutShortSaysSo(t *testing.T) {
 	}
 	var seen atomic.Int64
 	second, release := make(chan struct{}), make(chan struct{})
-	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{Topic: func(ctx context.Context, m outbox.Message) error {
+	relay, err := relay.New(store, map[string]outbox.Handler{Topic: func(ctx context.Context, m outbox.Message) error {
 		if n := seen.Add(1); n > 1 {
 			if n == 2 {
 				close(second)

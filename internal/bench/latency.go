@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -42,7 +43,7 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration, load Load
 	warmUp := rate
 	var warmed atomic.Int64
 	done, warm := make(chan struct{}), make(chan struct{})
-	relay, err := outbox.NewRelay(b.Outbox, map[string]outbox.Handler{
+	relay, err := relay.New(b.Outbox, map[string]outbox.Handler{
 		Topic: func(_ context.Context, m outbox.Message) error {
 			at := time.Now()
 			var body struct{ Seq int }
@@ -63,7 +64,7 @@ func (b Bench) Latency(ctx context.Context, rate int, d time.Duration, load Load
 			}
 			return nil
 		},
-	}, b.Relay, outbox.WithTracerProvider(b.TracerProvider))
+	}, b.Relay, relay.WithTracerProvider(b.TracerProvider))
 	if err != nil {
 		return err
 	}

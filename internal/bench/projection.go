@@ -12,6 +12,7 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -207,7 +208,7 @@ func (b Bench) ProjectionLag(ctx context.Context, activity projections.Projectio
 // runProjection runs a runner of p alone over [Bench.EventLog] until stop
 // is called, and reports Run's error on ran.
 func (b Bench) runProjection(ctx context.Context, p projections.Projection) (stop context.CancelFunc, ran <-chan error, err error) {
-	runner, err := projections.NewRunner(b.EventLog, []projections.Projection{p}, projections.WithRunnerLogger(b.log()))
+	runner, err := async.NewRunner(b.EventLog, []projections.Projection{p}, async.WithRunnerLogger(b.log()))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
@@ -20,7 +21,7 @@ import (
 type Publishing struct {
 	Events   publish.Events
 	Handlers map[string]outbox.Handler
-	Options  []outbox.RelayOption
+	Options  []relay.Option
 }
 
 // Publish fills the outbox with n user.signed_in events about users
@@ -74,7 +75,7 @@ func (b Bench) Publish(ctx context.Context, p Publishing, n, users int) error {
 			return nil
 		}
 	}
-	relay, err := outbox.NewRelay(b.Outbox, handlers, b.Relay, append([]outbox.RelayOption{outbox.WithTracerProvider(b.TracerProvider)}, p.Options...)...)
+	relay, err := relay.New(b.Outbox, handlers, b.Relay, append([]relay.Option{relay.WithTracerProvider(b.TracerProvider)}, p.Options...)...)
 	if err != nil {
 		return err
 	}

@@ -90,8 +90,8 @@ type Config struct {
 	// ShutdownDelay is how long a stopping API goes on serving while
 	// /readyz answers 503.
 	ShutdownDelay time.Duration `env:"SHUTDOWN_DELAY" envDefault:"0s" desc:"How long, once stopping, the API goes on serving while /readyz answers 503, so that a load balancer stops sending before the listener closes; part of SHUTDOWN_GRACE."`
-	// Policy holds the limits of sign-in links and sessions.
-	Policy user.Policy
+	// Policy holds the limits of sign-in links, sessions and mail.
+	Policy Policy
 	// Outbox tunes the relay.
 	Outbox outbox.RelayConfig `envPrefix:"OUTBOX_"`
 	// Tracing holds the OpenTelemetry variables of tracing, off unless
@@ -109,7 +109,7 @@ func Load(getenv func(string) string) (Config, error) {
 			environ[v.Name] = val
 		}
 	}
-	var c Config
+	c := defaults()
 	if err := env.ParseWithOptions(&c, env.Options{Environment: environ}); err != nil {
 		return Config{}, fmt.Errorf("config: %w", nameVariables(err))
 	}
@@ -163,7 +163,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.HTTPRateLimit < 0 {
 		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)
 	}
-	if err := errors.Join(c.Outbox.Validate(), c.Policy.Validate(), c.checkIntegration(), c.checkShutdown(), c.Tracing.Validate()); err != nil {
+	if err := errors.Join(c.Outbox.Validate(), user.Policy(c.Policy).Validate(), c.checkIntegration(), c.checkShutdown(), c.Tracing.Validate()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
@@ -352,27 +352,58 @@ func RedactURL(raw string) (shown string, parsed bool) {
 
 // Describe lists every variable of [Config] in field order.
 func Describe() []Var {
-	return describe(reflect.TypeFor[Config](), "")
+	return describe(reflect.ValueOf(defaults()), "")
 }
 
-func describe(t reflect.Type, prefix string) []Var {
+// defaults returns the Config that [Load] parses the environment into: the
+// defaults that are not envDefault tags, since they are written where
+// they mean something (the domain's limits, [user.Policy.WithDefaults]).
+// A variable the environment leaves unset keeps its value here.
+func defaults() Config {
+	return Config{Policy: Policy(user.Policy{}.WithDefaults())}
+}
+
+// describe lists the variables of the struct v, whose values are the
+// defaults of the fields that have no envDefault tag.
+func describe(v reflect.Value, prefix string) []Var {
 	var vars []Var
-	for f := range t.Fields() {
+	for f := range v.Type().Fields() {
 		if f.Type.Kind() == reflect.Struct && f.Tag.Get("env") == "" {
-			vars = append(vars, describe(f.Type, prefix+f.Tag.Get("envPrefix"))...)
+			vars = append(vars, describe(v.FieldByIndex(f.Index), prefix+f.Tag.Get("envPrefix"))...)
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
 		if name == "" {
 			continue
 		}
+		def, tagged := f.Tag.Lookup("envDefault")
+		if value := v.FieldByIndex(f.Index); !tagged && !value.IsZero() {
+			def = showDefault(value)
+		}
 		vars = append(vars, Var{
 			Name:        prefix + name,
-			Default:     f.Tag.Get("envDefault"),
+			Default:     def,
 			Description: f.Tag.Get("desc"),
 			Secret:      f.Tag.Get("secret") == "true",
 			field:       f.Name,
 		})
 	}
 	return vars
+}
+
+// showDefault returns a default as a person would set it: a duration
+// without its zero minutes and seconds ("15m", "720h", not "720h0m0s").
+func showDefault(v reflect.Value) string {
+	d, ok := v.Interface().(time.Duration)
+	if !ok {
+		return fmt.Sprint(v.Interface())
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

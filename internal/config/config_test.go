@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/user"
 )
 
 func getenv(m map[string]string) func(string) string {
@@ -47,6 +49,53 @@ func TestLoad(t *testing.T) {
 	t.Run("never echoes a password", testLoadNeverEchoesAPassword)
 	t.Run("base URL follows HTTP_ADDR unless set", testBaseURLFollowsHTTPAddrUnlessSet)
 	t.Run("trusted proxies", testLoadParsesTrustedProxies)
+	t.Run("the domain's defaults", testLoadKeepsTheDomainsDefaults)
+}
+
+// testLoadKeepsTheDomainsDefaults leaves the domain's variables unset and
+// finds the defaults the domain writes, once, in user.Policy.WithDefaults.
+func testLoadKeepsTheDomainsDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := user.Policy(c.Policy), (user.Policy{}).WithDefaults(); got != want {
+		t.Errorf("policy %+v, want the domain's defaults %+v", got, want)
+	}
+	c, err = config.Load(getenv(map[string]string{"LINK_LIMIT": "3", "MAIL_BUDGET_WINDOW": "2h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := (user.Policy{LinkLimit: 3, MailBudgetWindow: 2 * time.Hour}).WithDefaults()
+	if got := user.Policy(c.Policy); got != want {
+		t.Errorf("policy %+v, want %+v", got, want)
+	}
+}
+
+// TestDescribedDefaultsAreThoseInEffect sets each variable to the default
+// that app config shows for it, and finds the configuration of no
+// variable set: a default shown is the default in effect, whether an
+// envDefault tag or the domain's code writes it.
+func TestDescribedDefaultsAreThoseInEffect(t *testing.T) {
+	t.Parallel()
+	unset, err := config.Load(getenv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range config.Describe() {
+		if v.Default == "" {
+			continue
+		}
+		set, err := config.Load(getenv(map[string]string{v.Name: v.Default}))
+		if err != nil {
+			t.Errorf("%s=%s, its default: %v", v.Name, v.Default, err)
+			continue
+		}
+		if !reflect.DeepEqual(set, unset) {
+			t.Errorf("%s=%s, its default, loads %+v; unset it loads %+v", v.Name, v.Default, set, unset)
+		}
+	}
 }
 
 func testLoadDefaults(t *testing.T) {

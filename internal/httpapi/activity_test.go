@@ -18,6 +18,7 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/testclock"
@@ -29,7 +30,7 @@ import (
 // and returns a function that waits until it has applied every event.
 func runActivity(t *testing.T, e *env) (caughtUp func()) {
 	t.Helper()
-	r, err := projections.NewRunner(e.log, []projections.Projection{e.activity}, projections.WithFollowInterval(10*time.Millisecond))
+	r, err := async.NewRunner(e.log, []projections.Projection{e.activity}, async.WithFollowInterval(10*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,16 +343,16 @@ func testActivityRebuild(t *testing.T, e *env) {
 				n++
 			}
 		}()
-		var progressed []projections.Progress
+		var progressed []async.Progress
 		var registered []projections.Versions
-		from, to, err := projections.Renew(t.Context(), e.log, rb, func(p projections.Progress) {
+		from, to, err := async.Renew(t.Context(), e.log, rb, func(p async.Progress) {
 			progressed = append(progressed, p)
 			v, err := e.log.Versions(t.Context(), rb.Name(), 1)
 			if err != nil {
 				t.Error(err)
 			}
 			registered = append(registered, v)
-		}, projections.WithFollowInterval(10*time.Millisecond))
+		}, async.WithFollowInterval(10*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

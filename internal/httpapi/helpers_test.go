@@ -24,6 +24,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -60,7 +61,7 @@ type env struct {
 	// keys seals and opens the addresses in the events.
 	keys *keyring.Keyring
 	// log and activity are the event log and the activity projection.
-	log      projections.Log
+	log      async.Log
 	activity activityProjection
 }
 

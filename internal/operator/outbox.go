@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 )
 
 // Outbox does the work of `app outbox ...` on Store, printing what it did
@@ -193,13 +194,13 @@ func (o Outbox) Discard(ctx context.Context, d Discarded) error {
 // prints what became of it. Deliveries still running past their timeout
 // are waited for as long as lease, since their messages are leased anyway;
 // it says so on Err. Store is not used.
-func (o Outbox) Drain(ctx context.Context, relay *outbox.Relay, lease time.Duration) error {
+func (o Outbox) Drain(ctx context.Context, rel *relay.Relay, lease time.Duration) error {
 	out, stderr := o.Out, o.Err
-	stats, err := relay.Drain(ctx)
+	stats, err := rel.Drain(ctx)
 	if stats.Running > 0 {
 		fmt.Fprintf(stderr, "waiting for %d deliveries still running past their timeout\n", stats.Running)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lease)
-		if werr := relay.Wait(wctx); werr != nil {
+		if werr := rel.Wait(wctx); werr != nil {
 			fmt.Fprintf(stderr, "stopped waiting: %v; their messages are due again when their leases end\n", werr)
 		}
 		cancel()

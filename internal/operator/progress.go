@@ -7,14 +7,14 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 )
 
 // progressLines reports a rebuild's progress as a plain line when it starts,
 // every 5 seconds, and when it has caught up.
-func progressLines(w io.Writer, name string) func(projections.Progress) {
+func progressLines(w io.Writer, name string) func(async.Progress) {
 	var last time.Time
-	return func(p projections.Progress) {
+	return func(p async.Progress) {
 		if done := p.Done == p.Total; done || time.Since(last) >= 5*time.Second {
 			last = time.Now()
 			fmt.Fprintf(w, "%s version %d: %d of %d events applied\n", name, p.Version, p.Done, p.Total)
@@ -23,9 +23,9 @@ func progressLines(w io.Writer, name string) func(projections.Progress) {
 }
 
 // progressBar reports a rebuild's progress as a bar on a terminal.
-func progressBar(w io.Writer, name string) func(projections.Progress) {
+func progressBar(w io.Writer, name string) func(async.Progress) {
 	var bar *progressbar.ProgressBar
-	return func(p projections.Progress) {
+	return func(p async.Progress) {
 		if bar == nil {
 			bar = progressbar.NewOptions64(max(p.Total, 1),
 				progressbar.OptionSetWriter(w),

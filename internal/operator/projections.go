@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -27,7 +28,7 @@ const logOrderFix = "after a logical restore into another server, `app migrate` 
 // did to Out, and its progress to Err.
 type Projections struct {
 	// Log is the event log that the asynchronous projections follow.
-	Log    projections.Log
+	Log    async.Log
 	Out    io.Writer
 	Err    io.Writer
 	Logger *slog.Logger
@@ -54,7 +55,7 @@ func (o Projections) RebuildBlueGreen(ctx context.Context, p projections.Rebuild
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		report = progressBar(stderr, p.Name())
 	}
-	from, to, err := projections.Renew(ctx, o.Log, p, report, projections.WithRunnerLogger(o.Logger))
+	from, to, err := async.Renew(ctx, o.Log, p, report, async.WithRunnerLogger(o.Logger))
 	if errors.Is(err, projections.ErrLogOrder) {
 		return fmt.Errorf("%w (%s)", err, logOrderFix)
 	}
@@ -101,9 +102,9 @@ func (o Projections) Status(ctx context.Context, ps ...projections.Rebuildable) 
 			if !oldest.IsZero() {
 				secs = max(now.Sub(oldest).Seconds(), 0)
 			}
-			state := string(projections.StateRunning)
+			state := string(async.StateRunning)
 			if version == v.Building {
-				state = string(projections.StateRebuilding)
+				state = string(async.StateRebuilding)
 			}
 			if isFailed {
 				state = fmt.Sprintf("failed at %s since %s: %s", projections.FormatPosition(f.Position), f.At.Format(time.RFC3339), f.Error)

@@ -2,52 +2,24 @@
 // and delivers them at least once.
 //
 // A command adds a [Message] to a [Store] in the same [uow.Tx] as its
-// change, so the message exists exactly when the change does. A [Relay]
-// claims due messages, hands each to the [Handler] of its topic, and
-// acknowledges it, retries it after [Backoff], or buries it: keeps it,
-// undelivered, for an operator (a dead letter).
+// change, so the message exists exactly when the change does. A relay
+// (package relay, below this one) claims due messages, hands each to the
+// [Handler] of its topic, and acknowledges it, retries it after
+// [Backoff], or buries it: keeps it, undelivered, for an operator (a dead
+// letter). A handler's error that wraps [ErrPermanent] buries its message
+// at once; one that wraps [ErrUnreachable] says its destination is down.
 //
-// The relay promises:
+// This package is the contract between the three: what a command adds,
+// what a store keeps and how it is fenced ([Lease], [Scope], [Origin],
+// [Handover]), what a handler is, and the relay's settings
+// ([RelayConfig]). It runs nothing and imports no message library, so a
+// domain package that adds messages or writes handlers depends on no
+// Watermill; the relay, which runs on Watermill, lives in package relay.
 //
-//   - At least once. A message is removed only after its handler returned
-//     nil; a relay that dies mid-delivery leaves it to be claimed again.
-//     A handler must make a repeat harmless; the message ID is the tool.
-//   - Leases and fencing. A claim leases a message for
-//     [RelayConfig.Lease] and counts an attempt; the [Lease] fences every
-//     settlement, so a relay that lost its claim changes nothing,
-//     whatever its clock says. No message runs twice at once while its
-//     lease holds.
-//   - Order per key. Messages of one [Message.Key] are delivered one at a
-//     time, in the order they were added.
-//   - Only what it can deliver. A relay claims the messages of the topics
-//     it has a handler for, and leaves the others alone, due, for a relay
-//     that has theirs.
-//   - Bounded retries. A message is buried once its topic's [RetryPolicy]
-//     is spent, or when it keeps being claimed without finishing; while
-//     every delivery of a topic fails, or once its destination cannot be
-//     reached at all ([ErrUnreachable]), a circuit breaker stops claiming
-//     it.
-//   - A clean stop. [Relay.Run] returns after its context ends, once the
-//     deliveries in flight are settled or the grace of [WithStopGrace] has
-//     run out; what was claimed and not delivered is released, its attempt
-//     given back.
+// A message keeps the [Origin] of the unit of work that added it: the
+// request's trace context and request ID, which the relay's delivery
+// joins and its log lines name.
 //
-// [Relay.Run] is a Watermill router with a consumer handler per topic. Its
-// subscriber claims from the store and hands each message out with its
-// attempt and lease in the metadata; the router acks or nacks it after its
-// handler, and the subscriber turns that into the store's settlement under
-// the lease. What is generic (a span per delivery, the failure reason,
-// timing, panic recovery, the timeout) is router middleware. A message
-// added in the relay's own process it may take instead of claiming it,
-// stored already leased to it and handed out once its unit of work
-// commits ([Handover]); the promises above hold for it all the same.
-//
-// A message keeps the [Origin] of the unit of work that added it. Its
-// first delivery is a child span in the request's trace; a retry starts a
-// new trace linked to it, since a retry may run hours later and a trace
-// that long breaks tail sampling and trace views. The relay's log lines
-// about the message name its request_id.
-//
-// The types' doc comments say each of these in full. The package knows no
-// SQL: each backend implements [Store] and runs the suite in outboxtest.
+// The package knows no SQL: each backend implements [RelayStore],
+// [Operator] and [Purger] and runs the suite in outboxtest.
 package outbox

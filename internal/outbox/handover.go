@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -11,8 +10,8 @@ import (
 // it from the moment they are stored, so that they reach their handlers
 // without being claimed: the delivery waits for no claim, and the database
 // has one write less per message. Each store has one
-// ([RelayStore.Handover]); [Relay.Run] takes messages through it while it
-// runs.
+// ([RelayStore.Handover]); a running relay takes messages through it
+// ([Taker]).
 //
 // A store's Add asks [Handover.Take] which of its messages a relay takes,
 // and stores those as a claim leaves a message: its first attempt counted,
@@ -26,9 +25,9 @@ import (
 // claimed it: the message has no [Message.Key] (a keyed message waits for
 // those of its key added before it, which only the store knows of), its
 // topic has a handler and a closed breaker, and the relay holds more than
-// a batch's worth of slots free ([HeldBatches]) and is not draining a
-// backlog, so that what is already due goes first and keeps the slots its
-// claims need. What it leaves is claimed as usual.
+// a batch's worth of slots free and is not draining a backlog, so that
+// what is already due goes first and keeps the slots its claims need. What
+// it leaves is claimed as usual.
 //
 // The lease runs from the Add, so a unit of work that commits late
 // shortens its handlers' time, as a slow claim does: they get
@@ -39,25 +38,41 @@ import (
 // as for a message not taken. One whose process dies between the commit
 // and the delivery is due again when its lease ends, as a claimed one is.
 type Handover struct {
-	mu   sync.Mutex
-	subs []*subscriber
+	mu     sync.Mutex
+	takers []Taker
 }
 
-// attach makes h offer the messages of Take to s until the returned
-// function is called.
-func (h *Handover) attach(s *subscriber) (detach func()) {
+// Taker is a relay that takes messages through a [Handover]: the relay of
+// package relay, while it runs.
+type Taker interface {
+	// Take returns what the relay takes of msgs, the messages of one Add,
+	// which carry origin, or nil when it takes none.
+	Take(origin Origin, msgs []Message) *Taken
+	// Committed hands the messages of t to their handlers, once the unit
+	// of work that added them has committed, and reports whether it did;
+	// false when it released them instead. It never waits for a delivery;
+	// it waits for the store when it releases them.
+	Committed(t *Taken) bool
+	// RolledBack gives back the relay's slots of t, once the unit of work
+	// that added the messages has rolled back or failed to commit.
+	RolledBack(t *Taken)
+}
+
+// Attach makes h offer the messages of Take to t until the returned
+// function is called. A nil h offers none.
+func (h *Handover) Attach(t Taker) (detach func()) {
 	if h == nil {
 		return func() {}
 	}
 	h.mu.Lock()
-	h.subs = append(h.subs, s)
+	h.takers = append(h.takers, t)
 	h.mu.Unlock()
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		for i, x := range h.subs {
-			if x == s {
-				h.subs = append(h.subs[:i], h.subs[i+1:]...)
+		for i, x := range h.takers {
+			if x == t {
+				h.takers = append(h.takers[:i], h.takers[i+1:]...)
 				return
 			}
 		}
@@ -73,23 +88,27 @@ func (h *Handover) Take(origin Origin, msgs []Message) *Taken {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, s := range h.subs {
-		if t := s.take(origin, msgs); t != nil {
-			return t
+	for _, t := range h.takers {
+		if taken := t.Take(origin, msgs); taken != nil {
+			return taken
 		}
 	}
 	return nil
 }
 
-// Taken is what a relay took of the messages of one Add.
+// Taken is what a relay took of the messages of one Add. The [Taker]
+// fills it in; the store reads it to store the messages, and reports the
+// end of their unit of work through it.
 type Taken struct {
-	sub *subscriber
-	// claimed are the messages taken, in the order of the Add, as a claim
-	// until until would return them; took says of each message of the Add
-	// whether it is among them.
-	claimed []Claimed
-	until   time.Time
-	took    []bool
+	// By is the relay that took the messages.
+	By Taker
+	// Claimed are the messages taken, in the order of the Add, as a claim
+	// until Until would return them: their first attempt counted.
+	Claimed []Claimed
+	// Until is when their lease ends.
+	Until time.Time
+	// Took says of each message of the Add whether it is among Claimed.
+	Took []bool
 }
 
 // Due returns when m, the i-th message of the Add, is to be stored due,
@@ -97,10 +116,10 @@ type Taken struct {
 // took it, as its claim would leave it, due when the lease ends with its
 // first attempt counted.
 func (t *Taken) Due(i int, m Message) (time.Time, int) {
-	if t == nil || !t.took[i] {
+	if t == nil || !t.Took[i] {
 		return m.CreatedAt, 0
 	}
-	return t.until, 1
+	return t.Until, 1
 }
 
 // Len returns how many messages of the Add were taken.
@@ -108,7 +127,7 @@ func (t *Taken) Len() int {
 	if t == nil {
 		return 0
 	}
-	return len(t.claimed)
+	return len(t.Claimed)
 }
 
 // Committed hands the messages taken to their relay, once the unit of work
@@ -119,7 +138,7 @@ func (t *Taken) Committed() bool {
 	if t == nil {
 		return false
 	}
-	return t.sub.deliverTaken(t)
+	return t.By.Committed(t)
 }
 
 // RolledBack gives the relay its slots back, once the unit of work that
@@ -130,74 +149,5 @@ func (t *Taken) RolledBack() {
 	if t == nil {
 		return
 	}
-	t.sub.r.sem.release(len(t.claimed))
-}
-
-// take takes what the relay may deliver at once of msgs, or returns nil.
-func (s *subscriber) take(origin Origin, msgs []Message) *Taken {
-	r := s.r
-	if s.backlog.Load() {
-		return nil
-	}
-	until := r.now().Add(r.cfg.Lease)
-	var t *Taken
-	for i, m := range msgs {
-		if m.Key != "" || r.handlers[m.Topic] == nil || !r.breakers.isClosed(m.Topic) {
-			continue
-		}
-		if !r.sem.tryAcquireLeaving(1, r.cfg.Batch) {
-			break
-		}
-		if t == nil {
-			t = &Taken{sub: s, until: until, took: make([]bool, len(msgs))}
-		}
-		m.Attempts = 1
-		t.took[i] = true
-		t.claimed = append(t.claimed, Claimed{Message: m, Origin: origin})
-	}
-	return t
-}
-
-// deliverTaken queues the messages of t, whose unit of work committed, to
-// be handed out, and reports whether it did; it releases them instead
-// when the relay has stopped or their lease leaves their handlers no time.
-func (s *subscriber) deliverTaken(t *Taken) bool {
-	r := s.r
-	c := r.hold(&claim{until: t.until}, t.claimed, len(t.claimed))
-	left := min(r.cfg.Timeout, c.until.Sub(r.now())-SettleTimeout)
-	if left <= 0 || !s.queueTaken(c, time.Now().Add(left)) {
-		r.release(context.Background(), c.msgs)
-		return false
-	}
-	r.metrics.countTaken(c.msgs)
-	return true
-}
-
-// queueTaken queues c, its handlers' deadline at deadline, to be handed
-// out, and reports whether it did: not once the subscriber has stopped
-// handing out.
-func (s *subscriber) queueTaken(c *claim, deadline time.Time) bool {
-	s.takenMu.Lock()
-	defer s.takenMu.Unlock()
-	if s.takenClosed {
-		return false
-	}
-	s.arm(c, deadline)
-	s.takenQueue = append(s.takenQueue, c)
-	select {
-	case s.takenReady <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// popTaken returns the queued claims of taken messages, and, once closing
-// is set, queues no more.
-func (s *subscriber) popTaken(closing bool) []*claim {
-	s.takenMu.Lock()
-	defer s.takenMu.Unlock()
-	q := s.takenQueue
-	s.takenQueue = nil
-	s.takenClosed = s.takenClosed || closing
-	return q
+	t.By.RolledBack(t)
 }

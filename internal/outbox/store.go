@@ -40,7 +40,7 @@ type Store interface {
 // [Store.Ack] of such a message succeeds: the message is gone either way.
 var ErrNotFound = errors.New("outbox: message not found")
 
-// RelayStore is the store a [Relay] delivers from: a [Store] that also
+// RelayStore is the store a relay delivers from: a [Store] that also
 // acknowledges in batches, wakes the relay when messages are committed, and
 // counts what it holds. Both backends implement it.
 type RelayStore interface {

@@ -11,7 +11,7 @@ import (
 // destination could not be reached at all: no connection could be made
 // (refused, no route, timed out), its host name did not resolve, or it
 // stopped answering. Such a failure speaks of the destination, not of the
-// message, so a [Relay] opens the topic's circuit breaker at the first one,
+// message, so the relay opens the topic's circuit breaker at the first one,
 // even while no other message of the topic is failing, and retries the
 // message as any failure. A message that reached its destination and was
 // refused there counts as the breaker's rule says: the breaker opens only

@@ -9,8 +9,8 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore/eventstoretest"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
-	"github.com/eventsourced/accounts/internal/projections"
-	"github.com/eventsourced/accounts/internal/projections/logtest"
+	"github.com/eventsourced/accounts/internal/projections/async"
+	"github.com/eventsourced/accounts/internal/projections/async/logtest"
 )
 
 // logConfig is the log suite's: polls and resends every few milliseconds.
@@ -37,7 +37,7 @@ func TestBackend(t *testing.T) {
 			Backend:   db,
 			LogConfig: logConfig,
 			LogSink:   func(t *testing.T) logtest.Sink { return newApplied(t, db) },
-			OtherProcessLog: func(t *testing.T) (projections.Log, func()) {
+			OtherProcessLog: func(t *testing.T) (async.Log, func()) {
 				other, proxy := pgtest.OpenBehindProxy(t, url)
 				return other.Log(logConfig), proxy.Down
 			},

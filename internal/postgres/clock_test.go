@@ -22,17 +22,18 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
 // catchUp runs p until the log has nothing left for it, and returns its
 // runner, stopped, whose metrics reader still reports it.
-func catchUp(t *testing.T, log projections.Log, p projections.Projection) (*projections.Runner, *sdkmetric.ManualReader) {
+func catchUp(t *testing.T, log async.Log, p projections.Projection) (*async.Runner, *sdkmetric.ManualReader) {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
-	r, err := projections.NewRunner(log, []projections.Projection{p},
-		projections.WithRunnerMeter(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	r, err := async.NewRunner(log, []projections.Projection{p},
+		async.WithRunnerMeter(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func testARebuildStopsOnEventsNoReaderReaches(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond})
-	_, _, err := projections.Renew(ctx, log, user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(postgres.LogConfig{}), Keys: nil}, nil)
+	_, _, err := async.Renew(ctx, log, user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(postgres.LogConfig{}), Keys: nil}, nil)
 	if !errors.Is(err, projections.ErrLogOrder) || ctx.Err() != nil {
 		t.Fatalf("rebuild: %v, want it stopped at once on the order", err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/wakeup"
 )
@@ -27,9 +28,9 @@ import (
 // by default, watermill-sql's, and its BatchSize 500: each batch costs its
 // round trips and a commit (catch-up 21,500-25,400 events/s here, against
 // 12,200-14,400 with batches of 100).
-type LogConfig = projections.LogConfig
+type LogConfig = async.LogConfig
 
-// Log is the [projections.Log] of this backend: watermill-sql
+// Log is the [async.Log] of this backend: watermill-sql
 // subscribers over the events table, through database/sql on pgx's stdlib
 // over the DB's main pool.
 //
@@ -47,22 +48,22 @@ type Log struct {
 	db      *sql.DB
 	wake    *wakeup.Fanout
 	cfg     LogConfig
-	batches *projections.Batches
+	batches *async.Batches
 }
 
-var _ projections.Log = (*Log)(nil)
+var _ async.Log = (*Log)(nil)
 
 // Log returns the event log as asynchronous projections follow it. Its
 // subscribers use the DB's connections, and stop with [DB.Close].
-func (db *DB) Log(cfg LogConfig) projections.Log { return db.newLog(cfg) }
+func (db *DB) Log(cfg LogConfig) async.Log { return db.newLog(cfg) }
 
 // newLog is [DB.Log] as its own type, for the projections of this package.
 func (db *DB) newLog(cfg LogConfig) *Log {
-	return &Log{db: db.logs, wake: db.logWake, cfg: cfg.WithDefaults(30*time.Second, 500), batches: &projections.Batches{}}
+	return &Log{db: db.logs, wake: db.logWake, cfg: cfg.WithDefaults(30*time.Second, 500), batches: &async.Batches{}}
 }
 
 // Subscriber returns a subscriber of the log for group, of events of types
-// (all, when empty), as [projections.Log] describes.
+// (all, when empty), as [async.Log] describes.
 func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
 	if err := l.cfg.Validate(); err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 	wakeCtx, stop := context.WithCancel(context.Background())
 	wake := l.wake.Subscribe(wakeCtx)
 	s, err := wsql.NewSubscriber(l.db, wsql.SubscriberConfig{
-		BackoffManager: projections.WakeBackoff(wake.C(), l.cfg.PollInterval, l.cfg.RetryInterval, wakeCtx.Done()),
+		BackoffManager: async.WakeBackoff(wake.C(), l.cfg.PollInterval, l.cfg.RetryInterval, wakeCtx.Done()),
 		ConsumerGroup:  group,
 		AckDeadline:    &ackDeadline,
 		PollInterval:   l.cfg.PollInterval,
@@ -84,7 +85,7 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 		stop()
 		return nil, fmt.Errorf("postgres: log subscriber %s: %w", group, err)
 	}
-	return projections.StopWakeups(s, stop), nil
+	return async.StopWakeups(s, stop), nil
 }
 
 // savepoint is the name of the savepoint around one attempt of a handler.
@@ -92,7 +93,7 @@ const savepoint = "projection_apply"
 
 // Apply applies msg's event with the rest of its batch, in a savepoint of
 // the subscriber's transaction, and moves the group's offset there, as
-// [projections.Log] describes. PostgreSQL fails the whole transaction after
+// [async.Log] describes. PostgreSQL fails the whole transaction after
 // one failed statement; rolling back to the savepoint mends that too.
 func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error) error {
 	ctx := msg.Context()
@@ -100,7 +101,7 @@ func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.
 	if !ok {
 		return errors.New("postgres: apply: the message's context carries no subscriber transaction")
 	}
-	group := msg.Metadata.Get(projections.MetadataGroup)
+	group := msg.Metadata.Get(async.MetadataGroup)
 	return l.batches.Apply(msg, stx, func(events []eventstore.Event, through eventstore.Position) error {
 		if _, err := stx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
 			return fmt.Errorf("postgres: apply: %w", unavailable(ctx, err))
@@ -129,7 +130,7 @@ func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.
 }
 
 // Behind counts the events group has still to apply, as
-// [projections.Log] describes: those after its offset, all of them for a
+// [async.Log] describes: those after its offset, all of them for a
 // group that has not subscribed yet, and those that sort before its offset
 // but were added after it had passed their place (above its
 // high_position), which a log in order never holds. Such events, and
@@ -176,7 +177,7 @@ FROM pending`
 	return n, at, err
 }
 
-// Fail records that group stopped, as [projections.Log] describes.
+// Fail records that group stopped, as [async.Log] describes.
 func (l *Log) Fail(ctx context.Context, group string, f projections.Failure) error {
 	_, err := l.db.ExecContext(ctx, `
 INSERT INTO projection_offsets (consumer_group, last_transaction_id, last_position, failed_at, failed_position, failed_error)
@@ -208,7 +209,7 @@ func (l *Log) Failure(ctx context.Context, group string) (projections.Failure, b
 	return projections.Failure{At: at.Time.UTC(), Position: p, Error: why.String}, true, nil
 }
 
-// Versions returns the registry's versions of name, as [projections.Log]
+// Versions returns the registry's versions of name, as [async.Log]
 // describes.
 func (l *Log) Versions(ctx context.Context, name string, base int) (projections.Versions, error) {
 	var v projections.Versions
@@ -225,7 +226,7 @@ func (l *Log) Versions(ctx context.Context, name string, base int) (projections.
 }
 
 // Catalog runs fn in a transaction that holds name's row of the registry
-// (FOR UPDATE), as [projections.Log] describes. fn's Tx is the
+// (FOR UPDATE), as [async.Log] describes. fn's Tx is the
 // transaction's ([SQLTx]).
 func (l *Log) Catalog(ctx context.Context, name string, base int, fn func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error)) error {
 	tx, err := l.db.BeginTx(ctx, nil)
@@ -256,7 +257,7 @@ func (l *Log) Catalog(ctx context.Context, name string, base int, fn func(ctx co
 	return nil
 }
 
-// Forget removes group's offset in t, as [projections.Log] describes: the
+// Forget removes group's offset in t, as [async.Log] describes: the
 // DELETE waits for the row lock that a batch in flight holds, and a later
 // batch finds no offset, and so no event after it.
 func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
@@ -270,7 +271,7 @@ func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 	return nil
 }
 
-// Retire retires group's offset in t, as [projections.Log] describes: the
+// Retire retires group's offset in t, as [async.Log] describes: the
 // upsert waits for the row lock that a batch in flight holds.
 func (l *Log) Retire(ctx context.Context, t uow.Tx, group string) error {
 	stx, err := SQLTx(t)
@@ -333,8 +334,8 @@ type logSchema struct {
 	subscriber string
 	types      []string
 	batch      int
-	// batches is told of each event read ([projections.Batches.Read]).
-	batches *projections.Batches
+	// batches is told of each event read ([async.Batches.Read]).
+	batches *async.Batches
 	// arrays decodes a batch's columns; only the subscriber's one
 	// goroutine uses it.
 	arrays *pgtype.Map
@@ -394,7 +395,7 @@ GROUP BY b.transaction_id, b.position`
 
 // UnmarshalMessage reads the row of [logSchema.SelectQuery] as the message
 // of its batch, and hands its events to the log's Batches
-// ([projections.Batches.Read]).
+// ([async.Batches.Read]).
 func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	var endTxid string
 	var end eventstore.Position
@@ -444,7 +445,7 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 		slices.SortFunc(events, byPosition)
 	}
 	// The events go to Batches as read; the message carries none.
-	msg := projections.BatchMessage(s.group, s.subscriber, end)
+	msg := async.BatchMessage(s.group, s.subscriber, end)
 	s.batches.Read(s.subscriber, msg.UUID, events)
 	return wsql.Row{Offset: end.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
 }

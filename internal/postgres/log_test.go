@@ -23,6 +23,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -150,7 +151,7 @@ func testRunnerTracesEachBatch(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(2), projections.WithRunnerTracer(tp))
+	r, err := async.NewRunner(log, []projections.Projection{p}, async.WithMaxTries(2), async.WithRunnerTracer(tp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func testRunnerTracesEachBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := r.Status()
-	if len(st) != 1 || st[0].State != projections.StateFailed {
+	if len(st) != 1 || st[0].State != async.StateFailed {
 		t.Fatalf("status %+v, want failed", st)
 	}
 	failedAt := projections.FormatPosition(st[0].Position)
@@ -231,8 +232,8 @@ func testRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 	log := db.Log(postgres.LogConfig{PollInterval: 10 * time.Millisecond, ResendInterval: time.Millisecond})
 	p := recording{sink: sink, fail: func(e eventstore.Event) bool { return e.Type == "test.bad" }}
 	reader := sdkmetric.NewManualReader()
-	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3),
-		projections.WithRunnerMeter(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	r, err := async.NewRunner(log, []projections.Projection{p}, async.WithMaxTries(3),
+		async.WithRunnerMeter(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func testRunnerStopsAProjectionThatCannotApplyAnEvent(t *testing.T) {
 		t.Fatal("the runner did not stop when its only projection failed")
 	}
 	st := r.Status()
-	if len(st) != 1 || st[0].State != projections.StateFailed || st[0].Err == nil || st[0].Applied != 3 {
+	if len(st) != 1 || st[0].State != async.StateFailed || st[0].Err == nil || st[0].Applied != 3 {
 		t.Fatalf("status %+v, want failed after 3 applied", st)
 	}
 	var rm metricdata.ResourceMetrics
@@ -291,9 +292,9 @@ func testRunnerFollowsTheRegistryThroughAnOutage(t *testing.T) {
 	// read the registry at a tick.
 	following := &signalWriter{want: "follow the registry of versions", seen: make(chan struct{})}
 	logger := slog.New(slog.NewTextHandler(following, nil))
-	run := func(ctx context.Context) (*projections.Runner, <-chan error) {
-		r, err := projections.NewRunner(log, []projections.Projection{activity},
-			projections.WithFollowInterval(10*time.Millisecond), projections.WithRunnerLogger(logger))
+	run := func(ctx context.Context) (*async.Runner, <-chan error) {
+		r, err := async.NewRunner(log, []projections.Projection{activity},
+			async.WithFollowInterval(10*time.Millisecond), async.WithRunnerLogger(logger))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +382,7 @@ func testUnavailableDatabaseSpendsNoTries(t *testing.T) {
 	var mu sync.Mutex
 	failures := 0
 	p := unavailableFor{recording: recording{sink: sink}, times: 8, mu: &mu, failures: &failures}
-	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3))
+	r, err := async.NewRunner(log, []projections.Projection{p}, async.WithMaxTries(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +425,7 @@ func testBrokenConnectionSpendsNoTries(t *testing.T) {
 		proxy.Down()
 		time.AfterFunc(100*time.Millisecond, proxy.Up)
 	}}
-	r, err := projections.NewRunner(log, []projections.Projection{p}, projections.WithMaxTries(3))
+	r, err := async.NewRunner(log, []projections.Projection{p}, async.WithMaxTries(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +480,7 @@ func (p unavailableFor) Apply(ctx context.Context, tx uow.Tx, events ...eventsto
 
 // awaitCaughtUp waits until p has applied every event of log, and fails
 // t if r reports p failed, or if within passes first.
-func awaitCaughtUp(t *testing.T, log projections.Log, r *projections.Runner, p projections.Projection, within time.Duration) {
+func awaitCaughtUp(t *testing.T, log async.Log, r *async.Runner, p projections.Projection, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -487,7 +488,7 @@ func awaitCaughtUp(t *testing.T, log projections.Log, r *projections.Runner, p p
 		if err == nil && n == 0 {
 			return
 		}
-		if st := r.Status(); len(st) == 1 && st[0].State == projections.StateFailed {
+		if st := r.Status(); len(st) == 1 && st[0].State == async.StateFailed {
 			t.Fatalf("the projection failed: %v", st[0].Err)
 		}
 		if time.Now().After(deadline) {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 )
@@ -70,7 +71,7 @@ func testRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
 	other := sameSchema(t, db)
 	spy := &wakeSpy{Outbox: db.Outbox().(*postgres.Outbox), woken: make(chan struct{}, 100)}
 	delivered := make(chan outbox.Message, 10)
-	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{
+	rel, err := relay.New(spy, map[string]outbox.Handler{
 		"test.wakeups": func(_ context.Context, m outbox.Message) error {
 			delivered <- m
 			return nil
@@ -81,7 +82,7 @@ func testRelayHearsOtherProcessesAfterListenerEnded(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	go func() { done <- rel.Run(ctx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -12,8 +12,8 @@ import (
 )
 
 // Projection is a read model kept from events: inline, in the unit of work
-// of the command whose events it follows, or asynchronously, by a
-// [Runner] that follows the event log.
+// of the command whose events it follows, or asynchronously, by the
+// runner of package async, which follows the event log.
 type Projection interface {
 	// Name names the read model.
 	Name() string
@@ -22,7 +22,7 @@ type Projection interface {
 	// follows the log from its start, beside the old one.
 	Version() int
 	// Types lists the event types the projection applies, or none for
-	// every type; a [Runner] hands it no other.
+	// every type; the runner of asynchronous ones hands it no other.
 	Types() []string
 	// Reset empties the projection as part of tx, before a rebuild.
 	Reset(ctx context.Context, tx uow.Tx) error
@@ -37,7 +37,7 @@ type Projection interface {
 
 // Rebuildable is an asynchronous projection that can be built again, as a
 // new version beside the one that serves reads, and switched to while the
-// service serves ([Renew]). Its versions are numbered from its Version;
+// service serves (async.Renew). Its versions are numbered from its Version;
 // which one serves, and which is being built, is kept in the backend's
 // registry ([Log.Catalog]), so that every instance follows the same ones.
 type Rebuildable interface {

@@ -5,8 +5,8 @@ import (
 
 	"github.com/eventsourced/accounts/internal/backend/backendtest"
 	"github.com/eventsourced/accounts/internal/eventstore/eventstoretest"
-	"github.com/eventsourced/accounts/internal/projections"
-	"github.com/eventsourced/accounts/internal/projections/logtest"
+	"github.com/eventsourced/accounts/internal/projections/async"
+	"github.com/eventsourced/accounts/internal/projections/async/logtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/user/mail/budgettest"
@@ -30,7 +30,7 @@ func TestBackend(t *testing.T) {
 			Backend:   db,
 			LogConfig: logConfig,
 			LogSink:   func(t *testing.T) logtest.Sink { return newLogSink(t, db) },
-			OtherProcessLog: func(t *testing.T) (projections.Log, func()) {
+			OtherProcessLog: func(t *testing.T) (async.Log, func()) {
 				return sqlite.OtherProcessLog(t, db, logConfig)
 			},
 			ViewTables: func(t *testing.T) map[string][]string { return snapshotUserViews(t, db) },

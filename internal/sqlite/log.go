@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
@@ -24,7 +25,7 @@ import (
 // by default: a subscriber holds SQLite's write lock for its whole batch, so
 // every unit of work waits while a handler runs, and the default lies below
 // the busy timeout, after which they would fail.
-type LogConfig = projections.LogConfig
+type LogConfig = async.LogConfig
 
 // The defaults of [LogConfig] on this backend: an ack deadline below the
 // busy timeout, and batches of 500 events (about 20 ms of the write lock;
@@ -35,7 +36,7 @@ const (
 	batchSize   = 500
 )
 
-// Log is the [projections.Log] of this backend: the events table as
+// Log is the [async.Log] of this backend: the events table as
 // watermill-sql's subscriber follows it, with each consumer group's
 // offset in the table projection_offsets.
 //
@@ -54,21 +55,21 @@ type Log struct {
 	db      *DB
 	pool    *sql.DB
 	cfg     LogConfig
-	batches *projections.Batches
+	batches *async.Batches
 }
 
-var _ projections.Log = (*Log)(nil)
+var _ async.Log = (*Log)(nil)
 
 // Log returns the event log of db as asynchronous projections follow it.
 // Its subscribers use a pool that [DB.Close] closes: close their routers
 // first.
-func (db *DB) Log(cfg LogConfig) projections.Log { return newLog(db, db.logs, cfg) }
+func (db *DB) Log(cfg LogConfig) async.Log { return newLog(db, db.logs, cfg) }
 
 // newLog returns the Log of db whose subscribers run on pool, a pool on
 // db's file opened as [openLogPool] opens it.
 func newLog(db *DB, pool *sql.DB, cfg LogConfig) *Log {
 	cfg = cfg.WithDefaults(ackDeadline, batchSize)
-	return &Log{db: db, pool: pool, cfg: cfg, batches: &projections.Batches{}}
+	return &Log{db: db, pool: pool, cfg: cfg, batches: &async.Batches{}}
 }
 
 // openLogPool opens the pool of the subscribers of [DB.Log] on dsn, whose
@@ -90,8 +91,8 @@ func limitLogPool(pool *sql.DB) {
 	pool.SetConnMaxIdleTime(0)
 }
 
-// Subscriber returns a subscriber of [projections.Topic] for group, as
-// [projections.Log] describes. group must not be empty. Subscribing puts
+// Subscriber returns a subscriber of [async.Topic] for group, as
+// [async.Log] describes. group must not be empty. Subscribing puts
 // the group's row, at offset 0, into projection_offsets unless it is there.
 func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAdapter) (message.Subscriber, error) {
 	if group == "" {
@@ -112,7 +113,7 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 	wakeCtx, stop := context.WithCancel(context.Background())
 	wake := l.db.logWake.Subscribe(wakeCtx)
 	sub, err := wsql.NewSubscriber(l.pool, wsql.SubscriberConfig{
-		BackoffManager: projections.WakeBackoff(wake.C(), l.cfg.PollInterval, l.cfg.RetryInterval, wakeCtx.Done()),
+		BackoffManager: async.WakeBackoff(wake.C(), l.cfg.PollInterval, l.cfg.RetryInterval, wakeCtx.Done()),
 		ConsumerGroup:  group,
 		AckDeadline:    &ackDeadline,
 		PollInterval:   l.cfg.PollInterval,
@@ -125,11 +126,11 @@ func (l *Log) Subscriber(group string, types []string, logger watermill.LoggerAd
 		stop()
 		return nil, fmt.Errorf("sqlite: log subscriber %s: %w", group, err)
 	}
-	return projections.StopWakeups(logSubscriber{sub}, stop), nil
+	return async.StopWakeups(logSubscriber{sub}, stop), nil
 }
 
 // Apply runs fn in the transaction of the subscriber that delivered the
-// message whose context ctx is, inside a savepoint, as [projections.Log]
+// message whose context ctx is, inside a savepoint, as [async.Log]
 // describes. fn's Tx is a [uow.Tx] of this backend, so this package's
 // stores write through it, with now, in UTC and to the microsecond, as its
 // time. An error of fn rolls back to the savepoint and is returned; a ctx
@@ -146,7 +147,7 @@ func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.
 	if !ok {
 		return errors.New("sqlite: apply: the context carries no transaction of a log subscriber")
 	}
-	group := msg.Metadata.Get(projections.MetadataGroup)
+	group := msg.Metadata.Get(async.MetadataGroup)
 	return l.batches.Apply(msg, stx, func(events []eventstore.Event, through eventstore.Position) error {
 		if _, err := stx.ExecContext(ctx, `SAVEPOINT apply`); err != nil {
 			return fmt.Errorf("sqlite: apply: %w", unavailable(ctx, err))
@@ -178,7 +179,7 @@ func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.
 }
 
 // Behind counts the events group has still to apply, as
-// [projections.Log] describes, on the read pool.
+// [async.Log] describes, on the read pool.
 func (l *Log) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
 	q := `
 SELECT count(*), min(recorded_at) FROM events
@@ -204,7 +205,7 @@ AND position > coalesce((SELECT last_position FROM projection_offsets WHERE cons
 	return n, fromMicros(oldest.Int64), nil
 }
 
-// Fail records that group stopped, as [projections.Log] describes, on a
+// Fail records that group stopped, as [async.Log] describes, on a
 // connection of the log's pool of its own.
 func (l *Log) Fail(ctx context.Context, group string, f projections.Failure) error {
 	_, err := l.pool.ExecContext(ctx, `
@@ -237,7 +238,7 @@ func (l *Log) Failure(ctx context.Context, group string) (projections.Failure, b
 	return projections.Failure{At: fromMicros(at.Int64), Position: p, Error: why.String}, true, nil
 }
 
-// Versions returns the registry's versions of name, as [projections.Log]
+// Versions returns the registry's versions of name, as [async.Log]
 // describes, on the read pool.
 func (l *Log) Versions(ctx context.Context, name string, base int) (projections.Versions, error) {
 	var v projections.Versions
@@ -253,7 +254,7 @@ func (l *Log) Versions(ctx context.Context, name string, base int) (projections.
 	return v, nil
 }
 
-// Catalog runs fn in a transaction of the log's pool, as [projections.Log]
+// Catalog runs fn in a transaction of the log's pool, as [async.Log]
 // describes: it begins IMMEDIATE, so it holds the write lock, and with it
 // the registry, until it commits. fn's Tx is a [uow.Tx] of this backend.
 func (l *Log) Catalog(ctx context.Context, name string, base int, fn func(ctx context.Context, tx uow.Tx, v projections.Versions) (projections.Versions, error)) error {
@@ -287,7 +288,7 @@ RETURNING serving, building`, name, base).Scan(&v.Serving, &building)
 	return nil
 }
 
-// Forget removes group's offset in t, as [projections.Log] describes; t
+// Forget removes group's offset in t, as [async.Log] describes; t
 // holds the write lock, so no batch of the group is in flight.
 func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 	st, err := asTx(t)
@@ -300,7 +301,7 @@ func (l *Log) Forget(ctx context.Context, t uow.Tx, group string) error {
 	return nil
 }
 
-// Retire retires group's offset in t, as [projections.Log] describes; t
+// Retire retires group's offset in t, as [async.Log] describes; t
 // holds the write lock, so no batch of the group is in flight.
 func (l *Log) Retire(ctx context.Context, t uow.Tx, group string) error {
 	st, err := asTx(t)
@@ -327,12 +328,12 @@ ON CONFLICT (consumer_group) DO UPDATE SET last_position = max(last_position, ex
 }
 
 // logSubscriber is a watermill-sql subscriber that subscribes only to
-// [projections.Topic].
+// [async.Topic].
 type logSubscriber struct{ *wsql.Subscriber }
 
 func (s logSubscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	if topic != projections.Topic {
-		return nil, fmt.Errorf("sqlite: log subscriber: topic %q, want %q", topic, projections.Topic)
+	if topic != async.Topic {
+		return nil, fmt.Errorf("sqlite: log subscriber: topic %q, want %q", topic, async.Topic)
 	}
 	return s.Subscriber.Subscribe(ctx, topic)
 }
@@ -346,8 +347,8 @@ type logSchema struct {
 	// types is a JSON array of the event types to deliver; empty: all.
 	types     string
 	batchSize int
-	// batches is told of each event read ([projections.Batches.Read]).
-	batches *projections.Batches
+	// batches is told of each event read ([async.Batches.Read]).
+	batches *async.Batches
 }
 
 var _ wsql.SchemaAdapter = logSchema{}
@@ -401,7 +402,7 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("sqlite: log: %w", err)
 	}
-	msg := projections.BatchMessage(s.group, s.subscriber, end)
+	msg := async.BatchMessage(s.group, s.subscriber, end)
 	s.batches.Read(s.subscriber, msg.UUID, events)
 	return wsql.Row{Offset: end.Seq, UUID: []byte(msg.UUID), Payload: msg.Payload, Msg: msg}, nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -115,6 +115,6 @@ func testLogSubscriberRefusals(t *testing.T) {
 	}
 	defer sub.Close()
 	if _, err := sub.Subscribe(t.Context(), "other"); err == nil {
-		t.Errorf("Subscribe(%q): no error, want one: the log's topic is %q", "other", projections.Topic)
+		t.Errorf("Subscribe(%q): no error, want one: the log's topic is %q", "other", async.Topic)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
 )
@@ -42,7 +43,7 @@ func testDrainWithTheTightestValidLeaseDelivers(t *testing.T) {
 	db := sqlitetest.New(t)
 	store, runner := db.Outbox(), db.Runner(nil)
 	var calls atomic.Int32
-	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+	relay, err := relay.New(store, map[string]outbox.Handler{
 		"mail": func(context.Context, outbox.Message) error { calls.Add(1); return nil },
 	}, outbox.RelayConfig{Timeout: 30 * time.Second, Lease: 30*time.Second + outbox.SettleTimeout})
 	if err != nil {
@@ -83,8 +84,8 @@ func testBreakersProbedOneAtATimeWhenTheBatchIsFull(t *testing.T) {
 			return nil
 		}
 	}
-	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{"mail": handler("mail"), "sms": handler("sms")},
-		outbox.RelayConfig{Batch: 1, MaxAttempts: 20}, outbox.WithClock(clock))
+	relay, err := relay.New(store, map[string]outbox.Handler{"mail": handler("mail"), "sms": handler("sms")},
+		outbox.RelayConfig{Batch: 1, MaxAttempts: 20}, relay.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +141,8 @@ func testRelaysWithZonedClocksAcknowledgeEverything(t *testing.T) {
 	for i, offset := range []int{-(9*3600 + 1800), 13*3600 + 45*60} {
 		zone := time.FixedZone("Z", offset)
 		clock := func() time.Time { return time.Now().In(zone).Add(time.Duration(321+i) * time.Nanosecond) }
-		relay, err := outbox.NewRelay(db.Outbox(), map[string]outbox.Handler{"mail": handle},
-			outbox.RelayConfig{Batch: 5, Interval: 5 * time.Millisecond}, outbox.WithClock(clock))
+		relay, err := relay.New(db.Outbox(), map[string]outbox.Handler{"mail": handle},
+			outbox.RelayConfig{Batch: 5, Interval: 5 * time.Millisecond}, relay.WithClock(clock))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -27,7 +28,7 @@ func TestRelayRetriesUntilDelivered(t *testing.T) {
 	store, runner := db.Outbox(), db.Runner(clock)
 	var calls []int
 	var delivered []uuid.UUID
-	relay, err := outbox.NewRelay(store, map[string]outbox.Handler{
+	rel, err := relay.New(store, map[string]outbox.Handler{
 		"mail": func(_ context.Context, m outbox.Message) error {
 			calls = append(calls, m.Attempts)
 			if len(calls) < 3 {
@@ -36,11 +37,11 @@ func TestRelayRetriesUntilDelivered(t *testing.T) {
 			delivered = append(delivered, m.ID)
 			return nil
 		},
-	}, outbox.RelayConfig{MaxAttempts: 3}, outbox.WithClock(clock))
+	}, outbox.RelayConfig{MaxAttempts: 3}, relay.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer relay.Close()
+	defer rel.Close()
 	m, err := outbox.NewMessage("mail", map[string]string{"to": "ada@example.com"}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -48,9 +49,9 @@ func TestRelayRetriesUntilDelivered(t *testing.T) {
 	if err := runner.Do(t.Context(), func(ctx context.Context, tx uow.Tx) error { return store.Add(ctx, tx, m) }); err != nil {
 		t.Fatal(err)
 	}
-	drain := func(want outbox.DrainStats) {
+	drain := func(want relay.DrainStats) {
 		t.Helper()
-		got, err := relay.Drain(t.Context())
+		got, err := rel.Drain(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,7 @@ func TestRelayRetriesUntilDelivered(t *testing.T) {
 		}
 	}
 
-	drain(outbox.DrainStats{Claimed: 1, Retried: 1}) // fails, retry in 1s
+	drain(relay.DrainStats{Claimed: 1, Retried: 1}) // fails, retry in 1s
 	rec, err := store.Lookup(t.Context(), m.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -68,13 +69,13 @@ func TestRelayRetriesUntilDelivered(t *testing.T) {
 		t.Errorf("after the first failure: LastError %q, DueAt %v; want the reason and %v",
 			rec.LastError, rec.DueAt, now.Add(outbox.Backoff(1)))
 	}
-	drain(outbox.DrainStats{}) // not due yet
+	drain(relay.DrainStats{}) // not due yet
 	now = now.Add(outbox.Backoff(1))
-	drain(outbox.DrainStats{Claimed: 1, Retried: 1}) // fails, retry in 2s
+	drain(relay.DrainStats{Claimed: 1, Retried: 1}) // fails, retry in 2s
 	now = now.Add(outbox.Backoff(2))
-	drain(outbox.DrainStats{Claimed: 1, Delivered: 1}) // succeeds
+	drain(relay.DrainStats{Claimed: 1, Delivered: 1}) // succeeds
 	now = now.Add(time.Hour)
-	drain(outbox.DrainStats{}) // nothing left
+	drain(relay.DrainStats{}) // nothing left
 
 	if !slices.Equal(calls, []int{1, 2, 3}) {
 		t.Errorf("handler saw attempts %v, want [1 2 3]", calls)
@@ -116,7 +117,7 @@ func testRelayWakesOnCommit(t *testing.T) {
 	db := sqlitetest.New(t)
 	spy := &claimSpy{Outbox: db.Outbox().(*sqlite.Outbox), claims: make(chan int, 1000)}
 	delivered := make(chan uuid.UUID, 10)
-	relay, err := outbox.NewRelay(spy, map[string]outbox.Handler{
+	rel, err := relay.New(spy, map[string]outbox.Handler{
 		"mail": func(_ context.Context, m outbox.Message) error {
 			delivered <- m.ID
 			return nil
@@ -125,10 +126,10 @@ func testRelayWakesOnCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer relay.Close()
+	defer rel.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx) }()
+	go func() { done <- rel.Run(ctx) }()
 	// The relay subscribes to wake-ups and then claims once at start; after
 	// that only a wake-up can make it claim within the test's deadline.
 	select {
@@ -190,14 +191,14 @@ func testRelaysOnOneDatabaseNeverDeliverAMessageTwice(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	for range 3 {
-		relay, err := outbox.NewRelay(db.Outbox(), map[string]outbox.Handler{"mail": handle},
+		rel, err := relay.New(db.Outbox(), map[string]outbox.Handler{"mail": handle},
 			outbox.RelayConfig{Batch: 7, Interval: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer relay.Close()
+		defer rel.Close()
 		wg.Go(func() {
-			if err := relay.Run(ctx); err != nil {
+			if err := rel.Run(ctx); err != nil {
 				t.Error(err)
 			}
 		})

@@ -26,8 +26,8 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore/eventstoretest"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/outbox/outboxtest"
-	"github.com/eventsourced/accounts/internal/projections"
-	"github.com/eventsourced/accounts/internal/projections/logtest"
+	"github.com/eventsourced/accounts/internal/projections/async"
+	"github.com/eventsourced/accounts/internal/projections/async/logtest"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/uow/uowtest"
 	"github.com/eventsourced/accounts/internal/user/mail/budgettest"
@@ -45,14 +45,14 @@ type Harness struct {
 	// [logtest.Harness.Log] asks: subscribers that poll every few
 	// milliseconds, deliver a failed message again as soon, give up on a
 	// handler after well under a second and read batches of at least 10.
-	LogConfig projections.LogConfig
+	LogConfig async.LogConfig
 	// LogSink makes the log suite's test table on Backend and returns
 	// the sink that writes it ([logtest.Sink]).
 	LogSink func(t *testing.T) logtest.Sink
 	// OtherProcessLog returns a Log of Backend's database configured by
 	// LogConfig, as another process would open it, and a crash that
 	// breaks it ([logtest.Harness.OtherProcess]).
-	OtherProcessLog func(t *testing.T) (log projections.Log, crash func())
+	OtherProcessLog func(t *testing.T) (log async.Log, crash func())
 	// ViewTables, when set, returns every row of the user views' tables,
 	// by table ([viewstest.Harness.Tables]).
 	ViewTables func(t *testing.T) map[string][]string
@@ -116,7 +116,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 				Store:        b.Events(),
 				Sink:         h.LogSink(t),
 				Log:          b.Log(h.LogConfig),
-				Hourly:       b.Log(projections.LogConfig{PollInterval: time.Hour, ResendInterval: time.Millisecond}),
+				Hourly:       b.Log(async.LogConfig{PollInterval: time.Hour, ResendInterval: time.Millisecond}),
 				OtherProcess: h.OtherProcessLog,
 			}
 		})

@@ -16,11 +16,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/publish/forward"
 	"github.com/eventsourced/accounts/internal/publish/natsbroker"
 	"github.com/eventsourced/accounts/internal/publish/natsbroker/natstest"
 )
 
-// TestPublishTraceContext holds a publish through [publish.Handler] to the
+// TestPublishTraceContext holds a publish through [forward.Handler] to the
 // trace of the span in its context: one producer span, a child of it, whose
 // W3C trace context the stored message carries as headers, and the
 // CloudEvent as its tracing extension; a failed publish's span keeps the
@@ -36,7 +37,7 @@ func TestPublishTraceContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	handle := publish.Handler(p, publish.Subject("accounts."))
+	handle := forward.Handler(p, forward.Subject("accounts."))
 	events := publish.Events{Source: "https://accounts.example.com", Destinations: []publish.Destination{publish.Broker}}
 
 	// send hands a user.signed_in to the handler under ctx and returns the
