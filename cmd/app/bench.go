@@ -23,6 +23,7 @@ import (
 // benchOptions are the flags of the benchmarks.
 type benchOptions struct {
 	messages, rate, events, batch, concurrency, users int
+	catchUp, samples                                  int
 	duration, poll, timeout                           time.Duration
 	lag, holdXmin, traceSink, closedLoop              bool
 	profiles                                          bench.Profiles
@@ -51,6 +52,10 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 	d, err := e.database()
 	if err != nil {
 		return err
+	}
+	if name == "growth" {
+		return e.benchGrowth(ctx, d, o, bench.Bench{Relay: e.cfg.Outbox, Out: stdout,
+			Timed: bench.Timed(name, o.profiles, stderr, e.log), Logger: e.log, TracerProvider: e.tracer}, stderr)
 	}
 	db, drop, err := d.openScratch(ctx, e.log)
 	if err != nil {
@@ -161,7 +166,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		}
 		return b.Projection(ctx, activity(db, keys), keys, o.events)
 	default:
-		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin, projection or publish", name)
+		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin, projection, publish or growth", name)
 	}
 }
 

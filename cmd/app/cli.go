@@ -282,6 +282,19 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 			f.IntVar(&o.messages, "messages", 50000, "events to publish to each destination")
 			f.IntVar(&o.users, "users", 10000, "users the events are about, in turn")
 		}),
+		b("growth", "Sign-ins, loads, the drain and the projections on an empty database and on one with a long history", func(f *pflag.FlagSet, o *benchOptions) {
+			f.IntVar(&o.events, "events", 1_000_000, "events of history the grown database holds")
+			f.IntVar(&o.concurrency, "concurrency", 16, "sign-in requests in flight at once")
+			f.DurationVar(&o.duration, "duration", 10*time.Second, "how long each round of sign-ins lasts")
+			f.IntVar(&o.messages, "messages", 20000, "messages each drain delivers")
+			f.IntVar(&o.catchUp, "catch-up", 50000, "events the activity catches up on")
+			f.IntVar(&o.samples, "samples", 2000, "streams of each kind loaded for the p99 of a load")
+			// Loading and rebuilding millions of events takes longer
+			// than the other benchmarks' default.
+			t := f.Lookup("timeout")
+			t.DefValue = "3h0m0s"
+			_ = t.Value.Set(t.DefValue)
+		}),
 		soakCommand(stdout, stderr),
 	)
 }

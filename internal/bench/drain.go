@@ -16,6 +16,22 @@ import (
 // [Bench.Relay] until its handler has seen all of them, and checks that all were
 // acknowledged.
 func (b Bench) Drain(ctx context.Context, n int) error {
+	elapsed, err := b.drain(ctx, n)
+	if cut := (*CutShortError)(nil); errors.As(err, &cut) {
+		fmt.Fprintf(b.Out, "drain: %d messages in %.2fs, %.0f msgs/s (cut short: %d of %d)\n",
+			cut.Done, elapsed.Seconds(), float64(cut.Done)/elapsed.Seconds(), cut.Done, n)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.Out, "drain: %d messages in %.2fs, %.0f msgs/s\n", n, elapsed.Seconds(), float64(n)/elapsed.Seconds())
+	return nil
+}
+
+// drain is [Bench.Drain] without its line: it returns how long the relay
+// took, or, cut short, a [*CutShortError] and the time until then.
+func (b Bench) drain(ctx context.Context, n int) (time.Duration, error) {
 	const perTx = 1000
 	for start := 0; start < n; start += perTx {
 		err := b.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
@@ -30,7 +46,7 @@ func (b Bench) Drain(ctx context.Context, n int) error {
 			return b.Outbox.Add(ctx, tx, msgs...)
 		})
 		if err != nil {
-			return fmt.Errorf("bench drain: fill: %w", err)
+			return 0, fmt.Errorf("bench drain: fill: %w", err)
 		}
 	}
 	var seen atomic.Int64
@@ -44,19 +60,9 @@ func (b Bench) Drain(ctx context.Context, n int) error {
 		},
 	}, b.Relay, relay.WithTracerProvider(b.TracerProvider))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	elapsed, err := b.runUntilDone(ctx, "bench drain", relay, done, &seen, n)
-	if cut := (*CutShortError)(nil); errors.As(err, &cut) {
-		fmt.Fprintf(b.Out, "drain: %d messages in %.2fs, %.0f msgs/s (cut short: %d of %d)\n",
-			cut.Done, elapsed.Seconds(), float64(cut.Done)/elapsed.Seconds(), cut.Done, n)
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(b.Out, "drain: %d messages in %.2fs, %.0f msgs/s\n", n, elapsed.Seconds(), float64(n)/elapsed.Seconds())
-	return nil
+	return b.runUntilDone(ctx, "bench drain", relay, done, &seen, n)
 }
 
 // runUntilDone runs relay until done is closed, timing it, then stops it

@@ -17,14 +17,20 @@ import (
 // unit of work with its events and its outbox message. No relay runs, so
 // the figure is the API's and its database's alone. It closes api.
 func (b Bench) SignIn(ctx context.Context, api *http.Server, concurrency int, d time.Duration) error {
+	return b.serveSignIns(ctx, api, concurrency, d).report(b.Out, "signin", d)
+}
+
+// serveSignIns serves api on loopback for a round of [Bench.SignIn], and
+// closes it.
+func (b Bench) serveSignIns(ctx context.Context, api *http.Server, concurrency int, d time.Duration) signInResult {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("bench signin: %w", err)
+		return signInResult{err: err}
 	}
 	go func() { _ = api.Serve(ln) }()
 	defer func() { _ = api.Close() }()
 	url := "http://" + ln.Addr().String() + "/v1/sign-in-links"
-	return b.signInRound(ctx, url, concurrency, d).report(b.Out, "signin", d)
+	return b.signInRound(ctx, url, concurrency, d)
 }
 
 // signInResult is what a round of the sign-in benchmark measured.
