@@ -11,7 +11,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/bench"
 	"github.com/eventsourced/accounts/internal/postgres"
-	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/sqlite"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -37,7 +37,7 @@ func (e env) benchGrowth(ctx context.Context, d database, o benchOptions, b benc
 			return bench.GrowthDB{}, nil, joinDrop(ctx, err, drop)
 		}
 		g := bench.GrowthDB{
-			Stores:   bench.Bench{Runner: db.Runner(nil), Outbox: db.Outbox(), Events: db.Events(), EventLog: db.Log(projections.LogConfig{})},
+			Stores:   bench.Bench{Runner: db.Runner(nil), Outbox: db.Outbox(), Events: db.Events(), EventLog: db.Log(async.LogConfig{})},
 			Keys:     keys,
 			Activity: activity(db, keys),
 			Views:    user.ViewsProjection{Views: db.Views(), Keys: keys},

@@ -14,6 +14,7 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/projections"
+	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -305,7 +306,7 @@ func (b Bench) growthFigures(ctx context.Context, db GrowthDB, cfg GrowthConfig,
 }
 
 // rebuildActivity rebuilds the activity blue/green over the whole log
-// ([projections.Renew]) and returns the events of the log it passed per
+// ([async.Renew]) and returns the events of the log it passed per
 // second, and how many.
 func (b Bench) rebuildActivity(ctx context.Context, db GrowthDB) (float64, int64, error) {
 	_, events, err := db.Size(ctx)
@@ -313,7 +314,7 @@ func (b Bench) rebuildActivity(ctx context.Context, db GrowthDB) (float64, int64
 		return 0, 0, err
 	}
 	began := time.Now()
-	if _, _, err := projections.Renew(ctx, b.EventLog, db.Activity, nil, projections.WithRunnerLogger(b.log())); err != nil {
+	if _, _, err := async.Renew(ctx, b.EventLog, db.Activity, nil, async.WithRunnerLogger(b.log())); err != nil {
 		return 0, 0, fmt.Errorf("bench growth: %w", err)
 	}
 	return float64(events) / time.Since(began).Seconds(), events, nil
