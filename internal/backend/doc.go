@@ -11,7 +11,7 @@
 // The ports themselves are defined beside the code that uses them and
 // their conformance suites: [uow.Runner], [eventstore.Store],
 // [outbox.RelayStore] with [outbox.Operator] and [outbox.Purger],
-// [projections.Log], [keyring.Store], [user.Views],
+// [async.Log], [keyring.Store], [user.Views],
 // [user.ActivityStore], whose tables the domain's [user.ActivityProjection]
 // writes over [Backend.Log], and [mail.BudgetStore]. This package only gathers them. The ports of
 // one backend accept only the transactions of its own [uow.Runner], and

@@ -2,7 +2,7 @@
 // projection on a database it is given, and prints what it measured.
 //
 // A [Bench] takes the ports it measures as values (a [uow.Runner], an
-// [outbox.Store], an [eventstore.Store], a [projections.Log]); the caller
+// [outbox.Store], an [eventstore.Store], an [async.Log]); the caller
 // opens the database, preferably one that leaves no trace, and closes it.
 // Each benchmark writes its lines to [Bench.Out], its one summary line
 // last, in the form the design gives:

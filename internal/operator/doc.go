@@ -4,7 +4,7 @@
 // each stands.
 //
 // [Outbox] and [Projections] hold the ports they work on as values (an
-// [outbox.Operator], a [projections.Log]), and [RotateKeys] takes a
+// [outbox.Operator], an [async.Log]), and [RotateKeys] takes a
 // [uow.Runner] and a [*keyring.Keyring]; each writes what it did, as a
 // table or JSON lines, to the writer it is given. It
 // opens nothing and reads no configuration: the command line does that.
