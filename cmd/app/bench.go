@@ -132,7 +132,7 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		if err != nil {
 			return err
 		}
-		users, err := e.users(db, keys)
+		users, err := e.users(db, keys, nil)
 		if err != nil {
 			return err
 		}

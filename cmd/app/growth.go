@@ -42,7 +42,7 @@ func (e env) benchGrowth(ctx context.Context, d database, o benchOptions, b benc
 			Activity: activity(db, keys),
 			Views:    user.ViewsProjection{Views: db.Views(), Keys: keys},
 			API: func() (*http.Server, error) {
-				users, err := apiEnv.users(db, keys)
+				users, err := apiEnv.users(db, keys, nil)
 				if err != nil {
 					return nil, err
 				}

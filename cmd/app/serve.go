@@ -114,7 +114,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 			e.cfg.BaseURL = config.BaseURLOf(ln.Addr().String())
 		}
 	}
-	users, err := e.users(db, keys)
+	users, err := e.users(db, keys, meter)
 	if err != nil {
 		closeListeners()
 		return err

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -187,13 +188,16 @@ func newMetrics(traced bool) (*sdkmetric.MeterProvider, http.Handler, error) {
 }
 
 // users returns the user domain's service on db, which seals addresses
-// with keys.
-func (e env) users(db backend.Backend, keys *keyring.Keyring) (*user.Service, error) {
+// with keys and records its commands' metrics with meter (none when nil).
+func (e env) users(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (*user.Service, error) {
+	if meter == nil {
+		meter = noop.NewMeterProvider()
+	}
 	return user.NewService(user.Deps{
 		Runner: db.Runner(nil),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
 		Views:  db.Views(),
 		Keys:   keys,
-	}, user.Policy(e.cfg.Policy), e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer))
+	}, user.Policy(e.cfg.Policy), e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer), user.WithMeterProvider(meter))
 }

@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/eventsourced/accounts/internal/aggregate"
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/publish"
-	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -89,9 +89,12 @@ type Service struct {
 	names *keyring.Names
 	// views applies what the commands append to Views.
 	views ViewsProjection
-	// tp is the provider of [WithTracerProvider], tr its tracer.
+	// tp and mp are the providers of [WithTracerProvider] and
+	// [WithMeterProvider].
 	tp trace.TracerProvider
-	tr trace.Tracer
+	mp metric.MeterProvider
+	// commands runs each command in its unit of work, span and metrics.
+	commands *aggregate.Commands
 }
 
 // Option configures a [Service].
@@ -112,109 +115,47 @@ func NewService(d Deps, p Policy, baseURL string, opts ...Option) (*Service, err
 	for _, o := range opts {
 		o(s)
 	}
-	s.tr = s.tracer()
+	commands, err := aggregate.NewCommands(aggregate.CommandsConfig{
+		Domain: "user", Instrumentation: instrumentation, Runner: d.Runner, Refusals: refusals,
+		Within: keyring.Within, TracerProvider: s.tp, MeterProvider: s.mp,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("user: new service: %w", err)
+	}
+	s.commands = commands
 	return s, nil
 }
 
-// maxTries bounds how often a command is run again after it lost a race.
-const maxTries = 8
-
-// do runs fn, the command name, in a unit of work and runs it again, on
-// fresh state, when it lost a race with a concurrent command, after a
-// short random pause that grows with each try so that the racers spread
-// out. The command is one span, named name, with an event for each lost
-// race and the number of tries.
+// do runs fn, the command name, in a unit of work, again on fresh state
+// when it lost a race ([aggregate.Commands.Do]).
 func (s *Service) do(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
-	ctx, span := s.startCommand(ctx, name)
-	defer endOnPanic(span)
-	tries, err := s.tries(ctx, span, 0, fn)
-	span.SetAttributes(attrTries.Int(tries))
-	endCommand(span, err)
-	return err
+	return s.commands.Do(ctx, name, fn)
 }
 
-// doPresuming runs the command name as [Service.do] does, but tries first
-// presumed, a unit of work that decides without loading its stream, on a
-// presumption about the stream's recent events, and appends under that
-// condition ([eventstore.Store.AppendLaterIf]). It saves a round trip to
-// the database when the presumption holds; when it does not, the append
-// fails with ErrConcurrency and fn, which loads the stream, runs as do
-// runs it, at once, the command's span marking the failed presumption.
+// doPresuming runs the command name first as presumed, deciding without
+// loading its stream, and as fn when the presumption fails
+// ([aggregate.Commands.DoPresuming]).
 func (s *Service) doPresuming(ctx context.Context, name string, presumed, fn func(ctx context.Context, tx uow.Tx) error) error {
-	ctx, span := s.startCommand(ctx, name)
-	defer endOnPanic(span)
-	err := s.Runner.Do(ctx, withKeys(presumed))
-	tries := 1
-	if errors.Is(err, eventstore.ErrConcurrency) {
-		span.AddEvent(eventConditionFailed)
-		tries, err = s.tries(ctx, span, 1, fn)
-	}
-	span.SetAttributes(attrTries.Int(tries))
-	endCommand(span, err)
-	return err
+	return s.commands.DoPresuming(ctx, name, presumed, fn)
 }
 
-// tries runs fn as [Service.do] describes, for a command that has run
-// before times already, and returns how often it ran in all.
-func (s *Service) tries(ctx context.Context, span trace.Span, before int, fn func(ctx context.Context, tx uow.Tx) error) (int, error) {
-	var err error
-	for try := range maxTries {
-		if try > 0 {
-			lostRace(span, before+try)
-			pause := time.Duration(rand.Int64N(int64(time.Millisecond) << try))
-			select {
-			case <-ctx.Done():
-				return before + try, ctx.Err()
-			case <-time.After(pause):
-			}
-		}
-		err = s.Runner.Do(ctx, withKeys(fn))
-		if !errors.Is(err, eventstore.ErrConcurrency) {
-			return before + try + 1, err
-		}
-	}
-	lostRace(span, before+maxTries)
-	return before + maxTries, fmt.Errorf("user: gave up after %d concurrent changes: %w", maxTries, err)
-}
-
-// read runs fn, the query name, in a read-only unit of work, as one span
-// named name.
+// read runs fn, the query name, in a read-only unit of work
+// ([aggregate.Commands.Read]).
 func (s *Service) read(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
-	ctx, span := s.startCommand(ctx, name)
-	defer endOnPanic(span)
-	err := s.Runner.Read(ctx, withKeys(fn))
-	endCommand(span, err)
-	return err
+	return s.commands.Read(ctx, name, fn)
 }
 
-// withKeys returns fn run under a context that keeps the keys its unit of
-// work reads ([keyring.Within]): a command seals an address, and its views
-// open it again, at the cost of one read of the key.
-func withKeys(fn func(ctx context.Context, tx uow.Tx) error) func(ctx context.Context, tx uow.Tx) error {
-	return func(ctx context.Context, tx uow.Tx) error { return fn(keyring.Within(ctx, tx), tx) }
+// job runs fn, a job of many units of work such as a sweep, as one span
+// ([aggregate.Commands.Job]).
+func (s *Service) job(ctx context.Context, name string, fn func(ctx context.Context) (int64, error)) (int64, error) {
+	return s.commands.Job(ctx, name, fn)
 }
 
 // event returns a new event of data, whose Go type names its type in
-// the domain's registry. Its metadata names the request that caused it
-// (its correlation: the request ID, which the outbox's messages of the
-// same unit of work carry too, in their origin) and the command that
-// appended it (its causation), as ctx gives them.
+// the domain's registry, with the metadata of the command ctx runs
+// ([aggregate.Metadata]).
 func event(ctx context.Context, data any) (eventstore.Event, error) {
-	return events.New(data, eventstore.Metadata{CorrelationID: requestid.From(ctx), CausationID: commandOf(ctx)})
-}
-
-// commandKey keys the name of the command a context runs.
-type commandKey struct{}
-
-// withCommand returns ctx running the command name ([Service.do]).
-func withCommand(ctx context.Context, name string) context.Context {
-	return context.WithValue(ctx, commandKey{}, name)
-}
-
-// commandOf returns the name of the command ctx runs, "" outside one.
-func commandOf(ctx context.Context) string {
-	name, _ := ctx.Value(commandKey{}).(string)
-	return name
+	return events.New(data, aggregate.Metadata(ctx))
 }
 
 // appendAndApply appends events to stream at expected, updates the views,
@@ -246,31 +187,9 @@ func (s *Service) window(tx uow.Tx) time.Time {
 }
 
 // loadTail returns the events of stream from the first one recorded within
-// [Service.window], and the stream's version. An event's time comes from
-// the clock of the unit of work that wrote it, so a later event can carry
-// an earlier time than the one before it ([eventstore.Store.LoadSince])
-// and be left out while that one is in: the use of a code, or the
-// confirmation that voided it, would then be missed. So when the recent
-// events are not the whole stream from the first of them, the rest is
-// loaded too.
+// [Service.window], and the stream's version ([aggregate.LoadTail]).
 func (s *Service) loadTail(ctx context.Context, tx uow.Tx, stream string) ([]eventstore.Event, int64, error) {
-	events, version, err := s.Events.LoadSince(ctx, tx, stream, s.window(tx))
-	if err != nil || len(events) == 0 {
-		return events, version, err
-	}
-	first := events[0].Version
-	if int64(len(events)) == version-first+1 {
-		return events, version, nil
-	}
-	all, err := s.Events.Load(ctx, tx, stream, first)
-	if err != nil {
-		return nil, 0, err
-	}
-	// Events appended since LoadSince read the version fail the append.
-	for len(all) > 0 && all[len(all)-1].Version > version {
-		all = all[:len(all)-1]
-	}
-	return all, version, nil
+	return aggregate.LoadTail(ctx, s.Events, tx, stream, s.window(tx))
 }
 
 // span is how long a request for a link matters: the longer of
