@@ -12,8 +12,8 @@ import (
 
 	"github.com/eventsourced/accounts/internal/aggregate"
 	"github.com/eventsourced/accounts/internal/eventstore"
-	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
