@@ -426,7 +426,7 @@ func (s spec) event(ctx context.Context, tx uow.Tx, keys *keyring.Keyring) (even
 		if err != nil {
 			return eventstore.Event{}, err
 		}
-		data = user.SignInLinkRequested{Email: sealed, CodeHash: s.hash, ExpiresAt: s.at.Add(linkTTL)}
+		data = user.SignInLinkRequested{Email: sealed, CodeHash: s.hash, RequestedAt: s.at.UTC().Truncate(time.Microsecond), ExpiresAt: s.at.Add(linkTTL)}
 	case user.TypeSignInLinkUsed:
 		data = user.SignInLinkUsed{CodeHash: s.hash, UserID: id}
 	case user.TypeSignInForgotten:
@@ -474,7 +474,7 @@ func (s spec) event(ctx context.Context, tx uow.Tx, keys *keyring.Keyring) (even
 	default:
 		return eventstore.Event{}, fmt.Errorf("bench: history: no event of type %s", s.typ)
 	}
-	e, err := eventstore.NewEvent(s.typ, data, eventstore.Metadata{})
+	e, err := user.Events().New(data, eventstore.Metadata{})
 	if err != nil {
 		return eventstore.Event{}, err
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // LoadEvents writes events into the events table as they are given, their
-// Stream, Version and RecordedAt set by the caller, with one COPY in the
+// Stream, Version, RecordedAt and SchemaVersion set by the caller, with one COPY in the
 // transaction of t: a benchmark fills a database with a history this way
 // in a fraction of the time appends would take. It checks no version: the
 // caller numbers each stream from 1 without gaps, or from where its
@@ -45,10 +45,10 @@ func LoadEvents(ctx context.Context, t uow.Tx, events []eventstore.Event) error 
 		}
 		// jsonb's text input: COPY in binary sends jsonb as a version byte
 		// and the text, which pgx's codec makes of a string.
-		rows[i] = []any{pgtype.UUID{Bytes: e.ID, Valid: true}, e.Stream, e.Version, e.Type, string(e.Data), string(md), e.RecordedAt}
+		rows[i] = []any{pgtype.UUID{Bytes: e.ID, Valid: true}, e.Stream, e.Version, e.Type, string(e.Data), string(md), e.RecordedAt, int16(eventstore.StoredSchemaVersion(e))}
 	}
 	n, err := pt.pipe.conn.CopyFrom(ctx, pgx.Identifier{"events"},
-		[]string{"id", "stream", "version", "type", "data", "metadata", "recorded_at"}, pgx.CopyFromRows(rows))
+		[]string{"id", "stream", "version", "type", "data", "metadata", "recorded_at", "schema_version"}, pgx.CopyFromRows(rows))
 	if err != nil {
 		return fmt.Errorf("eventstore: load events: %w", err)
 	}

@@ -25,7 +25,7 @@ func LoadEvents(ctx context.Context, t uow.Tx, events []eventstore.Event) error 
 	if err != nil {
 		return fmt.Errorf("eventstore: load events: %w", err)
 	}
-	args := make([]any, 0, 7*min(len(events), loadChunk))
+	args := make([]any, 0, 8*min(len(events), loadChunk))
 	for first := 0; first < len(events); first += loadChunk {
 		chunk := events[first:min(first+loadChunk, len(events))]
 		args = args[:0]
@@ -37,9 +37,9 @@ func LoadEvents(ctx context.Context, t uow.Tx, events []eventstore.Event) error 
 			if err != nil {
 				return fmt.Errorf("eventstore: load events: encode metadata of %s: %w", e.ID, err)
 			}
-			args = append(args, e.ID, e.Stream, e.Version, e.Type, string(e.Data), string(md), micros(e.RecordedAt))
+			args = append(args, e.ID, e.Stream, e.Version, e.Type, string(e.Data), string(md), micros(e.RecordedAt), eventstore.StoredSchemaVersion(e))
 		}
-		q := `INSERT INTO events (id, stream, version, type, data, metadata, recorded_at) VALUES ` + valueRows(len(chunk), 7)
+		q := `INSERT INTO events (id, stream, version, type, data, metadata, recorded_at, schema_version) VALUES ` + valueRows(len(chunk), 8)
 		if _, err := st.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("eventstore: load events: %w", err)
 		}

@@ -33,8 +33,8 @@ func foldSignInLinks(events []eventstore.Event, version int64) (signInLinks, err
 // signInFold is the evolve of a sign-in stream.
 var signInFold = func() *aggregate.Fold[signInLinks] {
 	f := aggregate.NewFold[signInLinks](events)
-	aggregate.On(f, func(s signInLinks, e eventstore.Event, d SignInLinkRequested) signInLinks {
-		s.requests = append(s.requests, e.RecordedAt)
+	aggregate.On(f, func(s signInLinks, _ eventstore.Event, d SignInLinkRequested) signInLinks {
+		s.requests = append(s.requests, d.RequestedAt)
 		s.codes = append(s.codes, signInCode{hash: d.CodeHash, expiresAt: d.ExpiresAt})
 		return s
 	})

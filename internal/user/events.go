@@ -14,7 +14,7 @@ var events = registerEvents()
 
 func registerEvents() *eventstore.Registry {
 	r := eventstore.NewRegistry()
-	eventstore.Register[SignInLinkRequested](r, TypeSignInLinkRequested)
+	eventstore.Register[SignInLinkRequested](r, TypeSignInLinkRequested, upcastSignInLinkRequestedV1)
 	eventstore.Register[SignInLinkUsed](r, TypeSignInLinkUsed)
 	eventstore.Register[SignInForgotten](r, TypeSignInForgotten)
 	eventstore.Register[Registered](r, TypeRegistered)

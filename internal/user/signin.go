@@ -2,6 +2,7 @@ package user
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -27,11 +28,35 @@ const (
 	TypeSessionStarted = "user.session_started"
 )
 
-// SignInLinkRequested records a sign-in link sent to an address.
+// SignInLinkRequested records a sign-in link sent to an address, at
+// RequestedAt: the time the mailbox's limit counts it at.
+//
+// Version 2 added RequestedAt. Version 1 left it to the event's envelope,
+// its RecordedAt, which is the clock of the unit of work that stored it;
+// the request's time is part of the fact, and a copy of the log must not
+// move it, so version 2 holds it, and the upcaster of version 1 fills it
+// from the envelope ([upcastSignInLinkRequestedV1]).
 type SignInLinkRequested struct {
-	Email     string    `json:"email"`
-	CodeHash  string    `json:"code_hash"`
-	ExpiresAt time.Time `json:"expires_at"`
+	Email       string    `json:"email"`
+	CodeHash    string    `json:"code_hash"`
+	RequestedAt time.Time `json:"requested_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+// upcastSignInLinkRequestedV1 turns version 1 of [SignInLinkRequested]
+// into version 2: the request's time, which version 1 left to the
+// envelope, from the event's RecordedAt.
+func upcastSignInLinkRequestedV1(e eventstore.Event) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Data, &fields); err != nil {
+		return nil, err
+	}
+	at, err := json.Marshal(e.RecordedAt.UTC())
+	if err != nil {
+		return nil, err
+	}
+	fields["requested_at"] = at
+	return json.Marshal(fields)
 }
 
 // SignInLinkUsed records the one use of a sign-in code. Email is the
@@ -119,7 +144,7 @@ func (s *Service) sendSignInLink(ctx context.Context, tx uow.Tx, stream, email s
 	if err != nil {
 		return err
 	}
-	e, err := event(ctx, SignInLinkRequested{Email: sealed, CodeHash: hash, ExpiresAt: expires})
+	e, err := event(ctx, SignInLinkRequested{Email: sealed, CodeHash: hash, RequestedAt: tx.Now(), ExpiresAt: expires})
 	if err != nil {
 		return err
 	}

@@ -612,6 +612,7 @@ func made(t *testing.T, stream, typ string, data any, at time.Time) eventstore.E
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.SchemaVersion = user.Events().Version(typ)
 	e.Stream, e.Version, e.RecordedAt = stream, 1, at
 	return e
 }
@@ -627,7 +628,7 @@ func userStream(id uuid.UUID) string { return "user-" + id.String() }
 func linkRequested(t *testing.T, email, hash string, at, expires time.Time) eventstore.Event {
 	t.Helper()
 	return made(t, signInStream(email), user.TypeSignInLinkRequested,
-		user.SignInLinkRequested{Email: email, CodeHash: hash, ExpiresAt: expires}, at)
+		user.SignInLinkRequested{Email: email, CodeHash: hash, RequestedAt: at, ExpiresAt: expires}, at)
 }
 
 func registered(t *testing.T, id uuid.UUID, email string, at time.Time) eventstore.Event {
