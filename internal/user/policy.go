@@ -16,7 +16,8 @@ type Policy struct {
 	// LinkLimit is how many sign-in links one mailbox (an address and its
 	// +tag spellings together), or email changes one user, may ask for
 	// within LinkWindow.
-	LinkLimit  int
+	LinkLimit int
+	// LinkWindow is the window LinkLimit counts in.
 	LinkWindow time.Duration
 	// MailBudget and MailBudgetWindow size the budget of mail.Budget,
 	// which the relay spends: a person's own use is a few sign-in links
