@@ -187,16 +187,3 @@ func TestNoIntegrationEventWithoutADestination(t *testing.T) {
 		t.Errorf("a service without destinations published %d events", len(got))
 	}
 }
-
-// Every integration event type has a schema, and every schema is of one.
-func TestEveryIntegrationEventHasASchema(t *testing.T) {
-	types, err := schemas.Types()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := user.IntegrationEvents()
-	slices.Sort(want)
-	if !slices.Equal(types, want) {
-		t.Errorf("schemas for %v, want one for each of %v", types, want)
-	}
-}
