@@ -25,6 +25,7 @@ import (
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/schemas"
 )
 
@@ -70,7 +71,7 @@ func streamEvents(t *testing.T, js jetstream.JetStream, n int) []publish.CloudEv
 			if got := m.Headers().Get("content-type"); got != publish.ContentType {
 				t.Errorf("%s: content-type %q", m.Subject(), got)
 			}
-			if m.Subject() != "accounts."+e.Type {
+			if m.Subject() != "accounts."+integration.Route(e.Type) {
 				t.Errorf("event %s of type %s on subject %s", e.ID, e.Type, m.Subject())
 			}
 			out = append(out, e)
@@ -121,7 +122,7 @@ func testSignInIsPublishedToJetStream(t *testing.T) {
 	app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": code}), http.StatusCreated, &session)
 
 	events := streamEvents(t, js, 2)
-	for i, typ := range []string{user.EventRegistered, user.EventSignedIn} {
+	for i, typ := range []string{integration.TypeRegistered, integration.TypeSignedIn} {
 		e := events[i]
 		if e.Type != typ || e.Subject != session.User.ID.String() || e.Source != "http://accounts.test" {
 			t.Errorf("event %d: %s about %s from %s, want %s about %s", i, e.Type, e.Subject, e.Source, typ, session.User.ID)
