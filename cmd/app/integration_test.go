@@ -38,6 +38,7 @@ func TestIntegrationEvents(t *testing.T) {
 	t.Run("JetStreamOutageLosesNothingAndRepeatsNothing", testJetStreamOutageLosesNothingAndRepeatsNothing)
 	t.Run("KafkaKeepsEachUsersEventsInOnePartitionInOrder", testKafkaKeepsEachUsersEventsInOnePartitionInOrder)
 	t.Run("WebhookIsRetriedUntilItAnswers2xx", testWebhookIsRetriedUntilItAnswers2xx)
+	t.Run("EventsAddedBeforeTheRenameAreDeliveredAsStored", testEventsAddedBeforeTheRenameAreDeliveredAsStored)
 }
 
 // streamEvents reads the whole stream ACCOUNTS, waiting until it holds at
@@ -167,6 +168,9 @@ type integrationBench struct {
 	store *lossyAcks
 	clock *testclock.Clock
 	pubs  *publishers
+
+	// db is the database of the service and the relay.
+	db *postgres.DB
 }
 
 func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench {
@@ -178,6 +182,7 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 	e := env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	db := pgtest.New(t)
 	b := &integrationBench{store: &lossyAcks{RelayStore: db.Outbox()}, clock: testclock.New(time.Now().UTC().Truncate(time.Second))}
+	b.db = db
 	keys := keyringtest.New(t, postgres.DataKeys{})
 	b.users, err = user.NewService(user.Deps{
 		Runner: db.Runner(b.clock.Now),
