@@ -1,7 +1,13 @@
 // Package schemas holds the JSON Schemas of the integration events, the
 // public contract of what this service publishes, one file per event type,
-// and checks payloads against them. Tests use it on the payloads the
-// service really produces.
+// named for the type, and checks payloads against them. Tests use it on
+// the payloads the service really produces.
+//
+// The types are namespaced and versioned
+// ("com.github.eventsourced.accounts.user.registered.v1"). The schemas of
+// the types events had before that ("user.registered") stay, marked
+// deprecated: events of those types added to an outbox before the upgrade
+// are still delivered, with the same data as their replacements.
 package schemas
 
 import (

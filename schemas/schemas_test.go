@@ -1,9 +1,13 @@
 package schemas_test
 
 import (
+	"encoding/json"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/schemas"
 )
 
@@ -40,4 +44,69 @@ func TestCheckRefusesWhatBreaksTheContract(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// Each legacy schema is deprecated, and describes the same data as the
+// schema of the type that replaced it, so that a consumer reads both
+// alike; the envelopes differ only in their type.
+func TestLegacySchemasDescribeTheDataOfTheirReplacements(t *testing.T) {
+	for legacy, typ := range integration.Legacy() {
+		t.Run(legacy, func(t *testing.T) {
+			old, current := readSchema(t, legacy), readSchema(t, typ)
+			if old["deprecated"] != true || current["deprecated"] != nil {
+				t.Errorf("deprecated: %v for %s, %v for %s; want only the legacy one", old["deprecated"], legacy, current["deprecated"], typ)
+			}
+			for _, s := range []map[string]any{old, current} {
+				delete(s["properties"].(map[string]any), "type")
+			}
+			if a, b := withoutDescriptions(old["properties"]), withoutDescriptions(current["properties"]); !reflect.DeepEqual(a, b) {
+				t.Errorf("%s and %s describe different events:\n%v\n%v", legacy, typ, a, b)
+			}
+			if !reflect.DeepEqual(old["required"], current["required"]) {
+				t.Errorf("%s requires %v, %s %v", legacy, old["required"], typ, current["required"])
+			}
+		})
+	}
+	// So the event of TestCheckAcceptsAValidEvent passes under its new
+	// type too.
+	event := strings.Replace(valid, `"type":"user.email_changed"`, `"type":"`+integration.TypeEmailChanged+`"`, 1)
+	if err := schemas.Check([]byte(event)); err != nil {
+		t.Errorf("%s: %v", integration.TypeEmailChanged, err)
+	}
+}
+
+// readSchema returns the schema of typ, decoded.
+func readSchema(t *testing.T, typ string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(typ + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("%s: %v", typ, err)
+	}
+	return s
+}
+
+// withoutDescriptions returns v with the descriptions of every level
+// taken out.
+func withoutDescriptions(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range v {
+			if k != "description" {
+				out[k] = withoutDescriptions(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = withoutDescriptions(e)
+		}
+		return out
+	}
+	return v
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -14,7 +16,7 @@ import (
 	"github.com/eventsourced/accounts/internal/publish/kafkabroker"
 	"github.com/eventsourced/accounts/internal/publish/natsbroker"
 	"github.com/eventsourced/accounts/internal/publish/webhook"
-	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/integration"
 )
 
 // integrationEvents returns what the commands add for the configured
@@ -50,12 +52,15 @@ func (p *publishers) Close() error {
 	return errors.Join(errs...)
 }
 
-// add gives each integration event type, bound for d, a handler that
-// publishes through pub to the topic that topic names.
+// add gives each integration event type bound for d a handler that
+// publishes through pub to the topic that topic names for the type's
+// route ([integration.Route]). The legacy types have handlers too: their
+// events added before the upgrade are still in the outbox, and a relay
+// with no handler for them would leave them there for good.
 func (p *publishers) add(d publish.Destination, pub message.Publisher, topic func(string) string) {
 	p.pubs = append(p.pubs, pub)
-	h := forward.Handler(pub, topic)
-	for _, typ := range user.IntegrationEvents() {
+	h := forward.Handler(pub, func(typ string) string { return topic(integration.Route(typ)) })
+	for _, typ := range append(integration.Types(), slices.Sorted(maps.Keys(integration.Legacy()))...) {
 		t := publish.Topic(d, typ)
 		p.handlers[t] = h
 		p.topics = append(p.topics, t)

@@ -26,6 +26,7 @@ import (
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/schemas"
 )
 
@@ -38,6 +39,7 @@ func TestIntegrationEvents(t *testing.T) {
 	t.Run("JetStreamOutageLosesNothingAndRepeatsNothing", testJetStreamOutageLosesNothingAndRepeatsNothing)
 	t.Run("KafkaKeepsEachUsersEventsInOnePartitionInOrder", testKafkaKeepsEachUsersEventsInOnePartitionInOrder)
 	t.Run("WebhookIsRetriedUntilItAnswers2xx", testWebhookIsRetriedUntilItAnswers2xx)
+	t.Run("EventsAddedBeforeTheRenameAreDeliveredAsStored", testEventsAddedBeforeTheRenameAreDeliveredAsStored)
 }
 
 // streamEvents reads the whole stream ACCOUNTS, waiting until it holds at
@@ -71,7 +73,7 @@ func streamEvents(t *testing.T, js jetstream.JetStream, n int) []publish.CloudEv
 			if got := m.Headers().Get("content-type"); got != publish.ContentType {
 				t.Errorf("%s: content-type %q", m.Subject(), got)
 			}
-			if m.Subject() != "accounts."+e.Type {
+			if m.Subject() != "accounts."+integration.Route(e.Type) {
 				t.Errorf("event %s of type %s on subject %s", e.ID, e.Type, m.Subject())
 			}
 			out = append(out, e)
@@ -122,7 +124,7 @@ func testSignInIsPublishedToJetStream(t *testing.T) {
 	app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": code}), http.StatusCreated, &session)
 
 	events := streamEvents(t, js, 2)
-	for i, typ := range []string{user.EventRegistered, user.EventSignedIn} {
+	for i, typ := range []string{integration.TypeRegistered, integration.TypeSignedIn} {
 		e := events[i]
 		if e.Type != typ || e.Subject != session.User.ID.String() || e.Source != "http://accounts.test" {
 			t.Errorf("event %d: %s about %s from %s, want %s about %s", i, e.Type, e.Subject, e.Source, typ, session.User.ID)
@@ -167,6 +169,9 @@ type integrationBench struct {
 	store *lossyAcks
 	clock *testclock.Clock
 	pubs  *publishers
+
+	// db is the database of the service and the relay.
+	db *postgres.DB
 }
 
 func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench {
@@ -178,6 +183,7 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 	e := env{cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	db := pgtest.New(t)
 	b := &integrationBench{store: &lossyAcks{RelayStore: db.Outbox()}, clock: testclock.New(time.Now().UTC().Truncate(time.Second))}
+	b.db = db
 	keys := keyringtest.New(t, postgres.DataKeys{})
 	b.users, err = user.NewService(user.Deps{
 		Runner: db.Runner(b.clock.Now),

@@ -12,7 +12,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/eventsourced/accounts/internal/publish"
-	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/schemas"
 )
 
@@ -90,7 +90,7 @@ func testWebhookIsRetriedUntilItAnswers2xx(t *testing.T) {
 	if len(rc.accepted) != 2 {
 		t.Fatalf("the receiver accepted %d posts, want 2", len(rc.accepted))
 	}
-	for i, typ := range []string{user.EventRegistered, user.EventSignedIn} {
+	for i, typ := range []string{integration.TypeRegistered, integration.TypeSignedIn} {
 		p := rc.accepted[i]
 		var e publish.CloudEvent
 		if err := json.Unmarshal(p.body, &e); err != nil {

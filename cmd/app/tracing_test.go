@@ -28,7 +28,7 @@ import (
 	"github.com/eventsourced/accounts/internal/publish/natsbroker/natstest"
 	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
-	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
@@ -292,7 +292,7 @@ func TestTraceFollowsARequestThroughTheOutbox(t *testing.T) {
 	// The first sign-in registers the user: user.registered goes to
 	// JetStream in the sign-in's trace.
 	_ = post("/v1/sessions", e2eJSON(t, map[string]string{"code": code}), sessionTrace, "req-session", http.StatusCreated).Body.Close()
-	registered := streamMessage(t, js, "accounts."+user.EventRegistered)
+	registered := streamMessage(t, js, "accounts."+integration.Route(integration.TypeRegistered))
 	if got := registered.Headers().Get("traceparent"); !strings.HasPrefix(got, "00-"+sessionTrace+"-") {
 		t.Errorf("user.registered's traceparent header %q, want one of trace %s", got, sessionTrace)
 	}
@@ -303,7 +303,7 @@ func TestTraceFollowsARequestThroughTheOutbox(t *testing.T) {
 	if !strings.HasPrefix(ce.TraceParent, "00-"+sessionTrace+"-") {
 		t.Errorf("user.registered's CloudEvent traceparent %q, want one of trace %s", ce.TraceParent, sessionTrace)
 	}
-	registeredTopic := publish.Topic(publish.Broker, user.EventRegistered)
+	registeredTopic := publish.Topic(publish.Broker, integration.TypeRegistered)
 	app.awaitMetric(t, "outbox_delivered_total", registeredTopic)
 
 	// The stop exports what the batch processor still holds.
@@ -356,7 +356,7 @@ func TestTraceFollowsARequestThroughTheOutbox(t *testing.T) {
 		}
 	})
 	t.Run("PublishIsInTheSignInsTrace", func(t *testing.T) {
-		deliver, send := "outbox deliver "+registeredTopic, "send accounts."+user.EventRegistered
+		deliver, send := "outbox deliver "+registeredTopic, "send accounts."+integration.Route(integration.TypeRegistered)
 		if len(spans.named(sessionTrace, deliver)) != 1 || len(spans.named(sessionTrace, send)) != 1 {
 			t.Errorf("the sign-in's trace holds %v, want %q and %q", spanNames(spans[sessionTrace]), deliver, send)
 		}

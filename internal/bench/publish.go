@@ -12,7 +12,7 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/uow"
-	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/integration"
 )
 
 // Publishing is what the publish benchmark sends integration events
@@ -24,11 +24,11 @@ type Publishing struct {
 	Options  []relay.Option
 }
 
-// Publish fills the outbox with n user.signed_in events about users
-// users, in turn, for each destination of p, then times a relay with [Bench.Relay],
-// publishing through p's handlers, until every message is published and
-// acknowledged. Each user's events go out one at a time, in order, so
-// fewer users mean less parallelism.
+// Publish fills the outbox with n [integration.SignedIn] events about
+// users users, in turn, for each destination of p, then times a relay with
+// [Bench.Relay], publishing through p's handlers, until every message is
+// published and acknowledged. Each user's events go out one at a time, in
+// order, so fewer users mean less parallelism.
 func (b Bench) Publish(ctx context.Context, p Publishing, n, users int) error {
 	if !p.Events.Enabled() {
 		return errors.New("bench publish: no destination: set BROKER_URL, or WEBHOOK_URL and WEBHOOK_SECRET")
@@ -44,8 +44,8 @@ func (b Bench) Publish(ctx context.Context, p Publishing, n, users int) error {
 			var msgs []outbox.Message
 			for i := start; i < min(start+perTx, n); i++ {
 				id := ids[i%users]
-				m, err := p.Events.Messages(user.EventSignedIn, id.String(),
-					user.SignedInData{UserID: id, Version: int64(i/users + 1)}, tx.Now())
+				m, err := p.Events.Messages(integration.TypeSignedIn, id.String(),
+					integration.SignedIn{UserID: id, Version: int64(i/users + 1)}, tx.Now())
 				if err != nil {
 					return err
 				}

@@ -22,7 +22,8 @@ type CloudEvent struct {
 	ID string `json:"id"`
 	// Source is the URI of this service ([Events.Source]).
 	Source string `json:"source"`
-	// Type is the event's type, such as "user.registered".
+	// Type is the event's type, such as
+	// "com.github.eventsourced.accounts.user.registered.v1".
 	Type string `json:"type"`
 	// Subject is what the event is about: the user's ID.
 	Subject string `json:"subject"`

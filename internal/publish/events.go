@@ -22,7 +22,7 @@ const (
 )
 
 // Topic returns the outbox topic of the events of type typ bound for d,
-// such as "broker:user.registered".
+// such as "broker:com.github.eventsourced.accounts.user.registered.v1".
 func Topic(d Destination, typ string) string { return string(d) + ":" + typ }
 
 // Events adds integration events to the outbox. The zero value has no

@@ -6,14 +6,16 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/eventsourced/accounts/internal/user/integration"
 )
 
 // The integration events the ledger expects.
 const (
-	evRegistered   = "user.registered"
-	evSignedIn     = "user.signed_in"
-	evEmailChanged = "user.email_changed"
-	evDeleted      = "user.deleted"
+	evRegistered   = integration.TypeRegistered
+	evSignedIn     = integration.TypeSignedIn
+	evEmailChanged = integration.TypeEmailChanged
+	evDeleted      = integration.TypeDeleted
 )
 
 // step is an integration event the ledger expects of a user; an optional

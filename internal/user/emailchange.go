@@ -224,10 +224,11 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code, token string) (U
 		}
 		undo, undoHash := newSecret()
 		undoExpires := tx.Now().Add(undoTTL)
-		changed, err := event(ctx, EmailChanged{
+		change := EmailChanged{
 			UserID: acct.id, OldEmail: oldSealed, NewEmail: newSealed, CodeHash: hash,
 			UndoCodeHash: undoHash, UndoExpiresAt: undoExpires,
-		})
+		}
+		changed, err := event(ctx, change)
 		if err != nil {
 			return err
 		}
@@ -249,7 +250,7 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code, token string) (U
 		}); err != nil {
 			return err
 		}
-		if err := s.publish(ctx, tx, EventEmailChanged, acct.id, EmailChangedData{UserID: acct.id, Email: c.newEmail, Version: appended[0].Version}); err != nil {
+		if err := s.publish(ctx, tx, emailChanged(change, c.newEmail, appended[0].Version)); err != nil {
 			return err
 		}
 		u = User{ID: acct.id, Email: c.newEmail, CreatedAt: acct.createdAt}
@@ -368,7 +369,8 @@ func (s *Service) UndoEmailChange(ctx context.Context, code string) (User, error
 		if err != nil {
 			return err
 		}
-		undone, err := event(ctx, EmailChangeUndone{UserID: acct.id, Email: sealed, CodeHash: hash})
+		undoing := EmailChangeUndone{UserID: acct.id, Email: sealed, CodeHash: hash}
+		undone, err := event(ctx, undoing)
 		if err != nil {
 			return err
 		}
@@ -380,7 +382,7 @@ func (s *Service) UndoEmailChange(ctx context.Context, code string) (User, error
 		if err != nil {
 			return err
 		}
-		if err := s.publish(ctx, tx, EventEmailChanged, acct.id, EmailChangedData{UserID: acct.id, Email: old, Version: appended[0].Version}); err != nil {
+		if err := s.publish(ctx, tx, emailChanged(undoing, old, appended[0].Version)); err != nil {
 			return err
 		}
 		u = User{ID: acct.id, Email: old, CreatedAt: acct.createdAt}

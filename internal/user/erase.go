@@ -69,7 +69,8 @@ type SignInForgotten struct {
 //     confirmation the account asked for to another address, and the
 //     integration events about it. A message that a
 //     relay holds at that moment may still go out, once.
-//   - With integration events, it publishes [EventDeleted].
+//   - With integration events, it publishes that the account was
+//     deleted (integration.TypeDeleted).
 //
 // The account's former addresses are no longer its own: their sign-in
 // streams, their links and mail are whoever's holds them now, and the
@@ -114,7 +115,8 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		e, err := event(ctx, Erased{UserID: acct.id})
+		erased := Erased{UserID: acct.id}
+		e, err := event(ctx, erased)
 		if err != nil {
 			return err
 		}
@@ -141,7 +143,7 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 				return err
 			}
 		}
-		return s.publish(ctx, tx, EventDeleted, acct.id, DeletedData{UserID: acct.id, Version: appended[0].Version})
+		return s.publish(ctx, tx, deleted(erased, appended[0].Version))
 	})
 }
 

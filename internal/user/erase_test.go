@@ -18,6 +18,7 @@ import (
 	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
@@ -149,23 +150,23 @@ func TestDeleteAccountErasesThePerson(t *testing.T) {
 	// hers before it.
 	var topics []string
 	for _, line := range b.outboxText(t) {
-		if strings.Contains(line, "ada@") || strings.Contains(line, ada.User.ID.String()) && !strings.Contains(line, user.EventDeleted) {
+		if strings.Contains(line, "ada@") || strings.Contains(line, ada.User.ID.String()) && !strings.Contains(line, integration.TypeDeleted) {
 			t.Errorf("the outbox still holds %s", line)
 		}
 		topics = append(topics, strings.Fields(line)[0])
 	}
 	slices.Sort(topics)
 	want := []string{
-		publish.Topic(publish.Broker, user.EventDeleted),
-		publish.Topic(publish.Broker, user.EventRegistered),
-		publish.Topic(publish.Broker, user.EventSignedIn),
+		publish.Topic(publish.Broker, integration.TypeDeleted),
+		publish.Topic(publish.Broker, integration.TypeRegistered),
+		publish.Topic(publish.Broker, integration.TypeSignedIn),
 		mail.TopicEmailChange,
 	}
 	if !slices.Equal(topics, want) {
 		t.Errorf("the outbox holds %v, want %v: Bob's events and mail, and Ada's deletion", topics, want)
 	}
 	for _, p := range b.published(t) {
-		if p.event.Type == user.EventDeleted && (p.event.Subject != ada.User.ID.String() || p.data["user_id"] != ada.User.ID.String()) {
+		if p.event.Type == integration.TypeDeleted && (p.event.Subject != ada.User.ID.String() || p.data["user_id"] != ada.User.ID.String()) {
 			t.Errorf("user.deleted about %s, want %s", p.event.Subject, ada.User.ID)
 		}
 	}
@@ -298,7 +299,7 @@ func TestALinkAskedForDuringAnErasureGoesWithIt(t *testing.T) {
 		t.Errorf("%d keys of sign-in streams are left", n)
 	}
 	for _, line := range b.outboxText(t) {
-		if !strings.HasPrefix(line, publish.Topic(publish.Broker, user.EventDeleted)) {
+		if !strings.HasPrefix(line, publish.Topic(publish.Broker, integration.TypeDeleted)) {
 			t.Errorf("the outbox holds %s", line)
 		}
 	}

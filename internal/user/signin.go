@@ -186,6 +186,7 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		}
 		acct := account{}
 		var userEvents []eventstore.Event
+		var reg Registered // the account's creation, when this sign-in makes it
 		if exists {
 			if acct, err = s.loadAccount(ctx, tx, u.ID); err != nil {
 				return err
@@ -205,7 +206,8 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 			if err != nil {
 				return err
 			}
-			e, err := event(ctx, Registered{UserID: id, Email: sealed})
+			reg = Registered{UserID: id, Email: sealed}
+			e, err := event(ctx, reg)
 			if err != nil {
 				return err
 			}
@@ -220,7 +222,8 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		}
 		token, tokenHash := newSecret()
 		expires := tx.Now().Add(s.policy.SessionTTL)
-		started, err := event(ctx, SessionStarted{UserID: u.ID, TokenHash: tokenHash, ExpiresAt: expires, Client: clientOf(ctx)})
+		start := SessionStarted{UserID: u.ID, TokenHash: tokenHash, ExpiresAt: expires, Client: clientOf(ctx)}
+		started, err := event(ctx, start)
 		if err != nil {
 			return err
 		}
@@ -234,12 +237,12 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 			return err
 		}
 		if !exists {
-			if err := s.publish(ctx, tx, EventRegistered, u.ID, RegisteredData{UserID: u.ID, Email: email, Version: appended[0].Version}); err != nil {
+			if err := s.publish(ctx, tx, registered(reg, email, appended[0].Version)); err != nil {
 				return err
 			}
 		}
 		last := appended[len(appended)-1]
-		if err := s.publish(ctx, tx, EventSignedIn, u.ID, SignedInData{UserID: u.ID, Version: last.Version}); err != nil {
+		if err := s.publish(ctx, tx, signedIn(start, last.Version)); err != nil {
 			return err
 		}
 		session = Session{Token: token, ExpiresAt: expires, User: u}
