@@ -135,6 +135,14 @@ func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.
 // high_position), which a log in order never holds. Such events, and
 // events beyond the log's clock, which no reader reaches, are counted and
 // reported as an error wrapping [projections.ErrLogOrder].
+//
+// Each part of the count is bounded on both sides, from the offset to the
+// log's last event, besides its row comparison: PostgreSQL estimates a
+// row comparison, or a bound on one side, at a large share of the table,
+// and with the statistics of ten million events it read the whole table
+// for a projection at the head of the log (a second or more, for each
+// page of activity); a range between two values it does not know yet it
+// estimates as narrow, and keeps to the indexes.
 func (l *Log) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
 	wanted := `true`
 	args := []any{group}
@@ -150,10 +158,12 @@ WITH o AS (
 	SELECT '0'::xid8, 0, 0 WHERE NOT EXISTS (SELECT 1 FROM projection_offsets WHERE consumer_group = $1)
 ), pending AS (
 	SELECT e.transaction_id, e.recorded_at, false AS passed FROM events AS e
-	WHERE (e.transaction_id, e.position) > ((SELECT tx FROM o), (SELECT pos FROM o)) AND ` + wanted + `
+	WHERE (e.transaction_id, e.position) > ((SELECT tx FROM o), (SELECT pos FROM o))
+	AND e.transaction_id BETWEEN (SELECT tx FROM o) AND (SELECT max(transaction_id) FROM events) AND ` + wanted + `
 	UNION ALL
 	SELECT e.transaction_id, e.recorded_at, true FROM events AS e
-	WHERE e.position > (SELECT high FROM o) AND (e.transaction_id, e.position) <= ((SELECT tx FROM o), (SELECT pos FROM o)) AND ` + wanted + `
+	WHERE e.position > (SELECT high FROM o) AND (e.transaction_id, e.position) <= ((SELECT tx FROM o), (SELECT pos FROM o))
+	AND e.position BETWEEN (SELECT high FROM o) AND (SELECT max(position) FROM events) AND ` + wanted + `
 )
 SELECT count(*), min(recorded_at), count(*) FILTER (WHERE passed), count(*) FILTER (WHERE transaction_id >= ` + logNext + `)
 FROM pending`
