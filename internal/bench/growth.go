@@ -162,8 +162,9 @@ func (b Bench) Growth(ctx context.Context, cfg GrowthConfig, open func(ctx conte
 	row("load whole user stream p99", dur(empty.userWhole), dur(grown.userWhole), ratio(float64(grown.userWhole), float64(empty.userWhole)))
 	row("drain messages", perSec(empty.drain), perSec(grown.drain), ratio(grown.drain, empty.drain))
 	row("activity catch-up events", perSec(empty.catchUp), perSec(grown.catchUp), ratio(grown.catchUp, empty.catchUp))
-	row(fmt.Sprintf("activity rebuild events (%d, %d)", empty.rebuildN, grown.rebuildN), perSec(empty.rebuild), perSec(grown.rebuild), 0)
-	row(fmt.Sprintf("views rebuild events (%d, %d)", empty.viewsRebuildN, grown.viewsRebuildN), perSec(empty.viewsRebuild), perSec(grown.viewsRebuild), 0)
+	of := func(v float64, n int64) string { return fmt.Sprintf("%.0f/s of %d", v, n) }
+	row("activity rebuild events", of(empty.rebuild, empty.rebuildN), of(grown.rebuild, grown.rebuildN), 0)
+	row("views rebuild events", of(empty.viewsRebuild, empty.viewsRebuildN), of(grown.viewsRebuild, grown.viewsRebuildN), 0)
 	row("events table and indexes", "", fmt.Sprintf("%d MB", bytes>>20), 0)
 	if err := w.Flush(); err != nil {
 		return err
