@@ -87,6 +87,26 @@ func TestBenchmarks(t *testing.T) {
 			}
 		})
 	})
+	t.Run("GrowthEndsWithItsSummaryLine", func(t *testing.T) {
+		t.Parallel()
+		summary := regexp.MustCompile(`\n {2,}figure {2,}empty {2,}grown {2,}grown/empty *\n(?:.*\n)+growth: events=3000 signin=\d+\.\d\dx drain=\d+\.\d\dx rebuild=\d+ ev/s bytes/event=[1-9]\d*\n$`)
+		for name, url := range map[string]string{
+			"PostgreSQL": pgtest.URL(),
+			"SQLite":     "sqlite:" + filepath.Join(t.TempDir(), "unused.db"),
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				out, err := runApp(t, t.Context(), map[string]string{"DATABASE_URL": url}, "bench", "growth", "--events", "3000",
+					"--duration", "300ms", "--concurrency", "2", "--messages", "200", "--catch-up", "300", "--samples", "20")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !summary.MatchString(out) {
+					t.Errorf("bench growth printed %q, want its table and a last line matching %s", out, summary)
+				}
+			})
+		}
+	})
 	t.Run("ProjectionEndsWithItsSummaryLine", func(t *testing.T) {
 		t.Parallel()
 		env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}

@@ -58,17 +58,14 @@ var accountKinds = []accountKind{
 
 // Chances of what a sign-in brings with it.
 const (
-	pSignOut       = 0.6  // the previous session was signed out
-	pEndedByOwner  = 0.05 // or ended from another session
-	pChange        = 0.02 // a change of address is asked for
-	pConfirmed     = 0.8  // and confirmed
-	pUndone        = 0.05 // and then undone
-	pErased        = 0.01 // the account is erased, after some sessions
-	pStranger      = 0.1  // an address that never signs in asks for a link
-	clientsInHouse = 6
+	pSignOut      = 0.6  // the previous session was signed out
+	pEndedByOwner = 0.05 // or ended from another session
+	pChange       = 0.02 // a change of address is asked for
+	pConfirmed    = 0.8  // and confirmed
+	pUndone       = 0.05 // and then undone
+	pErased       = 0.01 // the account is erased, after some sessions
+	pStranger     = 0.1  // an address that never signs in asks for a link
 )
-
-var clients = [clientsInHouse]string{"Firefox on Linux", "Chrome on Windows", "Safari on iPhone", "Chrome on Android", "Safari on macOS", "Edge on Windows"}
 
 // spec is an event of the history before it is sealed and encoded: its
 // stream, version and time, its type and what its data holds.
@@ -84,7 +81,6 @@ type spec struct {
 	hash, hash2  string
 	reason       string
 	client       string
-	requests     []time.Time
 }
 
 // account is an account of the history, as the generator follows it.
@@ -166,7 +162,7 @@ func (h *history) hashOf() string {
 	return hex.EncodeToString(b[:])
 }
 
-// streamHash returns a name of a sign-in stream's shape.
+// signInName returns a name of a sign-in stream's shape.
 func (h *history) signInName() string { return "signin-" + h.hashOf()[:32] }
 
 // next returns the next batch of up to n events, in order of time, and
@@ -282,6 +278,7 @@ func (h *history) act(a *account, at time.Time) {
 			h.user(a, at, spec{typ: user.TypeSessionEnded, hash: a.live, reason: user.EndedByOwner})
 		}
 	}
+	clients := [...]string{"Firefox on Linux", "Chrome on Windows", "Safari on iPhone", "Chrome on Android", "Safari on macOS", "Edge on Windows"}
 	a.sessions++
 	a.live = h.hashOf()
 	h.user(a, at, spec{typ: user.TypeSessionStarted, hash: a.live, client: clients[h.rng.IntN(len(clients))]})
