@@ -150,11 +150,11 @@ func decodeAll(events []eventstore.Event) error {
 		var err error
 		switch e.Type {
 		case user.TypeRegistered:
-			_, err = eventstore.Decode[user.Registered](e)
+			_, err = user.Decode[user.Registered](e)
 		case user.TypeSessionStarted:
-			_, err = eventstore.Decode[user.SessionStarted](e)
+			_, err = user.Decode[user.SessionStarted](e)
 		case user.TypeSessionEnded:
-			_, err = eventstore.Decode[user.SessionEnded](e)
+			_, err = user.Decode[user.SessionEnded](e)
 		default:
 			err = fmt.Errorf("no decoder for %s", e.Type)
 		}
