@@ -193,9 +193,8 @@ func (c *Commands) Job(ctx context.Context, name string, fn func(ctx context.Con
 	return n, err
 }
 
-// Within returns fn run under the context that the configuration's Within
-// gives its unit of work and ctx's command, for a unit of work a command
-// runs itself.
+// wrap returns fn run under the context that the configuration's Within
+// gives its unit of work.
 func (c *Commands) wrap(fn func(ctx context.Context, tx uow.Tx) error) func(ctx context.Context, tx uow.Tx) error {
 	return func(ctx context.Context, tx uow.Tx) error { return fn(c.within(ctx, tx), tx) }
 }
