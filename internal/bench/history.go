@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/requestid"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -471,12 +472,37 @@ func (s spec) event(ctx context.Context, tx uow.Tx, keys *keyring.Keyring) (even
 	default:
 		return eventstore.Event{}, fmt.Errorf("bench: history: no event of type %s", s.typ)
 	}
-	e, err := user.Events().New(data, eventstore.Metadata{})
+	e, err := user.Events().New(data, s.metadata())
 	if err != nil {
 		return eventstore.Event{}, err
 	}
 	e.Stream, e.Version, e.RecordedAt = s.stream, s.version, s.at.UTC().Truncate(time.Microsecond)
 	return e, nil
+}
+
+// causes are the commands that append each type, as the events' metadata
+// name them (aggregate.Metadata).
+var causes = map[string]string{
+	user.TypeSignInLinkRequested:  "user.RequestSignInLink",
+	user.TypeSignInLinkUsed:       "user.SignIn",
+	user.TypeRegistered:           "user.SignIn",
+	user.TypeSessionStarted:       "user.SignIn",
+	user.TypeSessionEnded:         "user.SignOut",
+	user.TypeEmailChangeRequested: "user.RequestEmailChange",
+	user.TypeEmailChanged:         "user.ConfirmEmailChange",
+	user.TypeEmailChangeUndone:    "user.UndoEmailChange",
+	user.TypeErased:               "user.DeleteAccount",
+	user.TypeSignInForgotten:      "user.ForgetIdleAddresses",
+}
+
+// metadata returns what the service's commands write beside the event:
+// the request that caused it, none for the sweep's, and the command.
+func (s spec) metadata() eventstore.Metadata {
+	md := eventstore.Metadata{CausationID: causes[s.typ]}
+	if s.typ != user.TypeSignInForgotten {
+		md.CorrelationID = requestid.New()
+	}
+	return md
 }
 
 // accountQueue orders accounts by their next sign-in (container/heap).

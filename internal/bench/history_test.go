@@ -54,3 +54,14 @@ func TestHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryNamesTheCommandOfEveryType: the history's events carry the
+// metadata the service's commands write, so every registered type needs
+// the command that appends it.
+func TestHistoryNamesTheCommandOfEveryType(t *testing.T) {
+	for _, typ := range user.Events().Types() {
+		if causes[typ] == "" {
+			t.Errorf("the history names no command that appends %s: add it to causes", typ)
+		}
+	}
+}
