@@ -29,8 +29,11 @@ func TestFixturesFold(t *testing.T) {
 	for _, f := range files {
 		base := strings.TrimSuffix(f.Name(), ".json")
 		i := strings.LastIndex(base, ".v")
+		if i < 0 {
+			t.Fatalf("fixture %s is not named TYPE.vVERSION.json", f.Name())
+		}
 		version, err := strconv.Atoi(base[i+2:])
-		if i < 0 || err != nil {
+		if err != nil {
 			t.Fatalf("fixture %s is not named TYPE.vVERSION.json", f.Name())
 		}
 		data, err := os.ReadFile(filepath.Join(dir, f.Name()))

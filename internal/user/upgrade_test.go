@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -140,7 +141,7 @@ func testUpgrade(t *testing.T, db backend.Backend, old upgraded) {
 		// Dave's five links were stored at version 1, whose time the
 		// limit reads through the upcaster: the sixth waits as long.
 		var tooMany *user.TooManyRequestsError
-		if err := svc.RequestSignInLink(ctx, old.Dave); !asTooMany(err, &tooMany) || tooMany.RetryAfter != old.DaveWait {
+		if err := svc.RequestSignInLink(ctx, old.Dave); !errors.As(err, &tooMany) || tooMany.RetryAfter != old.DaveWait {
 			t.Errorf("%s: Dave's sixth link: %v; the release before made him wait %s", when, err, old.DaveWait)
 		}
 	}
@@ -191,12 +192,6 @@ func testUpgrade(t *testing.T, db backend.Backend, old upgraded) {
 	if u, err := svc.ConfirmEmailChange(ctx, old.AdaChangeCode, old.AdaToken); err != nil || u.Email != "ada.new@example.com" {
 		t.Errorf("Ada's change of address: %+v, %v", u, err)
 	}
-}
-
-func asTooMany(err error, target **user.TooManyRequestsError) bool {
-	e, ok := err.(*user.TooManyRequestsError)
-	*target = e
-	return ok
 }
 
 func readUpgraded(t *testing.T, backend string) upgraded {
