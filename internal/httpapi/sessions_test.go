@@ -91,6 +91,11 @@ func TestSessionsOverTheAPI(t *testing.T) {
 	}
 	wantUnauthenticated(t, "DELETE /v1/me/sessions/{id} without a token",
 		e.send(t, request{method: http.MethodDelete, path: "/v1/me/sessions/" + phoneID.String()}))
+	// Whatever the ID, a token of no session is told so.
+	for _, id := range []string{phoneID.String(), "not-an-id"} {
+		wantUnauthenticated(t, "DELETE /v1/me/sessions/"+id+" with a token of no session",
+			e.send(t, request{method: http.MethodDelete, path: "/v1/me/sessions/" + id, token: "nonsense"}))
+	}
 	e.unchanged(t, "refused ends", before)
 
 	r := e.send(t, request{method: http.MethodDelete, path: "/v1/me/sessions/" + phoneID.String(), token: laptop.Token})
