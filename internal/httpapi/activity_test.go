@@ -24,6 +24,7 @@ import (
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
 // runActivity keeps the activity projection of e's database until t ends,
@@ -169,6 +170,60 @@ func testActivity(t *testing.T, e *env) {
 		wantProblem(t, "GET /v1/me/activity"+bad, e.get(t, "/v1/me/activity"+bad, ada.Token), http.StatusBadRequest, "/problems/bad-request")
 	}
 	wantUnauthenticated(t, "GET /v1/me/activity without a token", e.get(t, "/v1/me/activity", ""))
+}
+
+// An account's activity shows each session ended by another of its
+// sessions, one by one or everywhere else, and by a change of address and
+// its undoing, each with why, besides the change and its undoing with the
+// address each made, on both backends.
+func TestActivityOfEndedSessionsAndUndoneChanges(t *testing.T) {
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); testActivityOfEndedSessions(t, setup(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); testActivityOfEndedSessions(t, serveSQLite(t)) })
+}
+
+func testActivityOfEndedSessions(t *testing.T, e *env) {
+	caughtUp := runActivity(t, e)
+	laptop := e.signInAs(t, "ada@example.com", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	e.signInAs(t, "ada@example.com", "curl/8.5.0")
+	for _, s := range e.sessions(t, laptop.Token).Sessions {
+		if !s.Current {
+			wantStatus(t, "DELETE /v1/me/sessions/{id}", e.send(t, request{method: "DELETE", path: "/v1/me/sessions/" + s.ID.String(), token: laptop.Token}), http.StatusNoContent)
+		}
+	}
+	e.signIn(t, "ada@example.com")
+	wantStatus(t, "DELETE /v1/me/sessions", e.send(t, request{method: "DELETE", path: "/v1/me/sessions", token: laptop.Token}), http.StatusOK)
+	e.signIn(t, "ada@example.com")
+	wantStatus(t, "email change", e.post(t, "/v1/me/email-change", laptop.Token, newEmailBody("ada@example.net")), http.StatusAccepted)
+	code := e.oneMail(t, mail.TopicEmailChange, "ada@example.net", "/confirm-email")
+	wantStatus(t, "confirm", e.post(t, "/v1/email-changes", laptop.Token, codeBody(code)), http.StatusOK)
+	undo := e.oneMail(t, mail.TopicEmailChanged, "ada@example.com", "/undo-email")
+	wantStatus(t, "undo", e.post(t, "/v1/email-changes/undo", "", codeBody(undo)), http.StatusOK)
+	ada := e.signIn(t, "ada@example.com")
+	caughtUp()
+
+	var got []string
+	for _, it := range e.activityPage(t, ada.Token, "?limit=100").Items {
+		got = append(got, strings.TrimSpace(it.Type+" "+it.Detail))
+	}
+	want := []string{
+		"signed_in",
+		"session_ended " + user.EndedByUndo,
+		"email_change_undone ada@example.com",
+		"session_ended " + user.EndedByEmailChange,
+		"email_changed ada@example.net",
+		"email_change_requested",
+		"signed_in",
+		"session_ended " + user.EndedByOwner,
+		"signed_in",
+		"session_ended " + user.EndedByOwner,
+		"signed_in",
+		"signed_in",
+		"registered",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("activity, newest first:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // An account's activity, after random commands of several people, is what

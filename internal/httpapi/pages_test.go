@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/eventsourced/accounts/internal/httpapi"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
@@ -177,6 +179,8 @@ func TestPages(t *testing.T) {
 	t.Run("walk through sign-in, change of address and sign-out", testPagesWalkThroughSignInChangeOfAddressAndSignOut)
 	t.Run("delete the account", testPagesDeleteTheAccount)
 	t.Run("send an ended session to sign-in", testPagesSendAnEndedSessionToSignIn)
+	t.Run("end other sessions", testPagesEndOtherSessions)
+	t.Run("undo a change of address", testPagesUndoAChangeOfAddress)
 	t.Run("refuse forms from other sites", testPagesRefuseFormsFromOtherSites)
 	t.Run("show the form again with the problem", testPagesShowTheFormAgainWithTheProblem)
 	t.Run("answer an outage with 503", testPagesAnswerAnOutageWith503)
@@ -334,6 +338,140 @@ func testPagesSendAnEndedSessionToSignIn(t *testing.T) {
 	wantPage(t, "GET /?notice=session-ended", b.get(t, "/?notice=session-ended"), http.StatusOK, "Your session has ended.")
 }
 
+// testPagesEndOtherSessions: the account page lists where the account is
+// signed in, this browser marked, with a form that ends each other session
+// and one that signs out everywhere else, which work without a script;
+// each end shows in the activity, and ending this browser's own session
+// signs it out. An ID of no live session of the account ends nothing.
+func testPagesEndOtherSessions(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	caughtUp := runActivity(t, e)
+	laptop := e.signInAs(t, "ada@example.com", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0")
+	phone := e.signInAs(t, "ada@example.com", "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1")
+	script := e.signInAs(t, "ada@example.com", "curl/8.5.0")
+	bob := e.signIn(t, "bob@example.com")
+	ids := map[string]string{}
+	for _, s := range e.sessions(t, laptop.Token).Sessions {
+		ids[s.Client] = s.ID.String()
+	}
+	b := newBrowser(e.url)
+	b.cookies["session"] = &http.Cookie{Name: "session", Value: laptop.Token}
+	endForm := `<form method="post" action="/account/sessions/end">`
+	othersForm := `<form method="post" action="/account/sessions/end-others">`
+	hidden := func(id string) string { return `<input type="hidden" name="id" value="` + id + `">` }
+
+	account := b.get(t, "/account")
+	wantPage(t, "GET /account", account, http.StatusOK, "Firefox on Linux <strong>(this browser)</strong>", endForm,
+		hidden(ids["Safari on iOS"]), hidden(ids["curl"]), othersForm, "Sign out everywhere else")
+	if strings.Contains(string(account.body), hidden(ids["Firefox on Linux"])) {
+		t.Errorf("the account page offers a form that ends this browser's own session:\n%s", account.body)
+	}
+
+	before := e.snapshot(t)
+	for what, id := range map[string]string{
+		"another account's session": e.sessions(t, bob.Token).Sessions[0].ID.String(),
+		"an unknown ID":             uuid.NewString(),
+		"a malformed ID":            "not-an-id",
+	} {
+		wantPage(t, "POST /account/sessions/end of "+what, b.submit(t, "/account/sessions/end", url.Values{"id": {id}}),
+			http.StatusNotFound, `<a href="/account">`)
+	}
+	e.unchanged(t, "refused ends", before)
+
+	wantRedirect(t, "POST /account/sessions/end of the phone", b.submit(t, "/account/sessions/end", url.Values{"id": {ids["Safari on iOS"]}}),
+		"/account?notice=session-ended-elsewhere")
+	wantUnauthenticated(t, "the phone after its end", e.get(t, "/v1/me", phone.Token))
+	e.me(t, script.Token)
+	caughtUp()
+	ended := b.get(t, "/account?notice=session-ended-elsewhere")
+	wantPage(t, "GET /account after ending the phone", ended, http.StatusOK,
+		"That session has ended.", hidden(ids["curl"]), othersForm, "A session was ended from another")
+	if strings.Contains(string(ended.body), "Safari on iOS") {
+		t.Errorf("the account page still lists the ended session:\n%s", ended.body)
+	}
+
+	wantRedirect(t, "POST /account/sessions/end-others", b.submit(t, "/account/sessions/end-others", url.Values{}),
+		"/account?notice=sessions-ended")
+	wantUnauthenticated(t, "the script after signing out everywhere else", e.get(t, "/v1/me", script.Token))
+	e.me(t, laptop.Token)
+	e.me(t, bob.Token)
+	alone := b.get(t, "/account?notice=sessions-ended")
+	wantPage(t, "GET /account after signing out everywhere else", alone, http.StatusOK,
+		"Every other session has ended.", "Firefox on Linux <strong>(this browser)</strong>")
+	for _, gone := range []string{endForm, othersForm, "curl"} {
+		if strings.Contains(string(alone.body), gone) {
+			t.Errorf("with one session left the account page holds %q:\n%s", gone, alone.body)
+		}
+	}
+
+	own := b.submit(t, "/account/sessions/end", url.Values{"id": {ids["Firefox on Linux"]}})
+	wantRedirect(t, "POST /account/sessions/end of this browser's own", own, "/?notice=signed-out")
+	if len(own.cookies) != 1 || own.cookies[0].Name != "session" || own.cookies[0].MaxAge >= 0 {
+		t.Errorf("ending this browser's own session set %v, want the session cookie cleared", own.cookies)
+	}
+	wantUnauthenticated(t, "the laptop after ending its own session", e.get(t, "/v1/me", laptop.Token))
+}
+
+// testPagesUndoAChangeOfAddress: the link of the notice that a confirmed
+// change mails to the address the account left opens a page that names
+// that address, and uses nothing up; its button, without a script, moves
+// the account back, ends every session, this browser's too, and says so.
+// A used link says so and offers no form; an address that another account
+// took meanwhile is said and changes nothing.
+func testPagesUndoAChangeOfAddress(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	// change moves the account of token to the address to, and returns
+	// the code that the notice to the address it left carries.
+	change := func(token, from, to string) string {
+		t.Helper()
+		wantStatus(t, "POST /v1/me/email-change", e.post(t, "/v1/me/email-change", token, newEmailBody(to)), http.StatusAccepted)
+		code := e.oneMail(t, mail.TopicEmailChange, to, "/confirm-email")
+		wantStatus(t, "POST /v1/email-changes", e.post(t, "/v1/email-changes", token, codeBody(code)), http.StatusOK)
+		return e.oneMail(t, mail.TopicEmailChanged, from, "/undo-email")
+	}
+	ada := e.signIn(t, "ada@example.com")
+	undo := change(ada.Token, "ada@example.com", "mallory@example.net")
+	b := newBrowser(e.url)
+	b.cookies["session"] = &http.Cookie{Name: "session", Value: ada.Token}
+
+	before := e.snapshot(t)
+	for range 2 {
+		wantPage(t, "GET /undo-email", b.get(t, "/undo-email?code="+undo), http.StatusOK,
+			`<form method="post" action="/undo-email">`, `value="`+undo+`"`, `<strong id="undo-to">`+shown("ada@example.com")+`</strong>`)
+	}
+	e.unchanged(t, "opening the undo link", before)
+
+	undone := b.submit(t, "/undo-email", url.Values{"code": {undo}})
+	wantRedirect(t, "POST /undo-email", undone, "/?notice=email-restored")
+	if len(undone.cookies) != 1 || undone.cookies[0].Name != "session" || undone.cookies[0].MaxAge >= 0 {
+		t.Errorf("POST /undo-email set %v, want the session cookie cleared", undone.cookies)
+	}
+	wantPage(t, "GET / after the undo", b.get(t, "/?notice=email-restored"), http.StatusOK, "The change of address is undone")
+	wantUnauthenticated(t, "the session after the undo", e.get(t, "/v1/me", ada.Token))
+	again := e.signIn(t, "ada@example.com")
+	if again.User.ID != ada.User.ID {
+		t.Errorf("ada@example.com signs in to %s after the undo, want her account %s", again.User.ID, ada.User.ID)
+	}
+	used := b.get(t, "/undo-email?code="+undo)
+	wantPage(t, "GET /undo-email of a used link", used, http.StatusBadRequest,
+		"This link is unknown, used or expired.", `<a class="action" href="/">Go to the start</a>`)
+	wantNoForm(t, "GET /undo-email of a used link", used, undo)
+
+	// Another account takes the address the account left: the undo says
+	// so, and changes nothing.
+	undo = change(again.Token, "ada@example.com", "ada@example.org")
+	e.signIn(t, "ada@example.com")
+	before = e.snapshot(t)
+	wantPage(t, "POST /undo-email of an address taken since", b.submit(t, "/undo-email", url.Values{"code": {undo}}),
+		http.StatusConflict, "Another account holds that address now, so the change cannot be undone. Nothing was changed.")
+	e.unchanged(t, "an undo of an address taken since", before)
+	if got := e.me(t, again.Token).Email; got != "ada@example.org" {
+		t.Errorf("after a refused undo the account is at %q, want ada@example.org", got)
+	}
+}
+
 // testPagesRefuseFormsFromOtherSites: a form posted from another site,
 // as a browser says by Sec-Fetch-Site or, without it, by Origin, is
 // refused with 403 and changes nothing, the sign-in included (a forged one
@@ -352,6 +490,12 @@ func testPagesRefuseFormsFromOtherSites(t *testing.T) {
 		"/confirm-email": {"code": {code}},
 		"/account/email": {"new_email": {"grace@example.com"}},
 		"/sign-out":      {},
+		// The forms that end sessions, which a forged one would end
+		// for the victim, and the undo of a change.
+		"/account/sessions/end":        {"id": {uuid.NewString()}},
+		"/account/sessions/end-others": {},
+		"/undo-email":                  {"code": {code}},
+		"/account/delete":              {"confirm": {"yes"}},
 	}
 	for path, form := range forms {
 		for _, from := range []map[string]string{

@@ -79,21 +79,17 @@ func handleSessions(users Users, log *slog.Logger) http.HandlerFunc {
 	}
 }
 
-// handleEndSession ends one session of the bearer's account: 204, or 404
-// for an ID that names no live session of it.
+// handleEndSession ends one session of the bearer's account: 204, 401
+// for a token of no session, or 404 for an ID that names no live session
+// of the account. A malformed ID is no session's (uuid.Nil names none), so
+// the token is checked first for it too.
 func handleEndSession(users Users, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token := bearer(r)
-		if token == "" {
-			writeError(w, r, log, user.ErrUnauthenticated, 0)
-			return
-		}
 		id, err := uuid.Parse(r.PathValue("id"))
 		if err != nil {
-			writeProblem(w, r, http.StatusNotFound, TypeNotFound, "no session has that ID")
-			return
+			id = uuid.Nil
 		}
-		if err := users.EndSession(r.Context(), token, id); err != nil {
+		if err := users.EndSession(r.Context(), bearer(r), id); err != nil {
 			writeError(w, r, log, err, 0)
 			return
 		}

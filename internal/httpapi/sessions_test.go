@@ -91,6 +91,11 @@ func TestSessionsOverTheAPI(t *testing.T) {
 	}
 	wantUnauthenticated(t, "DELETE /v1/me/sessions/{id} without a token",
 		e.send(t, request{method: http.MethodDelete, path: "/v1/me/sessions/" + phoneID.String()}))
+	// Whatever the ID, a token of no session is told so.
+	for _, id := range []string{phoneID.String(), "not-an-id"} {
+		wantUnauthenticated(t, "DELETE /v1/me/sessions/"+id+" with a token of no session",
+			e.send(t, request{method: http.MethodDelete, path: "/v1/me/sessions/" + id, token: "nonsense"}))
+	}
 	e.unchanged(t, "refused ends", before)
 
 	r := e.send(t, request{method: http.MethodDelete, path: "/v1/me/sessions/" + phoneID.String(), token: laptop.Token})
@@ -112,8 +117,9 @@ func TestSessionsOverTheAPI(t *testing.T) {
 }
 
 // TestUndoEmailChangeOverTheAPI: the code mailed to the address a change
-// left moves the account back, once, and ends every session; a used code
-// is refused and changes nothing.
+// left moves the account back, once, and ends every session; a used code,
+// a code whose address another account took since (409) and a code of an
+// erased account are refused and change nothing.
 func TestUndoEmailChangeOverTheAPI(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -143,4 +149,29 @@ func TestUndoEmailChangeOverTheAPI(t *testing.T) {
 	r = e.post(t, "/v1/email-changes/undo", "", codeBody(undo))
 	wantProblem(t, "a second undo", r, http.StatusBadRequest, httpapi.TypeInvalidCode)
 	e.unchanged(t, "a second undo", before)
+
+	// An address that another account took meanwhile is 409; the code of
+	// an erased account is 400. Neither changes anything.
+	changed := func(token, from, to string) string {
+		t.Helper()
+		wantStatus(t, "email change", e.post(t, "/v1/me/email-change", token, newEmailBody(to)), http.StatusAccepted)
+		code := e.oneMail(t, mail.TopicEmailChange, to, "/confirm-email")
+		wantStatus(t, "confirm", e.post(t, "/v1/email-changes", token, codeBody(code)), http.StatusOK)
+		return e.oneMail(t, mail.TopicEmailChanged, from, "/undo-email")
+	}
+	ada = e.signIn(t, "ada@example.com")
+	taken := changed(ada.Token, "ada@example.com", "ada@example.org")
+	e.signIn(t, "ada@example.com")
+	grace := e.signIn(t, "grace@example.com")
+	erased := changed(grace.Token, "grace@example.com", "grace@example.net")
+	wantStatus(t, "DELETE /v1/me", e.send(t, request{method: http.MethodDelete, path: "/v1/me", token: grace.Token}), http.StatusNoContent)
+	before = e.snapshot(t)
+	wantProblem(t, "an undo of an address taken since", e.post(t, "/v1/email-changes/undo", "", codeBody(taken)),
+		http.StatusConflict, httpapi.TypeEmailTaken)
+	wantProblem(t, "an undo of an erased account", e.post(t, "/v1/email-changes/undo", "", codeBody(erased)),
+		http.StatusBadRequest, httpapi.TypeInvalidCode)
+	e.unchanged(t, "refused undos", before)
+	if got := e.me(t, ada.Token).Email; got != "ada@example.org" {
+		t.Errorf("after a refused undo the account is at %q, want ada@example.org", got)
+	}
 }
