@@ -14,6 +14,5 @@
 // [Commands] runs a domain's commands: each one unit of work, run again
 // when it loses a race on its stream's version, one span and one
 // measurement of its duration and outcome, its events carrying the
-// request and the command that caused them ([Metadata]). [LoadTail]
-// loads the recent stretch of a stream that grows without bound.
+// request and the command that caused them ([Metadata]).
 package aggregate

@@ -6,8 +6,8 @@ import (
 )
 
 // Condition is what [Store.AppendLaterIf] requires of a stream's recent
-// events, those whose [Event.RecordedAt] is at or after Since, in place
-// of an expected version: fewer than Fewer of them are of the types
+// events, the stretch after its last event recorded before Since, as
+// [Store.LoadSince] returns them, in place of an expected version: fewer than Fewer of them are of the types
 // Counted, and none is of the types Absent. It is a conditional write,
 // as DynamoDB's condition expressions are, cut to what a limit over a
 // window of time needs: a command that allows a few events per window
@@ -17,9 +17,8 @@ import (
 // The zero Condition is invalid: Fewer must be at least 1. Fewer 1 with
 // no types requires that the stream has no event recorded since Since.
 type Condition struct {
-	// Since begins the stretch of the stream the condition looks at.
-	// Stores keep RecordedAt to the microsecond and compare it with
-	// Since exactly, as [Store.LoadSince] does.
+	// Since begins the stretch of the stream the condition looks at, as
+	// it begins the one [Store.LoadSince] returns, compared exactly.
 	Since time.Time
 	// Fewer bounds the recent events of the types Counted.
 	Fewer int

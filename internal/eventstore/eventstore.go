@@ -146,8 +146,9 @@ type Store interface {
 	// Load returns the events of stream whose version is at least from, in
 	// version order. A stream with no events returns none and no error.
 	Load(ctx context.Context, tx uow.Tx, stream string, from int64) ([]Event, error)
-	// LoadSince returns the events of stream whose [Event.RecordedAt] is
-	// at or after since, in version order, with their Position set as
+	// LoadSince returns the recent stretch of stream: its events after
+	// the last one whose [Event.RecordedAt] is before since (all of them
+	// when none is), in version order, with their Position set as
 	// [Store.Load] sets it, and the stream's current version: 0 for a
 	// stream with no events, and the version of its last event even when
 	// none is recent. Both are read together, in one snapshot of the
@@ -157,12 +158,15 @@ type Store interface {
 	// whose streams grow without bound.
 	//
 	// RecordedAt is read from the clock of the unit of work that appended
-	// an event, so it need not grow with the version: the events returned
-	// are those whose time is at or after since, whatever their versions,
-	// and a later version may be left out while an earlier one is
-	// returned. since is compared exactly, though stores keep RecordedAt to
-	// the microsecond: a since of 12:00:00.0000005 leaves out an event of
-	// 12:00:00.000000.
+	// an event, so it need not grow with the version. While it does, the
+	// recent stretch is the events recorded at or after since. Where
+	// clocks disagree, an event recorded at or after since is left out
+	// when a later version carries an earlier time than since: what is
+	// returned always runs without a gap to the head, so a fold never
+	// sees a fact without the ones that came after it. A store finds the
+	// stretch from the head back, without an index of times. since is compared exactly, though stores keep RecordedAt to
+	// the microsecond: a since of 12:00:00.0000005 counts an event of
+	// 12:00:00.000000 as before it.
 	LoadSince(ctx context.Context, tx uow.Tx, stream string, since time.Time) ([]Event, int64, error)
 	// Lock holds stream for tx until tx ends: another unit of work that locks
 	// the same stream waits until then. Optimistic concurrency alone makes N

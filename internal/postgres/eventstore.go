@@ -133,8 +133,7 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 
 // AppendLaterIf is [eventstore.Store.AppendLaterIf]: the INSERT of
 // [EventStore.AppendLater], under cond instead of a version. It reads the
-// stream's events recorded since cond.Since, through the index on
-// (stream, recorded_at).
+// stream's recent stretch from cond.Since ([stretchBefore]).
 func (s *EventStore) AppendLaterIf(ctx context.Context, t uow.Tx, stream string, cond eventstore.Condition, events ...eventstore.Event) ([]eventstore.Event, error) {
 	fail := func(err error) error {
 		return fmt.Errorf("eventstore: append %s if fewer than %d since %s: %w",
@@ -238,7 +237,7 @@ const (
 	atExpected = `head.version = $8`
 	fewerSince = `(SELECT count(*) FILTER (WHERE $10::text[] IS NULL OR type = ANY($10::text[])) < $9
 		AND count(*) FILTER (WHERE type = ANY($11::text[])) = 0
-		FROM events WHERE stream = $1 AND recorded_at >= $8)`
+		FROM events WHERE stream = $1 AND version > ` + stretchBefore + `$8` + stretchAfter + `)`
 
 	appendHead = `
 WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1),
@@ -436,9 +435,9 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 // version order, with their Position set, and the stream's current version,
 // as [eventstore.Store.LoadSince] describes.
 //
-// It is one statement, so one snapshot: the head version comes from the
-// primary key (stream, version), the recent events from the index
-// events_stream_recorded_at, and neither reads the stream's older events.
+// It is one statement, so one snapshot: the head version and the recent
+// stretch both come from the primary key (stream, version), read from the
+// head back ([stretchBefore]), and neither reads the stream's older events.
 // Every row carries the head; a stream with no recent event returns one row
 // of the head alone, whose event columns are NULL.
 func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
@@ -471,8 +470,18 @@ func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, sin
 const loadSinceQuery = `
 WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
 SELECT head.version, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at, e.transaction_id, e.position, e.schema_version
-FROM head LEFT JOIN events e ON e.stream = $1 AND e.recorded_at >= $2
+FROM head LEFT JOIN events e ON e.stream = $1 AND e.version > ` + stretchBefore + `$2` + stretchAfter + `
 ORDER BY e.version`
+
+// stretchBefore, a time, and stretchAfter make the version after which
+// the recent stretch of the stream $1 begins from that time: the version
+// of its last event recorded before the time, or 0. It walks the primary
+// key from the stream's head back and stops at the first such event, so it
+// reads the recent events and one more, however long the stream.
+const (
+	stretchBefore = `coalesce((SELECT version FROM events WHERE stream = $1 AND recorded_at < `
+	stretchAfter  = ` ORDER BY version DESC LIMIT 1), 0)`
+)
 
 // ceilMicro returns t rounded up to the microsecond, the precision of
 // timestamptz. pgx would round it down, and an event recorded at the start

@@ -164,9 +164,9 @@ func (s *EventStore) AppendLaterIf(ctx context.Context, t uow.Tx, stream string,
 	return appended, nil
 }
 
-// checkCondition returns ErrConcurrency when the events of stream
-// recorded since cond.Since do not meet cond. It reads them through the
-// index on (stream, recorded_at), and names the types in the statement:
+// checkCondition returns ErrConcurrency when the recent stretch of
+// stream, from cond.Since ([stretchStart]), does not meet cond. It names
+// the types in the statement:
 // a list to unpack (json_each) would cost a stream with recent events
 // more than one without, which a caller that hides how busy a stream is
 // must not pay.
@@ -185,8 +185,8 @@ func (s *EventStore) checkCondition(ctx context.Context, st *tx, stream string, 
 			args = append(args, typ)
 		}
 	}
-	args = append(args, stream, ceilMicros(cond.Since))
-	q := `SELECT ` + counted + `, ` + absent + ` FROM events WHERE stream = ? AND recorded_at >= ?`
+	args = append(args, stream, stream, ceilMicros(cond.Since))
+	q := `SELECT ` + counted + `, ` + absent + ` FROM events WHERE stream = ? AND version > ` + stretchStart
 	var n, absentN int
 	if err := st.QueryRowContext(ctx, q, args...).Scan(&n, &absentN); err != nil {
 		return err
@@ -229,13 +229,13 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 	return events, nil
 }
 
-// LoadSince returns the events of stream recorded at or after since, in
-// version order, with their Position set, and the stream's current version,
-// as [eventstore.Store.LoadSince] describes. The head version comes from the index of
-// UNIQUE (stream, version), the recent events from the index
-// events_stream_recorded_at; neither reads the stream's older events. The
-// two queries see one state of the stream: a unit of work holds the write
-// lock from its first statement, and a read-only one reads one snapshot.
+// LoadSince returns the recent stretch of stream from since, in version
+// order, with their Position set, and the stream's current version, as
+// [eventstore.Store.LoadSince] describes. Both come from the index of
+// UNIQUE (stream, version), read from the head back ([stretchStart]),
+// and neither reads the stream's older events. The two queries see one
+// state of the stream: a unit of work holds the write lock from its
+// first statement, and a read-only one reads one snapshot.
 func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
 	when := since.UTC().Format(time.RFC3339Nano)
 	st, err := asTx(t)
@@ -247,7 +247,7 @@ func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, sin
 	if err != nil {
 		return nil, 0, fmt.Errorf("eventstore: load %s since %s: %w", stream, when, err)
 	}
-	events, err := queryEvents(ctx, st, sinceQuery, stream, ceilMicros(since))
+	events, err := queryEvents(ctx, st, sinceQuery, stream, stream, ceilMicros(since))
 	if err != nil {
 		return nil, 0, fmt.Errorf("eventstore: load %s since %s: %w", stream, when, err)
 	}
@@ -255,11 +255,19 @@ func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, sin
 }
 
 // headQuery and sinceQuery are the queries of [EventStore.LoadSince], given
-// the stream and, for sinceQuery, since in microseconds.
+// the stream and, for sinceQuery, the stream again and since in
+// microseconds.
 const (
 	headQuery  = `SELECT coalesce(max(version), 0) FROM events WHERE stream = ?`
-	sinceQuery = `SELECT ` + eventColumns + ` FROM events WHERE stream = ? AND recorded_at >= ? ORDER BY version`
+	sinceQuery = `SELECT ` + eventColumns + ` FROM events WHERE stream = ? AND version > ` + stretchStart + ` ORDER BY version`
 )
+
+// stretchStart is the version after which a stream's recent stretch
+// begins, given the stream and since in microseconds: that of its last
+// event recorded before since, or 0. It walks the stream's versions from
+// the head back and stops at the first such event, so it reads the
+// recent events and one more, however long the stream.
+const stretchStart = `coalesce((SELECT version FROM events WHERE stream = ? AND recorded_at < ? ORDER BY version DESC LIMIT 1), 0)`
 
 // ceilMicros returns t in microseconds, as stored, rounded up: an event
 // recorded at the start of t's microsecond is before t.

@@ -7,13 +7,12 @@ import (
 	"testing"
 )
 
-// LoadSince reads neither the table nor the whole stream: the head comes
-// from the index of UNIQUE (stream, version), the recent events from
-// events_stream_recorded_at, before and after ANALYZE has described a long
-// stream. since leaves out all but the last 1000 of its 20000 events: this
-// SQLite has STAT4, so with statistics it weighs the actual since, and for
-// one that takes in most of the stream it rightly reads the stream in
-// version order instead, which spares the sort.
+// LoadSince reads neither the table nor the whole stream: the head and
+// the recent stretch come from the index of UNIQUE (stream, version), in
+// its order, so that the walk from the head back stops at the first event
+// before since (LIMIT 1 with no sort), before and after ANALYZE has
+// described a long stream. since leaves out all but the last 1000 of its
+// 20000 events.
 func TestLoadSinceUsesIndexes(t *testing.T) {
 	t.Parallel()
 	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "test.db"))
@@ -37,11 +36,11 @@ func TestLoadSinceUsesIndexes(t *testing.T) {
 			index string
 		}{
 			{"the head", headQuery, []any{"hot"}, "INDEX sqlite_autoindex_events_"},
-			{"the recent events", sinceQuery, []any{"hot", int64(19000)}, "INDEX events_stream_recorded_at (stream=? AND recorded_at>?)"},
+			{"the recent events", sinceQuery, []any{"hot", "hot", int64(19000)}, "INDEX sqlite_autoindex_events_"},
 		} {
 			plan := explain(t, db, tc.query, tc.args...)
-			if strings.Contains(plan, "SCAN events") || !strings.Contains(plan, tc.index) {
-				t.Errorf("%s, %s: the plan is %q, want a search of %s", when, tc.name, plan, tc.index)
+			if strings.Contains(plan, "SCAN events") || strings.Contains(plan, "TEMP B-TREE") || !strings.Contains(plan, tc.index) {
+				t.Errorf("%s, %s: the plan is %q, want a search of %s in its order", when, tc.name, plan, tc.index)
 			}
 		}
 	}

@@ -186,10 +186,11 @@ func (s *Service) window(tx uow.Tx) time.Time {
 	return tx.Now().Add(-s.span())
 }
 
-// loadTail returns the events of stream from the first one recorded within
-// [Service.window], and the stream's version ([aggregate.LoadTail]).
+// loadTail returns the recent stretch of stream from [Service.window]
+// and the stream's version ([eventstore.Store.LoadSince]): an append at
+// that version still checks the whole stream.
 func (s *Service) loadTail(ctx context.Context, tx uow.Tx, stream string) ([]eventstore.Event, int64, error) {
-	return aggregate.LoadTail(ctx, s.Events, tx, stream, s.window(tx))
+	return s.Events.LoadSince(ctx, tx, stream, s.window(tx))
 }
 
 // span is how long a request for a link matters: the longer of

@@ -68,8 +68,10 @@ func newEventsOf(t *testing.T, typ string, n int) []eventstore.Event {
 // stream, to streams whose events are all older than the condition's
 // since, and to streams with fewer recent events than it allows, of the
 // types it counts, beside more of other types and an absent type's older
-// than since: the events follow the head, at the unit of work's time, and
-// come back without a version.
+// than since, and to a stream whose head was recorded before since after
+// an event recorded since, which the stretch after the head leaves out:
+// the events follow the head, at the unit of work's time, and come back
+// without a version.
 func testAppendLaterIfAppends(t *testing.T, h Harness) {
 	t0, t1 := tailBase, tailBase.Add(time.Minute)
 	appendAt(t, h, t0, "s", eventstore.NoStream, newEvents(t, 2)...)
@@ -77,6 +79,9 @@ func testAppendLaterIfAppends(t *testing.T, h Harness) {
 	appendAt(t, h, t0, "few", eventstore.NoStream, newEvents(t, 2)...)
 	appendAt(t, h, t0, "mixed", eventstore.NoStream, newEventsOf(t, typeAbsent, 1)...)
 	appendAt(t, h, t1, "mixed", eventstore.Exactly(1), slices.Concat(newEvents(t, 3), newEventsOf(t, typeCounted, 1))...)
+	// The later version carries the earlier time: nothing follows it.
+	appendAt(t, h, t1, "skewed", eventstore.NoStream, newEvents(t, 1)...)
+	appendAt(t, h, t0, "skewed", eventstore.Exactly(1), newEvents(t, 1)...)
 	now := t0.Add(time.Hour)
 	for i, tc := range []condCase{
 		{"a missing stream", "new", quiet(now), 1},
@@ -91,6 +96,7 @@ func testAppendLaterIfAppends(t *testing.T, h Harness) {
 		{"none counted, an absent type's before since", "mixed", eventstore.Condition{
 			Since: t0.Add(time.Microsecond), Fewer: 1, Counted: []string{"test.none"}, Absent: []string{typeAbsent},
 		}, 2},
+		{"an earlier version's time after since, the head's before", "skewed", quiet(t1), 1},
 	} {
 		beside := fmt.Sprintf("beside-%d", i)
 		before := load(t, h, tc.stream, 0)
@@ -120,17 +126,18 @@ func testAppendLaterIfAppends(t *testing.T, h Harness) {
 
 // testAppendLaterIfRefused appends to streams whose recent events do not
 // meet the condition: as many as it allows, or more, of the types it
-// counts, compared to the nanosecond, including one whose head is older
-// than an earlier version, as when clocks disagree; or one of a type it
+// counts, compared to the nanosecond, including ones whose times do not
+// grow with their versions, as when clocks disagree; or one of a type it
 // requires absent. The unit of work fails with ErrConcurrency and writes
 // nothing, neither the append nor the one beside it.
 func testAppendLaterIfRefused(t *testing.T, h Harness) {
 	t0, t1 := tailBase, tailBase.Add(time.Minute)
 	s := appendAt(t, h, t0, "s", eventstore.NoStream, newEvents(t, 1)...)
 	s = append(s, appendAt(t, h, t1, "s", eventstore.Exactly(1), newEvents(t, 1)...)...)
-	// The later version carries the earlier time.
-	skewed := appendAt(t, h, t1, "skewed", eventstore.NoStream, newEvents(t, 1)...)
-	skewed = append(skewed, appendAt(t, h, t0, "skewed", eventstore.Exactly(1), newEvents(t, 1)...)...)
+	// The middle version carries a later time than the head's.
+	skewed := appendAt(t, h, t0, "skewed", eventstore.NoStream, newEvents(t, 1)...)
+	skewed = append(skewed, appendAt(t, h, t1.Add(time.Second), "skewed", eventstore.Exactly(1), newEvents(t, 1)...)...)
+	skewed = append(skewed, appendAt(t, h, t1, "skewed", eventstore.Exactly(2), newEvents(t, 1)...)...)
 	mixed := appendAt(t, h, t0, "mixed", eventstore.NoStream, slices.Concat(newEventsOf(t, typeCounted, 2), newEvents(t, 3))...)
 	absent := appendAt(t, h, t1, "absent", eventstore.NoStream, newEventsOf(t, typeAbsent, 1)...)
 	now := t1.Add(time.Hour)
@@ -142,7 +149,8 @@ func testAppendLaterIfRefused(t *testing.T, h Harness) {
 		{"the last event's time in another zone", "s", quiet(t1.In(time.FixedZone("UTC-5", -5*60*60))), 1},
 		{"a microsecond before the last event", "s", quiet(t1.Add(-time.Microsecond)), 2},
 		{"the zero time", "s", quiet(time.Time{}), 1},
-		{"the earlier version's time, after the head's", "skewed", quiet(t1), 1},
+		{"a middle version's time after the head's, both recent", "skewed", quiet(t1), 1},
+		{"a middle version's time after the head's, fewer than two", "skewed", eventstore.Condition{Since: t1, Fewer: 2}, 1},
 		{"two recent events, fewer than two", "s", eventstore.Condition{Since: t0, Fewer: 2}, 1},
 		{"two recent events, fewer than two, several events", "s", eventstore.Condition{Since: t0, Fewer: 2}, 3},
 		{"two counted among five, fewer than two counted", "mixed", counted(t0, 2), 1},

@@ -802,25 +802,40 @@ func testLoadSince(t *testing.T, h Harness) {
 	}
 }
 
-// LoadSince returns events in version order even when their times are
-// not, as when units of work on different machines read clocks that
-// disagree.
+// LoadSince returns the stretch after the last event recorded before
+// since, in version order, when the times do not grow with the versions,
+// as when units of work on different machines read clocks that disagree:
+// a recent event that a later version recorded before since follows is
+// left out, with every event before it, and no event recorded before
+// since is ever in.
 func testLoadSinceVersionOrder(t *testing.T, h Harness) {
 	t0, t1, t2 := tailBase, tailBase.Add(time.Minute), tailBase.Add(2*time.Minute)
-	times := []time.Time{t2, t0, t1, t2, t1, t0}
+	times := []time.Time{t2, t0, t2, t1, t2, t1}
 	var events []eventstore.Event
 	for i, at := range times {
 		events = append(events, appendAt(t, h, at, "s", eventstore.Exactly(int64(i)), newEvents(t, 1)...)...)
 	}
-	got, version := loadSince(t, h, "s", t1)
-	assertIDs(t, "LoadSince(s, t1)", got, events[0], events[2], events[3], events[4])
-	for i, v := range []int64{1, 3, 4, 5} {
-		if got[i].Version != v {
-			t.Errorf("LoadSince(s, t1)[%d].Version = %d, want %d", i, got[i].Version, v)
+	for _, tc := range []struct {
+		name  string
+		since time.Time
+		want  []eventstore.Event
+	}{
+		{"t1, after the second event's t0", t1, events[2:]},
+		{"t2, after the sixth event's t1", t2, nil},
+		{"t0, before every event", t0, events},
+		{"a microsecond after t0", t0.Add(time.Microsecond), events[2:]},
+	} {
+		got, version := loadSince(t, h, "s", tc.since)
+		what := fmt.Sprintf("LoadSince(s, %s)", tc.name)
+		assertIDs(t, what, got, tc.want...)
+		for i := range got {
+			if want := tc.want[i].Version; got[i].Version != want {
+				t.Errorf("%s[%d].Version = %d, want %d", what, i, got[i].Version, want)
+			}
 		}
-	}
-	if version != int64(len(times)) {
-		t.Errorf("LoadSince(s, t1): version = %d, want the head %d, whose event is not recent", version, len(times))
+		if version != int64(len(times)) {
+			t.Errorf("%s: version = %d, want the head %d", what, version, len(times))
+		}
 	}
 }
 
