@@ -28,6 +28,13 @@ func newSecret() (plain, hash string) {
 	return plain, hashSecret(plain)
 }
 
+// newToken returns a fresh session token and its hash, as the session
+// events hold it: [hashSecret] in bytes.
+func newToken() (plain string, hash TokenHash) {
+	plain, _ = newSecret()
+	return plain, sumSecret(plain)
+}
+
 // hashSecret returns the hex SHA-256 of a code or token as a person sent it,
 // after trimming and lower-casing, so that a code typed in upper case works.
 func hashSecret(plain string) string {
