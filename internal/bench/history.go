@@ -436,9 +436,17 @@ func (s spec) event(ctx context.Context, tx uow.Tx, keys *keyring.Keyring) (even
 		}
 		data = user.Registered{UserID: id, Email: sealed}
 	case user.TypeSessionStarted:
-		data = user.SessionStarted{UserID: id, TokenHash: s.hash, ExpiresAt: s.at.Add(sessionTTL), Client: s.client}
+		hash, err := user.ParseTokenHash(s.hash)
+		if err != nil {
+			return eventstore.Event{}, err
+		}
+		data = user.SessionStarted{TokenHash: hash, ExpiresAt: s.at.Add(sessionTTL), Client: s.client}
 	case user.TypeSessionEnded:
-		data = user.SessionEnded{UserID: id, TokenHash: s.hash, Reason: s.reason}
+		hash, err := user.ParseTokenHash(s.hash)
+		if err != nil {
+			return eventstore.Event{}, err
+		}
+		data = user.SessionEnded{TokenHash: hash, Reason: s.reason}
 	case user.TypeEmailChangeRequested:
 		// The sweep forgot the change's key once it could no longer be
 		// confirmed: the address is sealed, and its key gone.

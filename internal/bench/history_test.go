@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -63,5 +67,58 @@ func TestHistoryNamesTheCommandOfEveryType(t *testing.T) {
 		if causes[typ] == "" {
 			t.Errorf("the history names no command that appends %s: add it to causes", typ)
 		}
+	}
+}
+
+// The history's events are those the service writes: each at its type's
+// current version, as the registry makes them, and decoded by the log's
+// readers as they are; the session events, most of the log, name their
+// account by their stream.
+func TestHistoryWritesCurrentVersions(t *testing.T) {
+	t.Parallel()
+	db := sqlitetest.New(t)
+	value, err := keyring.NewMasterKey("history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters, err := keyring.ParseMasters(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := keyring.New(masters, db.DataKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHistory(7, "h", 5000, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	types := map[string]int{}
+	err = db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		ctx = keyring.Within(ctx, tx)
+		for specs := h.next(1000); len(specs) > 0; specs = h.next(1000) {
+			for _, s := range specs {
+				e, err := s.event(ctx, tx, keys)
+				if err != nil {
+					return err
+				}
+				types[e.Type]++
+				if v := user.Events().Version(e.Type); e.SchemaVersion != v {
+					t.Errorf("%s %s at version %d, want %d", e.Type, e.ID, e.SchemaVersion, v)
+				}
+				if _, err := user.Events().Decode(e); err != nil {
+					t.Errorf("decode: %v", err)
+				}
+				if e.Type == user.TypeSessionStarted || e.Type == user.TypeSessionEnded {
+					if id, err := user.UserOf(e); err != nil || e.Stream != "user-"+s.account.id.String() {
+						t.Errorf("%s %s in %s: account %s, %v; want %s", e.Type, e.ID, e.Stream, id, err, s.account.id)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if types[user.TypeSessionStarted] == 0 || types[user.TypeSessionEnded] == 0 {
+		t.Errorf("no session events in the history: %v", types)
 	}
 }

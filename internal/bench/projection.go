@@ -225,17 +225,21 @@ func (b Bench) runProjection(ctx context.Context, p projections.Projection) (sto
 // activityEvent returns the k-th event of account id's history as the
 // activity projection reads it, its address sealed with keys as part of
 // tx: its registration, then sign-ins, sign-outs, and changes of address
-// asked for and confirmed, in turn; i makes its secrets distinct.
+// asked for and confirmed, in turn; i, which may be negative, makes its
+// secrets distinct.
 func activityEvent(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, id uuid.UUID, k, i int) (eventstore.Event, error) {
 	now := tx.Now()
-	hash := fmt.Sprintf("%064x", i)
-	var typ string
+	hash := fmt.Sprintf("%064x", uint64(i))
+	token, err := user.ParseTokenHash(hash)
+	if err != nil {
+		return eventstore.Event{}, err
+	}
 	var data any
 	switch k % 4 {
 	case 1:
-		typ, data = user.TypeSessionStarted, user.SessionStarted{UserID: id, TokenHash: hash, ExpiresAt: now.Add(30 * 24 * time.Hour)}
+		data = user.SessionStarted{TokenHash: token, ExpiresAt: now.Add(30 * 24 * time.Hour)}
 	case 2:
-		typ, data = user.TypeSessionEnded, user.SessionEnded{UserID: id, TokenHash: hash}
+		data = user.SessionEnded{TokenHash: token}
 	default:
 		email, err := keys.Seal(ctx, tx, "user-"+id.String(), fmt.Sprintf("bench-%d@example.com", i))
 		if err != nil {
@@ -243,12 +247,14 @@ func activityEvent(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, id uui
 		}
 		switch {
 		case k == 0:
-			typ, data = user.TypeRegistered, user.Registered{UserID: id, Email: email}
+			data = user.Registered{UserID: id, Email: email}
 		case k%4 == 3:
-			typ, data = user.TypeEmailChangeRequested, user.EmailChangeRequested{UserID: id, NewEmail: email, CodeHash: hash, ExpiresAt: now.Add(time.Hour)}
+			data = user.EmailChangeRequested{UserID: id, NewEmail: email, CodeHash: hash, ExpiresAt: now.Add(time.Hour)}
 		default:
-			typ, data = user.TypeEmailChanged, user.EmailChanged{UserID: id, OldEmail: email, NewEmail: email, CodeHash: hash}
+			data = user.EmailChanged{UserID: id, OldEmail: email, NewEmail: email, CodeHash: hash}
 		}
 	}
-	return eventstore.NewEvent(typ, data, eventstore.Metadata{})
+	// Made through the registry, at each type's current version, as the
+	// service makes them.
+	return user.Events().New(data, eventstore.Metadata{})
 }

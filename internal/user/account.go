@@ -13,12 +13,15 @@ import (
 // TypeSessionEnded is the event of a sign-out, in the account's stream.
 const TypeSessionEnded = "user.session_ended"
 
-// SessionEnded records the end of a session: a sign-out, or an end that
+// SessionEnded records the end of a session, in the stream of its
+// account, which names the account ([UserOf]): a sign-out, or an end that
 // another session of the account, or a change of address, brought about.
 // Reason says which ([EndedBySignOut] and the others).
+//
+// Version 2 left out user_id and holds the token's hash in bytes, as
+// [SessionStarted] does from its version 2 on ([upcastSessionV1]).
 type SessionEnded struct {
-	UserID    uuid.UUID `json:"user_id"`
-	TokenHash string    `json:"token_hash"`
+	TokenHash TokenHash `json:"token_hash"`
 	Reason    string    `json:"reason,omitempty"`
 }
 
@@ -152,7 +155,7 @@ func (s *Service) SignOut(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
-		e, err := event(ctx, SessionEnded{UserID: acct.id, TokenHash: hash})
+		e, err := sessionEnded(ctx, hash, EndedBySignOut)
 		if err != nil {
 			return err
 		}

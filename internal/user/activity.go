@@ -221,14 +221,23 @@ var activityHandlers = func() *projections.Handlers[*activityBatch] {
 	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, e eventstore.Event, d Registered) error {
 		return b.add(d.UserID, e, ActivityRegistered, "")
 	})
-	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, e eventstore.Event, d SessionStarted) error {
-		return b.add(d.UserID, e, ActivitySignedIn, "")
+	// The session events leave the account to their stream.
+	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, e eventstore.Event, _ SessionStarted) error {
+		id, err := UserOf(e)
+		if err != nil {
+			return err
+		}
+		return b.add(id, e, ActivitySignedIn, "")
 	})
 	projections.Handle(h, func(_ context.Context, _ uow.Tx, b *activityBatch, e eventstore.Event, d SessionEnded) error {
-		if d.Reason != EndedBySignOut {
-			return b.add(d.UserID, e, ActivitySessionEnded, d.Reason)
+		id, err := UserOf(e)
+		if err != nil {
+			return err
 		}
-		return b.add(d.UserID, e, ActivitySignedOut, "")
+		if d.Reason != EndedBySignOut {
+			return b.add(id, e, ActivitySessionEnded, d.Reason)
+		}
+		return b.add(id, e, ActivitySignedOut, "")
 	})
 	// The address a change asked for is not shown: it may be another
 	// person's, and their erasure could not reach it here.

@@ -20,9 +20,10 @@ func registered(e Registered, email string, version int64) integration.Registere
 }
 
 // signedIn is the integration event of e, a session started, appended at
-// version.
-func signedIn(e SessionStarted, version int64) integration.SignedIn {
-	return integration.SignedIn{UserID: e.UserID, Version: version}
+// version to the stream of the account id, which e leaves to its stream
+// ([UserOf]).
+func signedIn(id uuid.UUID, _ SessionStarted, version int64) integration.SignedIn {
+	return integration.SignedIn{UserID: id, Version: version}
 }
 
 // emailChanged is the integration event of e, a change of the account's

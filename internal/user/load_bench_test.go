@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -59,7 +57,7 @@ func BenchmarkLoadStream(b *testing.B) {
 				id := signInOnce(b, svc, d, clock, email).User.ID
 				stream := "user-" + id.String()
 				// The history: sessions started and ended, a day before.
-				appendSessions(b, d, stream, id, length-3)
+				appendSessions(b, d, stream, length-3)
 				clock.Advance(24 * time.Hour)
 				signInOnce(b, svc, d, clock, email) // the session that acts: the stream's length-th event
 				clock.Advance(time.Minute)
@@ -117,19 +115,23 @@ func signInOnce(b *testing.B, svc *user.Service, d user.Deps, clock *testclock.C
 }
 
 // appendSessions appends n events of sessions started and ended to the
-// stream of the account id, a thousand a unit of work.
-func appendSessions(b *testing.B, d user.Deps, stream string, id uuid.UUID, n int) {
+// stream of an account, a thousand a unit of work, at their types'
+// current versions, as the service writes them.
+func appendSessions(b *testing.B, d user.Deps, stream string, n int) {
 	b.Helper()
 	for start := 0; start < n; start += 1000 {
 		err := d.Runner.Do(b.Context(), func(ctx context.Context, tx uow.Tx) error {
 			events := make([]eventstore.Event, 0, 1000)
 			for i := start; i < min(start+1000, n); i++ {
-				hash := fmt.Sprintf("%064x", i/2)
-				typ, data := user.TypeSessionStarted, any(user.SessionStarted{UserID: id, TokenHash: hash, ExpiresAt: tx.Now().Add(time.Hour), Client: "Firefox on Linux"})
-				if i%2 == 1 {
-					typ, data = user.TypeSessionEnded, user.SessionEnded{UserID: id, TokenHash: hash}
+				hash, err := user.ParseTokenHash(fmt.Sprintf("%064x", i/2))
+				if err != nil {
+					return err
 				}
-				e, err := eventstore.NewEvent(typ, data, eventstore.Metadata{})
+				data := any(user.SessionStarted{TokenHash: hash, ExpiresAt: tx.Now().Add(time.Hour), Client: "Firefox on Linux"})
+				if i%2 == 1 {
+					data = user.SessionEnded{TokenHash: hash}
+				}
+				e, err := user.Events().New(data, eventstore.Metadata{})
 				if err != nil {
 					return err
 				}

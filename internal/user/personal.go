@@ -3,6 +3,7 @@ package user
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -74,7 +75,27 @@ func streamOf(secret []byte, address string) string {
 	return signInPrefix + keyring.Name(secret, address)
 }
 
-func userStream(id uuid.UUID) string { return "user-" + id.String() }
+// userPrefix begins the name of every account's stream.
+const userPrefix = "user-"
+
+// userStream returns the name of the stream of the account id.
+func userStream(id uuid.UUID) string { return userPrefix + id.String() }
+
+// UserOf returns the ID of the account whose stream ([userStream]) holds
+// e. The stream names the account, so an event of it need not; the folds
+// and projections of one that leaves it out take it from here. It
+// returns an error for an event of any other stream.
+func UserOf(e eventstore.Event) (uuid.UUID, error) {
+	rest, ok := strings.CutPrefix(e.Stream, userPrefix)
+	if !ok {
+		return uuid.Nil, fmt.Errorf("user: %s %s is in stream %q, not an account's", e.Type, e.ID, e.Stream)
+	}
+	id, err := uuid.Parse(rest)
+	if err != nil || id == uuid.Nil || userStream(id) != e.Stream {
+		return uuid.Nil, fmt.Errorf("user: %s %s is in stream %q, which names no account", e.Type, e.ID, e.Stream)
+	}
+	return id, nil
+}
 
 // changePrefix begins the keyring subject of every change of address.
 const changePrefix = "change-"

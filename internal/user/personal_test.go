@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -137,5 +140,23 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 	}
 	if got := b.addresses(t, user.TypeSignInLinkRequested, "email"); strings.Count(strings.Join(got, " "), "link.only@example.com") != 5 {
 		t.Errorf("the new requests open to %v, want the address 5 times", got)
+	}
+}
+
+// UserOf reads the account from the name of its stream, and refuses any
+// other stream, and any other spelling of an account's.
+func TestUserOf(t *testing.T) {
+	t.Parallel()
+	id := uuid.MustParse("0190a3b1-0000-7000-8000-00000000a0a0")
+	if got, err := user.UserOf(eventstore.Event{Stream: "user-" + id.String()}); err != nil || got != id {
+		t.Errorf("UserOf(user-%s) = %s, %v", id, got, err)
+	}
+	for _, stream := range []string{
+		"", "signin-" + id.String(), "user-", "user-ada", "user-" + strings.ToUpper(id.String()),
+		"user-" + uuid.Nil.String(), "user-{" + id.String() + "}", "user-urn:uuid:" + id.String(),
+	} {
+		if got, err := user.UserOf(eventstore.Event{Stream: stream}); err == nil {
+			t.Errorf("UserOf(%q) = %s, want an error", stream, got)
+		}
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base32"
+	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -25,11 +28,23 @@ func newSecret() (plain, hash string) {
 	return plain, hashSecret(plain)
 }
 
+// newToken returns a fresh session token and its hash, as the session
+// events hold it: [hashSecret] in bytes.
+func newToken() (plain string, hash TokenHash) {
+	plain, _ = newSecret()
+	return plain, sumSecret(plain)
+}
+
 // hashSecret returns the hex SHA-256 of a code or token as a person sent it,
 // after trimming and lower-casing, so that a code typed in upper case works.
 func hashSecret(plain string) string {
-	sum := sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(plain))))
+	sum := sumSecret(plain)
 	return hex.EncodeToString(sum[:])
+}
+
+// sumSecret is [hashSecret] in bytes.
+func sumSecret(plain string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(strings.ToLower(strings.TrimSpace(plain))))
 }
 
 // validSecret reports whether plain has the shape of a secret, so that
@@ -46,4 +61,45 @@ func validSecret(plain string) bool {
 // sameHash compares two secret hashes in constant time.
 func sameHash(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// TokenHash is the SHA-256 of a session token in its 32 bytes, which
+// JSON writes in base64, 44 characters, as it writes a []byte, where the
+// hex of [hashSecret] takes 64. The views and the commands key a session
+// by its hex ([TokenHash.Hex]).
+type TokenHash [sha256.Size]byte
+
+// ParseTokenHash returns the hash whose hex form is s: 64 lower-case hex
+// digits, the form [hashSecret] gives. It refuses any other, so that
+// [TokenHash.Hex] gives s back.
+func ParseTokenHash(s string) (TokenHash, error) {
+	var h TokenHash
+	if len(s) != hex.EncodedLen(len(h)) {
+		return TokenHash{}, fmt.Errorf("user: token hash of %d characters, want %d hex digits", len(s), hex.EncodedLen(len(h)))
+	}
+	if _, err := hex.Decode(h[:], []byte(s)); err != nil || h.Hex() != s {
+		return TokenHash{}, errors.New("user: token hash is not in lower-case hex")
+	}
+	return h, nil
+}
+
+// Hex returns h in hex, as [hashSecret] writes it.
+func (h TokenHash) Hex() string { return hex.EncodeToString(h[:]) }
+
+// MarshalText writes h in base64.
+func (h TokenHash) MarshalText() ([]byte, error) {
+	return base64.StdEncoding.AppendEncode(nil, h[:]), nil
+}
+
+// UnmarshalText reads h from base64, and refuses anything but 32 bytes.
+func (h *TokenHash) UnmarshalText(text []byte) error {
+	b, err := base64.StdEncoding.AppendDecode(nil, text)
+	if err != nil {
+		return fmt.Errorf("user: token hash: %w", err)
+	}
+	if len(b) != len(h) {
+		return fmt.Errorf("user: token hash of %d bytes, want %d", len(b), len(h))
+	}
+	copy(h[:], b)
+	return nil
 }

@@ -2,6 +2,7 @@ package user
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -139,7 +140,7 @@ func (s *Service) EndSession(ctx context.Context, token string, id uuid.UUID) er
 		if rows[i].TokenHash == hash {
 			reason = EndedBySignOut
 		}
-		e, err := sessionEnded(ctx, acct.id, rows[i].TokenHash, reason)
+		e, err := sessionEnded(ctx, rows[i].TokenHash, reason)
 		if err != nil {
 			return err
 		}
@@ -184,7 +185,7 @@ func (s *Service) endSessions(ctx context.Context, tx uow.Tx, id uuid.UUID, keep
 		if keep != "" && r.TokenHash == keep {
 			continue
 		}
-		e, err := sessionEnded(ctx, id, r.TokenHash, reason)
+		e, err := sessionEnded(ctx, r.TokenHash, reason)
 		if err != nil {
 			return nil, err
 		}
@@ -193,8 +194,39 @@ func (s *Service) endSessions(ctx context.Context, tx uow.Tx, id uuid.UUID, keep
 	return events, nil
 }
 
-func sessionEnded(ctx context.Context, id uuid.UUID, tokenHash, reason string) (eventstore.Event, error) {
-	return event(ctx, SessionEnded{UserID: id, TokenHash: tokenHash, Reason: reason})
+// sessionEnded returns the [SessionEnded] of the session whose token
+// hash, in hex as the views key it, is tokenHash.
+func sessionEnded(ctx context.Context, tokenHash, reason string) (eventstore.Event, error) {
+	h, err := ParseTokenHash(tokenHash)
+	if err != nil {
+		return eventstore.Event{}, err
+	}
+	return event(ctx, SessionEnded{TokenHash: h, Reason: reason})
+}
+
+// upcastSessionV1 turns version 1 of [SessionStarted] or of
+// [SessionEnded] into version 2: it drops user_id, which was always the
+// account whose stream holds the event ([UserOf]), and writes token_hash,
+// 64 hex digits in version 1, in base64 ([TokenHash]). The other fields
+// stay as they are.
+func upcastSessionV1(e eventstore.Event) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(e.Data, &fields); err != nil {
+		return nil, err
+	}
+	var hexHash string
+	if err := json.Unmarshal(fields["token_hash"], &hexHash); err != nil {
+		return nil, fmt.Errorf("token_hash: %w", err)
+	}
+	h, err := ParseTokenHash(hexHash)
+	if err != nil {
+		return nil, err
+	}
+	if fields["token_hash"], err = json.Marshal(h); err != nil {
+		return nil, err
+	}
+	delete(fields, "user_id")
+	return json.Marshal(fields)
 }
 
 // liveSessions returns the sessions of the account id that have not

@@ -186,12 +186,35 @@ func testUpgrade(t *testing.T, db backend.Backend, old upgraded) {
 	}
 
 	// What the release before mailed still works.
-	if s, err := svc.SignIn(ctx, old.BobCode); err != nil || s.User.Email != "bob@example.com" {
-		t.Errorf("Bob's link: %+v, %v", s.User, err)
+	bob, err := svc.SignIn(ctx, old.BobCode)
+	if err != nil || bob.User.Email != "bob@example.com" {
+		t.Errorf("Bob's link: %+v, %v", bob.User, err)
 	}
 	if u, err := svc.ConfirmEmailChange(ctx, old.AdaChangeCode, old.AdaToken); err != nil || u.Email != "ada.new@example.com" {
 		t.Errorf("Ada's change of address: %+v, %v", u, err)
 	}
+
+	// Ada's session, started by the release before (a session_started at
+	// version 1), ends by the ID that release listed it under, with an
+	// event of this release's version; Bob's, started now, goes on. So
+	// do both after the views are rebuilt from the mixed log.
+	if err := svc.EndSession(ctx, old.AdaToken, old.Sessions[0].ID); err != nil {
+		t.Errorf("Ada ends her session %s: %v", old.Sessions[0].ID, err)
+	}
+	sessionsAsNow := func(when string) {
+		t.Helper()
+		if _, err := svc.Me(ctx, old.AdaToken); !errors.Is(err, user.ErrUnauthenticated) {
+			t.Errorf("%s: Me with Ada's ended session: %v, want ErrUnauthenticated", when, err)
+		}
+		if list, err := svc.Sessions(ctx, bob.Token); err != nil || len(list) != 1 || !list[0].Current {
+			t.Errorf("%s: Bob's sessions %+v, %v; want his one", when, list, err)
+		}
+	}
+	sessionsAsNow("after Ada's sign-out")
+	if _, err := projections.Rebuild(ctx, runner, db.Events(), user.ViewsProjection{Views: db.Views(), Keys: keys}); err != nil {
+		t.Fatalf("rebuild the views: %v", err)
+	}
+	sessionsAsNow("after a rebuild of the views")
 }
 
 func readUpgraded(t *testing.T, backend string) upgraded {

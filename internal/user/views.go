@@ -194,13 +194,17 @@ var viewsHandlers = func() *projections.Handlers[ViewsProjection] {
 		return p.Views.PutUser(ctx, tx, User{ID: d.UserID, Email: email, CreatedAt: e.RecordedAt})
 	})
 	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, e eventstore.Event, d SessionStarted) error {
+		id, err := UserOf(e)
+		if err != nil {
+			return err
+		}
 		return p.Views.PutSession(ctx, tx, SessionRow{
-			TokenHash: d.TokenHash, UserID: d.UserID, ID: e.ID,
+			TokenHash: d.TokenHash.Hex(), UserID: id, ID: e.ID,
 			StartedAt: e.RecordedAt, ExpiresAt: d.ExpiresAt, Client: d.Client,
 		})
 	})
 	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, _ eventstore.Event, d SessionEnded) error {
-		return p.Views.DeleteSession(ctx, tx, d.TokenHash)
+		return p.Views.DeleteSession(ctx, tx, d.TokenHash.Hex())
 	})
 	projections.Handle(h, func(ctx context.Context, tx uow.Tx, p ViewsProjection, _ eventstore.Event, d EmailChangeRequested) error {
 		return p.Views.PutChangeCode(ctx, tx, ChangeCodeRow{CodeHash: d.CodeHash, UserID: d.UserID, ExpiresAt: d.ExpiresAt})

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -40,10 +42,12 @@ var fixtureStory = []struct {
 	{"signin.link_requested.v2.json", "signin-fixture"},
 	{"user.registered.v1.json", "user-" + fixtureUser.String()},
 	{"user.session_started.v1.json", "user-" + fixtureUser.String()},
+	{"user.session_started.v2.json", "user-" + fixtureUser.String()},
 	{"user.email_change_requested.v1.json", "user-" + fixtureUser.String()},
 	{"user.email_changed.v1.json", "user-" + fixtureUser.String()},
 	{"user.email_change_undone.v1.json", "user-" + fixtureUser.String()},
 	{"user.session_ended.v1.json", "user-" + fixtureUser.String()},
+	{"user.session_ended.v2.json", "user-" + fixtureUser.String()},
 	{"signin.forgotten.v1.json", "signin-fixture"},
 	{"user.erased.v1.json", "user-" + fixtureUser.String()},
 }
@@ -118,8 +122,12 @@ func testFixturesLoadAndApply(t *testing.T, s *suite) {
 		"user.registered.v1.json": func(map[string]any) {
 			s.wantUser(t, user.User{ID: fixtureUser, Email: ada, CreatedAt: s.clock.Now()})
 		},
+		// A session's account is its stream's from version 2 on.
 		"user.session_started.v1.json": func(d map[string]any) {
 			s.wantSession(t, "the fixture's session", str(d["token_hash"]), fixtureUser, time.Date(2026, 1, 31, 0, 0, 0, 0, time.UTC))
+		},
+		"user.session_started.v2.json": func(d map[string]any) {
+			s.wantSession(t, "the fixture's session", hexOfBase64(t, d["token_hash"]), fixtureUser, time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC))
 		},
 		"user.email_change_requested.v1.json": func(d map[string]any) {
 			s.wantEmailChangeCode(t, "the fixture's change", str(d["code_hash"]), fixtureUser)
@@ -132,16 +140,21 @@ func testFixturesLoadAndApply(t *testing.T, s *suite) {
 		"user.session_ended.v1.json": func(d map[string]any) {
 			s.wantNoSession(t, "the fixture's ended session", str(d["token_hash"]))
 		},
+		"user.session_ended.v2.json": func(d map[string]any) {
+			s.wantNoSession(t, "the fixture's ended session", hexOfBase64(t, d["token_hash"]))
+		},
 		"signin.forgotten.v1.json": func(map[string]any) {},
 		"user.erased.v1.json":      func(map[string]any) { s.wantNoUser(t, fixtureUser) },
 	}
 	wantActivity := map[string]string{
 		"user.registered.v1.json":             user.ActivityRegistered,
 		"user.session_started.v1.json":        user.ActivitySignedIn,
+		"user.session_started.v2.json":        user.ActivitySignedIn,
 		"user.email_change_requested.v1.json": user.ActivityEmailChangeRequested,
 		"user.email_changed.v1.json":          user.ActivityEmailChanged + " " + adaNew,
 		"user.email_change_undone.v1.json":    user.ActivityEmailChangeUndone + " " + ada,
 		"user.session_ended.v1.json":          user.ActivitySessionEnded + " " + user.EndedByUndo,
+		"user.session_ended.v2.json":          user.ActivitySignedOut,
 	}
 	for _, step := range fixtureStory {
 		typ, version, data := fixture(t, step.file)
@@ -193,6 +206,17 @@ func testFixturesLoadAndApply(t *testing.T, s *suite) {
 			return nil
 		})
 	}
+}
+
+// hexOfBase64 returns in hex, as the views key a session by, the bytes
+// that v, a token hash in base64, holds.
+func hexOfBase64(t *testing.T, v any) string {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(str(v))
+	if err != nil || len(b) != 32 {
+		t.Fatalf("token hash %v: %d bytes, %v; want 32 in base64", v, len(b), err)
+	}
+	return hex.EncodeToString(b)
 }
 
 // str returns v as a string, "" when it is none.

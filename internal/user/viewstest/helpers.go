@@ -229,11 +229,29 @@ func (s *suite) signIn(t *testing.T, email string) session {
 	if err != nil {
 		t.Fatalf("SignIn of %s: %v", email, err)
 	}
-	d, _ := last(t, s, user.TypeSessionStarted, func(d user.SessionStarted) bool { return d.UserID == ss.User.ID })
+	d := s.started(t, ss.User.ID)
 	if !d.ExpiresAt.Equal(ss.ExpiresAt) {
 		t.Fatalf("the last session of %s in the log expires at %s, SignIn's at %s", email, d.ExpiresAt, ss.ExpiresAt)
 	}
-	return session{Session: ss, hash: d.TokenHash}
+	return session{Session: ss, hash: d.TokenHash.Hex()}
+}
+
+// started returns the last session that the account id started, as the
+// log holds it: the last [user.SessionStarted] of the account's stream.
+func (s *suite) started(t *testing.T, id uuid.UUID) user.SessionStarted {
+	t.Helper()
+	events := s.log(t)
+	for i := len(events) - 1; i >= 0; i-- {
+		if e := events[i]; e.Type == user.TypeSessionStarted && e.Stream == userStream(id) {
+			d, err := user.Decode[user.SessionStarted](e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatalf("the log holds no session started by %s", id)
+	return user.SessionStarted{}
 }
 
 // signOut ends ss.
@@ -492,11 +510,11 @@ func (k *keys) addEvents(t *testing.T, events ...eventstore.Event) {
 		case user.TypeSessionStarted:
 			var d user.SessionStarted
 			d, err = user.Decode[user.SessionStarted](e)
-			k.ids[d.UserID], k.tokenHashes[d.TokenHash] = true, true
+			k.ids[userOf(t, e)], k.tokenHashes[d.TokenHash.Hex()] = true, true
 		case user.TypeSessionEnded:
 			var d user.SessionEnded
 			d, err = user.Decode[user.SessionEnded](e)
-			k.ids[d.UserID], k.tokenHashes[d.TokenHash] = true, true
+			k.ids[userOf(t, e)], k.tokenHashes[d.TokenHash.Hex()] = true, true
 		case user.TypeEmailChangeRequested:
 			var d user.EmailChangeRequested
 			d, err = user.Decode[user.EmailChangeRequested](e)
@@ -638,6 +656,16 @@ func signInStream(email string) string { return "signin-" + email }
 
 func userStream(id uuid.UUID) string { return "user-" + id.String() }
 
+// userOf returns the account whose stream holds e ([user.UserOf]).
+func userOf(t *testing.T, e eventstore.Event) uuid.UUID {
+	t.Helper()
+	id, err := user.UserOf(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func linkRequested(t *testing.T, email, hash string, at, expires time.Time) eventstore.Event {
 	t.Helper()
 	return made(t, signInStream(email), user.TypeSignInLinkRequested,
@@ -652,12 +680,23 @@ func registered(t *testing.T, id uuid.UUID, email string, at time.Time) eventsto
 func sessionStarted(t *testing.T, id uuid.UUID, hash string, at, expires time.Time) eventstore.Event {
 	t.Helper()
 	return made(t, userStream(id), user.TypeSessionStarted,
-		user.SessionStarted{UserID: id, TokenHash: hash, ExpiresAt: expires}, at)
+		user.SessionStarted{TokenHash: tokenHash(t, hash), ExpiresAt: expires}, at)
 }
 
 func sessionEnded(t *testing.T, id uuid.UUID, hash string, at time.Time) eventstore.Event {
 	t.Helper()
-	return made(t, userStream(id), user.TypeSessionEnded, user.SessionEnded{UserID: id, TokenHash: hash}, at)
+	return made(t, userStream(id), user.TypeSessionEnded, user.SessionEnded{TokenHash: tokenHash(t, hash)}, at)
+}
+
+// tokenHash returns the token hash whose hex form, as the views key a
+// session by, is hash.
+func tokenHash(t *testing.T, hash string) user.TokenHash {
+	t.Helper()
+	h, err := user.ParseTokenHash(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 func linkUsed(t *testing.T, email, hash string, id uuid.UUID, at time.Time) eventstore.Event {

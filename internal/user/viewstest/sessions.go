@@ -18,8 +18,7 @@ func (s *suite) signInFrom(t *testing.T, email, client string) session {
 	if err != nil {
 		t.Fatalf("SignIn of %s from %s: %v", email, client, err)
 	}
-	d, _ := last(t, s, user.TypeSessionStarted, func(d user.SessionStarted) bool { return d.UserID == ss.User.ID })
-	return session{Session: ss, hash: d.TokenHash}
+	return session{Session: ss, hash: s.started(t, ss.User.ID).TokenHash.Hex()}
 }
 
 // sessions lists the sessions of the account of ss.
@@ -71,16 +70,14 @@ func (s *suite) endedFor(t *testing.T, id uuid.UUID) []string {
 	t.Helper()
 	var reasons []string
 	for _, e := range s.log(t) {
-		if e.Type != user.TypeSessionEnded {
+		if e.Type != user.TypeSessionEnded || e.Stream != userStream(id) {
 			continue
 		}
 		d, err := user.Decode[user.SessionEnded](e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.UserID == id {
-			reasons = append(reasons, d.Reason)
-		}
+		reasons = append(reasons, d.Reason)
 	}
 	return reasons
 }
