@@ -7,4 +7,4 @@
 DROP INDEX events_stream_recorded_at;
 
 -- +goose Down
-CREATE INDEX events_stream_recorded_at ON events (stream, recorded_at);
+CREATE INDEX events_stream_recorded_at ON events (stream_id, recorded_at);
