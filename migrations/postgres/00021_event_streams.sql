@@ -114,10 +114,8 @@ ALTER SEQUENCE events_new_position_seq RENAME TO events_position_seq;
 ALTER TABLE events ADD CONSTRAINT events_pkey PRIMARY KEY (stream_id, version);
 ALTER TABLE events ADD CONSTRAINT events_id_key UNIQUE (id);
 CREATE INDEX events_log ON events (transaction_id, position);
--- Migration 00023 drops the index of a stream's events by time, which no
--- read uses any more: it is made here empty, for that DROP to find, rather
--- than built over every event to go at once.
-CREATE INDEX events_stream_recorded_at ON events (stream_id, recorded_at) WHERE false;
+-- No index of a stream's events by time: a stream's recent stretch is
+-- found from its head back, through the primary key.
 CREATE INDEX events_position ON events USING brin (position) WITH (pages_per_range = 32);
 ALTER TABLE events SET (autovacuum_vacuum_insert_threshold = 10000, autovacuum_vacuum_insert_scale_factor = 0);
 
