@@ -161,8 +161,8 @@ func TestLogicalRestoreIntoAnotherCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `INSERT INTO events (transaction_id, id, stream, version, type, data, schema_version, recorded_at)
-SELECT '1', gen_random_uuid(), e.stream, (SELECT max(version) FROM events WHERE stream = e.stream) + 1, e.type, e.data, e.schema_version, now()
+	if _, err := conn.Exec(ctx, `INSERT INTO events (transaction_id, id, stream_id, version, type, data, schema_version, recorded_at)
+SELECT '1', gen_random_uuid(), e.stream_id, (SELECT max(version) FROM events WHERE stream_id = e.stream_id) + 1, e.type, e.data, e.schema_version, now()
 FROM events AS e WHERE e.type = 'user.session_started' LIMIT 1`); err != nil {
 		t.Fatal(err)
 	}

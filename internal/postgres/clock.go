@@ -22,6 +22,17 @@ const (
 	// of this cluster has taken yet. An event at or above it came from
 	// another cluster, and no reader reaches it until the clock moves.
 	logNext = `(SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint + xid_shift)::text::xid8 FROM event_log_clock)`
+	// maxPosition is the highest position of the log's events, NULL when
+	// it has none. events_position is a BRIN index, which a max() cannot
+	// read from its end: the highest position is at least that of the
+	// log's last event, which events_log finds, and the BRIN index finds
+	// the few blocks that hold a position as high. The upper bound makes
+	// PostgreSQL estimate the range as narrow, and keep to the index.
+	maxPosition = `(SELECT max(position) FROM events
+	WHERE position >= (SELECT position FROM events ORDER BY transaction_id DESC, position DESC LIMIT 1)
+	AND position <= ` + maxBigint + `)`
+	// maxBigint is the highest bigint, an upper bound of every position.
+	maxBigint = `9223372036854775807`
 )
 
 // clockMove is what [DB.Migrate] found and did when the database had come
@@ -105,7 +116,7 @@ func (db *DB) probeClock(ctx context.Context) (clockProbe, error) {
 	err := db.main().QueryRow(ctx, `
 SELECT c.xid_shift, c.system_identifier,
 	coalesce((SELECT max(transaction_id) FROM events) >= `+logNext+`, false),
-	coalesce((SELECT max(position) FROM events) > coalesce(pg_sequence_last_value(pg_get_serial_sequence('events', 'position')::regclass), 0), false)
+	coalesce(`+maxPosition+` > coalesce(pg_sequence_last_value(pg_get_serial_sequence('events', 'position')::regclass), 0), false)
 	OR coalesce((SELECT max(seq) FROM outbox_messages) > coalesce(pg_sequence_last_value(pg_get_serial_sequence('outbox_messages', 'seq')::regclass), 0), false)
 FROM event_log_clock AS c`).Scan(&p.shift, &p.recorded, &p.ahead, &p.behind)
 	if err != nil {
@@ -195,10 +206,10 @@ FROM event_log_clock AS c FOR UPDATE OF c`).Scan(&shift, &recorded, &last, &xmin
 			return nil, err
 		}
 	}
-	for _, col := range [][2]string{{"events", "position"}, {"outbox_messages", "seq"}} {
+	for _, col := range [][3]string{{"events", "position", maxPosition}, {"outbox_messages", "seq", `(SELECT max(seq) FROM outbox_messages)`}} {
 		var name *string
 		err := tx.QueryRow(ctx, `
-SELECT s FROM (SELECT pg_get_serial_sequence($1, $2) AS s, (SELECT max(`+col[1]+`) FROM `+col[0]+`) AS m) AS x
+SELECT s FROM (SELECT pg_get_serial_sequence($1, $2) AS s, `+col[2]+` AS m) AS x
 WHERE CASE WHEN m > coalesce(pg_sequence_last_value(s::regclass), 0) THEN setval(s, m) = m ELSE false END`, col[0], col[1]).Scan(&name)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):

@@ -87,8 +87,10 @@ func behindGauge(t *testing.T, reader *sdkmetric.ManualReader) int64 {
 // copy of the log from elsewhere, or a writer that knows no clock, would.
 func insertEventAt(t *testing.T, db *postgres.DB, typ, txid string) {
 	t.Helper()
-	_, err := db.Pool().Exec(t.Context(), `INSERT INTO events (transaction_id, id, stream, version, type, data, recorded_at)
-VALUES ($1::text::xid8, $2, $3, 1, $4, '{}', now())`, txid, uuid.New(), "s-"+uuid.NewString(), typ)
+	_, err := db.Pool().Exec(t.Context(), `
+WITH s AS (INSERT INTO event_streams (name) VALUES ($3) RETURNING id)
+INSERT INTO events (transaction_id, id, stream_id, version, type, data, recorded_at)
+SELECT $1::text::xid8, $2, s.id, 1, $4, '{}', now() FROM s`, txid, uuid.New(), "s-"+uuid.NewString(), typ)
 	if err != nil {
 		t.Fatal(err)
 	}

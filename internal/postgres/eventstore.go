@@ -23,8 +23,51 @@ type EventStore struct{}
 
 var _ eventstore.Store = (*EventStore)(nil)
 
-// eventColumns are the columns that scanEvent reads, in its order.
-const eventColumns = `id, stream, version, type, data, metadata, recorded_at, transaction_id, position, schema_version`
+// eventColumns are the columns that scanEvent reads, in its order, of
+// [fromEvents].
+const eventColumns = `e.id, s.name, e.version, e.type, e.data, e.metadata, e.correlation_id, e.causation_id, e.recorded_at, e.transaction_id, e.position, e.schema_version`
+
+// fromEvents is the events as e, each with its stream as s: the row of
+// event_streams that names it. No foreign key holds events to their
+// streams (migration 00021 says why): an event whose stream's row went
+// would read with a NULL name, which fails the read, where a plain join
+// would pass over the event.
+const fromEvents = `events AS e LEFT JOIN event_streams AS s ON s.id = e.stream_id`
+
+// A stream's name is kept once, in event_streams, and its events refer
+// to it by its id (events.stream_id), which the primary key (stream_id,
+// version) holds. An append finds its stream by name, and one that may
+// start the stream adds it in the same statement when it is new:
+// findStream, a condition, and makeStream are the CTEs found, made and
+// stream, given the stream's name as $1. stream is the row of the
+// stream's id: found's when the stream is stored, made's when this
+// statement adds it, none when neither. made inserts only when found has
+// none and the condition holds; ON CONFLICT DO NOTHING passes over a name
+// that a concurrent transaction is adding: the insert waits for that one
+// to end, and returns nothing when it committed, so the append inserts
+// nothing and loses the race as it does to a concurrent append at its
+// version, without an error. An append at a version above 0 cannot start
+// a stream, and only finds it (foundStream): an INSERT in a statement
+// costs it some microseconds to set up even when it inserts nothing.
+const (
+	findStream = `found AS (SELECT id FROM event_streams WHERE name = $1),
+made AS (
+	INSERT INTO event_streams (name) SELECT $1 WHERE NOT EXISTS (SELECT FROM found)`
+	makeStream = `
+	ON CONFLICT (name) DO NOTHING
+	RETURNING id),
+stream AS (SELECT id FROM found UNION ALL SELECT id FROM made)`
+	foundStream = `stream AS (SELECT id FROM event_streams WHERE name = $1)`
+	// streamID is the stream's id given its name as $1, NULL when it is
+	// not stored.
+	streamID = `(SELECT id FROM event_streams WHERE name = $1)`
+	// headOf is the CTE of the stream's version, after stream's: 0 for a
+	// stream with no events.
+	headOf = `head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream_id = (SELECT id FROM stream))`
+	// insertEvents is the INSERT of the events' columns but position and
+	// transaction_id, which are their defaults.
+	insertEvents = `INSERT INTO events (id, stream_id, version, recorded_at, schema_version, type, data, correlation_id, causation_id, metadata)`
+)
 
 // Append adds events to stream as [eventstore.Store.Append] describes.
 //
@@ -60,25 +103,15 @@ func (s *EventStore) Append(ctx context.Context, t uow.Tx, stream string, expect
 		}
 		return appended, err
 	}
-	metadata, err := encodeMetadata(events)
+	c, err := columns(events)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
-	types, data, schemas := columns(events)
-	// The common case takes one statement: it reads the stream's version,
-	// inserts only if that is the expected one, and skips rows whose version
-	// or ID is taken. Anything short of every row inserted is sorted out
-	// below, after undoing what was inserted.
-	const insert = `
-WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-INSERT INTO events (id, stream, version, type, data, metadata, recorded_at, schema_version)
-SELECT e.id, $1, head.version + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $3, e.schema_version
-FROM head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::smallint[]) WITH ORDINALITY AS e(id, type, data, metadata, schema_version, n)
-WHERE $2::bigint < 0 OR head.version = $2
-ORDER BY e.n
-ON CONFLICT DO NOTHING
-RETURNING id, version`
-	rows, err := ptx.Query(ctx, insert, stream, int64(expected), now, ids, types, data, metadata, schemas)
+	q := appendQuery
+	if expected > 0 {
+		q = appendAtQuery
+	}
+	rows, err := ptx.Query(ctx, q, stream, int64(expected), now, ids, c.types, c.data, c.correlations, c.causations, c.metadata, c.schemas)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
@@ -111,6 +144,31 @@ RETURNING id, version`
 	return appended, nil
 }
 
+// appendQuery and appendAtQuery are the statements of [EventStore.Append]
+// for several events, under [eventstore.Any] or [eventstore.NoStream] and
+// at a version above 0. The common case takes one statement: it reads the
+// stream's version, inserts only if that is the expected one, and skips
+// rows whose version or ID is taken. Anything short of every row inserted
+// is sorted out by [EventStore.settleConflict], after undoing what was
+// inserted. A new stream is added only when none of the events' IDs is
+// stored, so that an append that fails leaves no stream behind.
+const (
+	appendQuery = `
+WITH ` + findStream + ` AND NOT EXISTS (SELECT FROM events WHERE id = ANY($4::uuid[]))` + makeStream + appendSeveral
+	appendAtQuery = `
+WITH ` + foundStream + appendSeveral
+	appendSeveral = `,
+` + headOf + `
+` + insertEvents + `
+SELECT e.id, stream.id, head.version + e.n, $3, e.schema_version, e.type, e.data::jsonb, e.correlation_id, e.causation_id, e.metadata::jsonb
+FROM stream, head, unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::smallint[])
+	WITH ORDINALITY AS e(id, type, data, correlation_id, causation_id, metadata, schema_version, n)
+WHERE $2::bigint < 0 OR head.version = $2
+ORDER BY e.n
+ON CONFLICT DO NOTHING
+RETURNING id, version`
+)
+
 // AppendLater is [eventstore.Store.AppendLater]: under [eventstore.Any] it
 // is [EventStore.Append], otherwise one INSERT held for the unit of work's
 // next statement or its commit (sent at once in a read-only unit of work,
@@ -122,9 +180,11 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 	fail := func(err error) error {
 		return fmt.Errorf("eventstore: append %s at version %d: %w", stream, expected, err)
 	}
-	appended, err := s.appendLater(ctx, t, stream, heldAppend{
-		expected: expected, one: appendLaterOneQuery, several: appendLaterQuery, cond: []any{int64(expected)}, fail: fail,
-	}, events)
+	held := heldAppend{expected: expected, one: appendLaterOneQuery, several: appendLaterQuery, cond: []any{int64(expected)}, fail: fail}
+	if expected > 0 {
+		held.one, held.several = appendLaterOneAtQuery, appendLaterAtQuery
+	}
+	appended, err := s.appendLater(ctx, t, stream, held, events)
 	for i := range appended {
 		appended[i].Version = int64(expected) + int64(i) + 1
 	}
@@ -159,7 +219,7 @@ type heldAppend struct {
 	// condition.
 	expected eventstore.Expected
 	// one and several are the INSERT of one event and of more, whose
-	// condition takes cond as $8 on.
+	// condition takes cond as $10 on.
 	one, several string
 	cond         []any
 	// fail describes an error of the append.
@@ -181,7 +241,7 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 	if len(events) == 0 {
 		return nil, nil
 	}
-	metadata, err := encodeMetadata(events)
+	c, err := columns(events)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -189,11 +249,9 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 	var args []any
 	q := a.one
 	if len(events) == 1 {
-		e := events[0]
-		args = []any{stream, now, pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), metadata[0], int16(eventstore.StoredSchemaVersion(e))}
+		args = []any{stream, now, pgtype.UUID{Bytes: events[0].ID, Valid: true}, c.types[0], c.data[0], c.correlations[0], c.causations[0], c.metadata[0], c.schemas[0]}
 	} else {
-		types, data, schemas := columns(events)
-		q, args = a.several, []any{stream, now, ids, types, data, metadata, schemas}
+		q, args = a.several, []any{stream, now, ids, c.types, c.data, c.correlations, c.causations, c.metadata, c.schemas}
 	}
 	args = append(args, a.cond...)
 	if err := pt.later(ctx, q, args, func(err error) error { return fail(appendLaterError(err)) }); err != nil {
@@ -211,19 +269,26 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 
 // The statements of [EventStore.AppendLater] and [EventStore.AppendLaterIf],
 // for several events and for one. They insert the events after the
-// stream's head when the condition on $8 on holds (the head is the
+// stream's head when the condition on $10 on holds (the head is the
 // expected version, or the stream's recent events meet the
 // [eventstore.Condition]), or when an event's ID is stored already, so
 // that the ID's unique index refuses the row (ErrDuplicateEvent). A
 // version that another transaction inserts meanwhile is skipped once that
-// one commits (the INSERT waits for it). When fewer events went in than
-// were given, the statement inserts a row of NULLs, which the table
-// refuses: a failed statement is the one way to fail the unit of work
-// whose COMMIT is already on its way in the same pipeline, and this
-// failure's error names no stream, version or data, where a NULL version
-// or a broken primary key would put the stream's name and the event in
-// PostgreSQL's log ([eventstore.Store.AppendLater]). Where the condition
-// holds and nothing races, nothing fails and PostgreSQL logs nothing.
+// one commits (the INSERT waits for it), and so is a new stream's name
+// (see [findStream]). When fewer events went in than were given, the
+// statement inserts a row of NULLs, which the table refuses: a failed
+// statement is the one way to fail the unit of work whose COMMIT is
+// already on its way in the same pipeline, and this failure's error names
+// no stream, version or data, where a NULL version or a broken primary
+// key would put the stream's name and the event in PostgreSQL's log
+// ([eventstore.Store.AppendLater]). Where the condition holds and nothing
+// races, nothing fails and PostgreSQL logs nothing. An append that may
+// start a stream (at [eventstore.NoStream], or under a condition) adds it
+// when it is new, whatever the condition: when the events do not all go
+// in, the refusal fails the unit of work, and takes the stream's row with
+// it. One at a version above 0 ([appendLaterOneAtQuery]) only finds the
+// stream: when it is not stored, nothing goes in, and the append is
+// refused, with an ID stored already or not.
 //
 // The condition and the ID's probe are uncorrelated subqueries, so
 // InitPlans, which PostgreSQL runs once, and the probe only when the
@@ -232,41 +297,48 @@ func (s *EventStore) appendLater(ctx context.Context, t uow.Tx, stream string, a
 // insert would let the events in at the head; only a replay of an event
 // being truncated meets that.
 const (
-	// The conditions on $8 on: a version, or since, fewer, counted
+	// The conditions on $10 on: a version, or since, fewer, counted
 	// types (NULL: all) and absent types.
-	atExpected = `head.version = $8`
-	fewerSince = `(SELECT count(*) FILTER (WHERE $10::text[] IS NULL OR type = ANY($10::text[])) < $9
-		AND count(*) FILTER (WHERE type = ANY($11::text[])) = 0
-		FROM events WHERE stream = $1 AND version > ` + stretchBefore + `$8` + stretchAfter + `)`
+	atExpected = `head.version = $10`
+	fewerSince = `(SELECT count(*) FILTER (WHERE $12::text[] IS NULL OR type = ANY($12::text[])) < $11
+		AND count(*) FILTER (WHERE type = ANY($13::text[])) = 0
+		FROM events WHERE stream_id = (SELECT id FROM stream) AND version > ` + stretchBefore + `$10` + stretchAfter + `)`
 
 	appendHead = `
-WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1),
+WITH ` + findStream + makeStream
+	appendHeadAt = `
+WITH ` + foundStream
+	appendBody = `,
+` + headOf + `,
 appended AS (
-	INSERT INTO events (id, stream, version, type, data, metadata, recorded_at, schema_version)
+	` + insertEvents + `
 	SELECT `
-	appendOneBefore = appendHead + `$3::uuid, $1, head.version + 1, $4::text, $5::text::jsonb, $6::text::jsonb, $2, $7::smallint
-	FROM head
+	appendOneBefore = appendBody + `$3::uuid, stream.id, head.version + 1, $2, $9::smallint, $4::text, $5::text::jsonb, $6::text, $7::text, $8::text::jsonb
+	FROM stream, head
 	WHERE `
 	appendOneAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = $3::uuid)
-	ON CONFLICT (stream, version) DO NOTHING
+	ON CONFLICT (stream_id, version) DO NOTHING
 	RETURNING 1)
 ` + refuseOne
-	appendSeveralBefore = appendHead + `e.id, $1, head.version + e.n, e.type, e.data::jsonb, e.metadata::jsonb, $2, e.schema_version
-	FROM head, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::smallint[]) WITH ORDINALITY AS e(id, type, data, metadata, schema_version, n)
+	appendSeveralBefore = appendBody + `e.id, stream.id, head.version + e.n, $2, e.schema_version, e.type, e.data::jsonb, e.correlation_id, e.causation_id, e.metadata::jsonb
+	FROM stream, head, unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::smallint[])
+		WITH ORDINALITY AS e(id, type, data, correlation_id, causation_id, metadata, schema_version, n)
 	WHERE `
 	appendSeveralAfter = ` OR EXISTS (SELECT 1 FROM events WHERE id = ANY($3::uuid[]))
 	ORDER BY e.n
-	ON CONFLICT (stream, version) DO NOTHING
+	ON CONFLICT (stream_id, version) DO NOTHING
 	RETURNING 1)
 ` + refuseSeveral
 	// The refusal, whose comment PostgreSQL logs with the error.
 	refuseOne     = `INSERT INTO events (id) SELECT NULL WHERE NOT EXISTS (SELECT FROM appended) -- eventstore: append refused`
 	refuseSeveral = `INSERT INTO events (id) SELECT NULL WHERE (SELECT count(*) FROM appended) < cardinality($3::uuid[]) -- eventstore: append refused`
 
-	appendLaterOneQuery = appendOneBefore + atExpected + appendOneAfter
-	appendLaterQuery    = appendSeveralBefore + atExpected + appendSeveralAfter
-	appendIfOneQuery    = appendOneBefore + fewerSince + appendOneAfter
-	appendIfQuery       = appendSeveralBefore + fewerSince + appendSeveralAfter
+	appendLaterOneQuery   = appendHead + appendOneBefore + atExpected + appendOneAfter
+	appendLaterQuery      = appendHead + appendSeveralBefore + atExpected + appendSeveralAfter
+	appendLaterOneAtQuery = appendHeadAt + appendOneBefore + atExpected + appendOneAfter
+	appendLaterAtQuery    = appendHeadAt + appendSeveralBefore + atExpected + appendSeveralAfter
+	appendIfOneQuery      = appendHead + appendOneBefore + fewerSince + appendOneAfter
+	appendIfQuery         = appendHead + appendSeveralBefore + fewerSince + appendSeveralAfter
 )
 
 // appendLaterError returns err, the error of an [EventStore.AppendLater]
@@ -286,50 +358,79 @@ func appendLaterError(err error) error {
 	return err
 }
 
-// columns returns the type, data and schema version of each of events, as
-// the arrays of a multi-row INSERT take them.
-func columns(events []eventstore.Event) (types, data []string, schemas []int16) {
-	types, data, schemas = make([]string, len(events)), make([]string, len(events)), make([]int16, len(events))
-	for i, e := range events {
-		types[i], data[i], schemas[i] = e.Type, string(e.Data), int16(eventstore.StoredSchemaVersion(e))
-	}
-	return types, data, schemas
+// eventValues are the columns of events that an append writes, but the
+// stream and version, one slice each, in the order of the events, as the
+// arrays of a multi-row INSERT take them.
+type eventValues struct {
+	types, data, correlations, causations []string
+	// metadata is the JSON of the metadata but its correlation and
+	// causation, which have columns of their own.
+	metadata []string
+	schemas  []int16
 }
 
-// encodeMetadata returns the metadata of each of events in JSON.
-func encodeMetadata(events []eventstore.Event) ([]string, error) {
-	metadata := make([]string, len(events))
+// columns returns the columns of events.
+func columns(events []eventstore.Event) (eventValues, error) {
+	n := len(events)
+	c := eventValues{
+		types: make([]string, n), data: make([]string, n), correlations: make([]string, n),
+		causations: make([]string, n), metadata: make([]string, n), schemas: make([]int16, n),
+	}
 	for i, e := range events {
-		md, err := json.Marshal(e.Metadata)
+		md, err := encodeMetadata(e.Metadata)
 		if err != nil {
-			return nil, fmt.Errorf("encode metadata of %s: %w", e.ID, err)
+			return eventValues{}, fmt.Errorf("encode metadata of %s: %w", e.ID, err)
 		}
-		metadata[i] = string(md)
+		c.types[i], c.data[i], c.schemas[i] = e.Type, string(e.Data), int16(eventstore.StoredSchemaVersion(e))
+		c.correlations[i], c.causations[i], c.metadata[i] = e.Metadata.CorrelationID, e.Metadata.CausationID, md
 	}
-	return metadata, nil
+	return c, nil
 }
 
-// appendOneQuery is the statement of [EventStore.Append] for one event,
-// whose values travel as scalars: pgx encodes those without the reflection
-// that arrays of UUIDs cost it.
-const appendOneQuery = `
-WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-INSERT INTO events (id, stream, version, type, data, metadata, recorded_at, schema_version)
-SELECT $4::uuid, $1, head.version + 1, $5::text, $6::text::jsonb, $7::text::jsonb, $3, $8::smallint
-FROM head
+// encodeMetadata returns the JSON of md but its correlation and causation,
+// which events keep in columns of their own: {} when that leaves nothing.
+func encodeMetadata(md eventstore.Metadata) (string, error) {
+	md.CorrelationID, md.CausationID = "", ""
+	if len(md.Extra) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(md)
+	return string(b), err
+}
+
+// appendOneQuery and appendOneAtQuery are the statements of
+// [EventStore.Append] for one event, whose values travel as scalars: pgx
+// encodes those without the reflection that arrays of UUIDs cost it. They
+// are [appendQuery] and [appendAtQuery] otherwise.
+const (
+	appendOneQuery = `
+WITH ` + findStream + ` AND NOT EXISTS (SELECT FROM events WHERE id = $4::uuid)` + makeStream + appendOne
+	appendOneAtQuery = `
+WITH ` + foundStream + appendOne
+	appendOne = `,
+` + headOf + `
+` + insertEvents + `
+SELECT $4::uuid, stream.id, head.version + 1, $3, $10::smallint, $5::text, $6::text::jsonb, $7::text, $8::text, $9::text::jsonb
+FROM stream, head
 WHERE $2::bigint < 0 OR head.version = $2
 ON CONFLICT DO NOTHING
 RETURNING version`
+)
 
 // appendOne is [EventStore.Append] of the one event e, whose ID is ids[0].
 func (s *EventStore) appendOne(ctx context.Context, ptx Querier, stream string, expected eventstore.Expected, now time.Time, ids []uuid.UUID, e eventstore.Event) ([]eventstore.Event, error) {
-	md, err := json.Marshal(e.Metadata)
+	md, err := encodeMetadata(e.Metadata)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: encode metadata of %s: %w", stream, e.ID, err)
 	}
+	q := appendOneQuery
+	if expected > 0 {
+		q = appendOneAtQuery
+	}
 	var version int64
-	err = ptx.QueryRow(ctx, appendOneQuery, stream, int64(expected), now,
-		pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), string(md), int16(eventstore.StoredSchemaVersion(e))).Scan(&version)
+	err = ptx.QueryRow(ctx, q, stream, int64(expected), now,
+		pgtype.UUID{Bytes: e.ID, Valid: true}, e.Type, string(e.Data), e.Metadata.CorrelationID, e.Metadata.CausationID, md,
+		int16(eventstore.StoredSchemaVersion(e))).Scan(&version)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.settleConflict(ctx, ptx, stream, expected, ids, nil)
 	}
@@ -352,8 +453,8 @@ type appendState struct {
 
 func readAppendState(ctx context.Context, ptx Querier, stream string, ids []uuid.UUID) (appendState, error) {
 	const q = `
-SELECT (SELECT coalesce(max(version), 0) FROM events WHERE stream = $1),
-	count(*), count(*) FILTER (WHERE stream = $1)
+SELECT (SELECT coalesce(max(version), 0) FROM events WHERE stream_id = ` + streamID + `),
+	count(*), count(*) FILTER (WHERE stream_id = ` + streamID + `)
 FROM events WHERE id = ANY($2)`
 	var st appendState
 	err := ptx.QueryRow(ctx, q, stream, ids).Scan(&st.version, &st.found, &st.inStream)
@@ -368,7 +469,7 @@ func (s *EventStore) settleDuplicates(ctx context.Context, ptx Querier, stream s
 		return nil, fmt.Errorf("eventstore: append %s: %w: %d of %d events stored, %d of them in this stream",
 			stream, eventstore.ErrDuplicateEvent, st.found, len(ids), st.inStream)
 	}
-	rows, err := ptx.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE id = ANY($1) ORDER BY version`, ids)
+	rows, err := ptx.Query(ctx, `SELECT `+eventColumns+` FROM `+fromEvents+` WHERE e.id = ANY($1) ORDER BY e.version`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: append %s: %w", stream, err)
 	}
@@ -419,7 +520,7 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
 	}
 	rows, err := ptx.Query(ctx,
-		`SELECT `+eventColumns+` FROM events WHERE stream = $1 AND version >= $2 ORDER BY version`,
+		`SELECT `+eventColumns+` FROM `+fromEvents+` WHERE s.name = $1 AND e.version >= $2 ORDER BY e.version`,
 		stream, from)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
@@ -436,8 +537,9 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 // as [eventstore.Store.LoadSince] describes.
 //
 // It is one statement, so one snapshot: the head version and the recent
-// stretch both come from the primary key (stream, version), read from the
-// head back ([stretchBefore]), and neither reads the stream's older events.
+// stretch both come from the primary key (stream_id, version), read from
+// the head back ([stretchBefore]), and neither reads the stream's older
+// events.
 // Every row carries the head; a stream with no recent event returns one row
 // of the head alone, whose event columns are NULL.
 func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, since time.Time) ([]eventstore.Event, int64, error) {
@@ -468,18 +570,20 @@ func (s *EventStore) LoadSince(ctx context.Context, t uow.Tx, stream string, sin
 // loadSinceQuery is the statement of [EventStore.LoadSince], given the
 // stream and since: the head, then [eventColumns] of each recent event.
 const loadSinceQuery = `
-WITH head AS (SELECT coalesce(max(version), 0) AS version FROM events WHERE stream = $1)
-SELECT head.version, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at, e.transaction_id, e.position, e.schema_version
-FROM head LEFT JOIN events e ON e.stream = $1 AND e.version > ` + stretchBefore + `$2` + stretchAfter + `
+WITH stream AS (SELECT id, name FROM event_streams WHERE name = $1),
+` + headOf + `
+SELECT head.version, ` + eventColumns + `
+FROM head LEFT JOIN (events AS e JOIN stream AS s ON s.id = e.stream_id) ON e.version > ` + stretchBefore + `$2` + stretchAfter + `
 ORDER BY e.version`
 
 // stretchBefore, a time, and stretchAfter make the version after which
-// the recent stretch of the stream $1 begins from that time: the version
-// of its last event recorded before the time, or 0. It walks the primary
-// key from the stream's head back and stops at the first such event, so it
-// reads the recent events and one more, however long the stream.
+// the recent stretch of the stream (the CTE stream's) begins from that
+// time: the version of its last event recorded before the time, or 0. It
+// walks the primary key from the stream's head back and stops at the
+// first such event, so it reads the recent events and one more, however
+// long the stream.
 const (
-	stretchBefore = `coalesce((SELECT version FROM events WHERE stream = $1 AND recorded_at < `
+	stretchBefore = `coalesce((SELECT version FROM events WHERE stream_id = (SELECT id FROM stream) AND recorded_at < `
 	stretchAfter  = ` ORDER BY version DESC LIMIT 1), 0)`
 )
 
@@ -508,7 +612,7 @@ func ceilMicro(t time.Time) time.Time {
 // delays what ReadAll returns.
 func (s *EventStore) ReadAll(ctx context.Context, t uow.Tx, after eventstore.Position, limit int) ([]eventstore.Event, error) {
 	return s.read(ctx, t, after, limit, "read all",
-		`AND transaction_id < `+logHorizon)
+		`AND e.transaction_id < `+logHorizon)
 }
 
 // ReadCommitted returns up to limit events after position in the order of
@@ -549,8 +653,9 @@ func (s *EventStore) Truncate(ctx context.Context, t uow.Tx, stream string, befo
 		return 0, fmt.Errorf("eventstore: truncate %s: %w", stream, err)
 	}
 	tag, err := ptx.Exec(ctx, `
-DELETE FROM events WHERE stream = $1 AND version < $2
-AND version < (SELECT max(version) FROM events WHERE stream = $1)`, stream, before)
+WITH stream AS (SELECT id FROM event_streams WHERE name = $1)
+DELETE FROM events WHERE stream_id = (SELECT id FROM stream) AND version < $2
+AND version < (SELECT max(version) FROM events WHERE stream_id = (SELECT id FROM stream))`, stream, before)
 	if err != nil {
 		return 0, fmt.Errorf("eventstore: truncate %s: %w", stream, err)
 	}
@@ -566,9 +671,9 @@ func (s *EventStore) read(ctx context.Context, t uow.Tx, after eventstore.Positi
 		return nil, fmt.Errorf("eventstore: %s: limit must be at least 1, got %d", op, limit)
 	}
 	q := `
-SELECT ` + eventColumns + ` FROM events
-WHERE (transaction_id, position) > ($1::xid8, $2) ` + horizon + `
-ORDER BY transaction_id, position
+SELECT ` + eventColumns + ` FROM ` + fromEvents + `
+WHERE (e.transaction_id, e.position) > ($1::xid8, $2) ` + horizon + `
+ORDER BY e.transaction_id, e.position
 LIMIT $3`
 	rows, err := ptx.Query(ctx, q, after.Commit, after.Seq, limit)
 	if err != nil {
@@ -593,7 +698,8 @@ func scanEvent(row pgx.CollectableRow) (eventstore.Event, error) {
 // eventDest returns where the columns of [eventColumns] are scanned into e,
 // with recorded_at into recorded, which the caller turns to UTC.
 func eventDest(e *eventstore.Event, recorded *time.Time) []any {
-	return []any{&e.ID, &e.Stream, &e.Version, &e.Type, &e.Data, &e.Metadata, recorded,
+	return []any{&e.ID, &e.Stream, &e.Version, &e.Type, &e.Data, &e.Metadata,
+		&e.Metadata.CorrelationID, &e.Metadata.CausationID, recorded,
 		&e.Position.Commit, &e.Position.Seq, &e.SchemaVersion}
 }
 

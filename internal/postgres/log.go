@@ -137,13 +137,22 @@ func (l *Log) Apply(msg *message.Message, now time.Time, apply func(ctx context.
 // events beyond the log's clock, which no reader reaches, are counted and
 // reported as an error wrapping [projections.ErrLogOrder].
 //
-// Each part of the count is bounded on both sides, from the offset to the
-// log's last event, besides its row comparison: PostgreSQL estimates a
-// row comparison, or a bound on one side, at a large share of the table,
-// and with the statistics of ten million events it read the whole table
-// for a projection at the head of the log (a second or more, for each
-// page of activity); a range between two values it does not know yet it
-// estimates as narrow, and keeps to the indexes.
+// Each part of the count is bounded on both sides, besides its row
+// comparison: PostgreSQL estimates a row comparison, or a bound on one
+// side, at a large share of the table, and with the statistics of ten
+// million events it read the whole table for a projection at the head of
+// the log (a second or more, for each page of activity); a range with a
+// bound it does not know yet it estimates as narrow, and keeps to the
+// indexes. The events after the offset are found by events_log, from the
+// offset to the log's last transaction. Those above high_position are
+// found by events_position, a BRIN index, from high_position to the
+// highest position there can be: a subquery that PostgreSQL plans apart
+// (OFFSET 0) reads them by position alone, and the row comparison
+// filters what it returns; planned together, the row comparison's bound
+// on events_log looked cheaper, and read the whole index. The BRIN index
+// leaves out the ranges of pages whose positions are all lower, once
+// VACUUM has summarized them (migration 00021): the pages appended since
+// are read whole.
 func (l *Log) Behind(ctx context.Context, group string, types []string) (int64, time.Time, error) {
 	wanted := `true`
 	args := []any{group}
@@ -162,9 +171,11 @@ WITH o AS (
 	WHERE (e.transaction_id, e.position) > ((SELECT tx FROM o), (SELECT pos FROM o))
 	AND e.transaction_id BETWEEN (SELECT tx FROM o) AND (SELECT max(transaction_id) FROM events) AND ` + wanted + `
 	UNION ALL
-	SELECT e.transaction_id, e.recorded_at, true FROM events AS e
-	WHERE e.position > (SELECT high FROM o) AND (e.transaction_id, e.position) <= ((SELECT tx FROM o), (SELECT pos FROM o))
-	AND e.position BETWEEN (SELECT high FROM o) AND (SELECT max(position) FROM events) AND ` + wanted + `
+	SELECT e.transaction_id, e.recorded_at, true FROM (
+		SELECT x.transaction_id, x.position, x.recorded_at, x.type FROM events AS x
+		WHERE x.position > (SELECT high FROM o) AND x.position <= ` + maxBigint + `
+		OFFSET 0) AS e
+	WHERE (e.transaction_id, e.position) <= ((SELECT tx FROM o), (SELECT pos FROM o)) AND ` + wanted + `
 )
 SELECT count(*), min(recorded_at), count(*) FILTER (WHERE passed), count(*) FILTER (WHERE transaction_id >= ` + logNext + `)
 FROM pending`
@@ -300,15 +311,16 @@ ON CONFLICT (consumer_group) DO UPDATE SET retired_at = now()`, group)
 // advanceOffset moves group's offset to the event at (txid, position),
 // never backwards, and its high_position to the highest position of the
 // events it has passed. The events passed now are read in the log's order,
-// by a subquery with ORDER BY: a plain max(position) over them would be
-// planned as a backward scan of events_position from the end of the log,
-// filtered down to the window, which costs a scan of the rest of the log
-// per batch while a projection catches up. The window's transaction ids
-// are bounded besides, in plain comparisons: PostgreSQL estimates a range
-// of row comparisons at several percent of the table whatever its width,
-// and with the statistics of ten million events it read the whole table
-// for every batch (a second each); the plain bounds it estimates as a
-// narrow range, and it keeps to the index.
+// by a subquery with ORDER BY, through events_log: a plain max(position)
+// over them was planned, while events_position was a btree, as a backward
+// scan of it from the end of the log, filtered down to the window, which
+// cost a scan of the rest of the log per batch while a projection caught
+// up. The window's transaction ids are bounded besides, in plain
+// comparisons: PostgreSQL estimates a range of row comparisons at several
+// percent of the table whatever its width, and with the statistics of ten
+// million events it read the whole table for every batch (a second each);
+// the plain bounds it estimates as a narrow range, and it keeps to the
+// index.
 func advanceOffset(group, txid string, position int64) wsql.Query {
 	return wsql.Query{
 		Query: `UPDATE projection_offsets AS o SET last_transaction_id = $2::text::xid8, last_position = $3,
@@ -389,20 +401,22 @@ func (s logSchema) SelectQuery(_ string, group string, _ wsql.OffsetsAdapter) ws
 WITH last AS (
 	SELECT last_transaction_id, last_position FROM projection_offsets WHERE consumer_group = $1 AND retired_at IS NULL FOR UPDATE
 ), win AS (
-	SELECT e.position, e.transaction_id, e.id, e.stream, e.version, e.type, e.data, e.metadata, e.recorded_at, e.schema_version
+	SELECT e.position, e.transaction_id, e.id, e.stream_id, e.version, e.recorded_at, e.schema_version, e.type, e.data, e.correlation_id, e.causation_id, e.metadata
 	FROM events AS e
 	WHERE (e.transaction_id, e.position) > ((SELECT last_transaction_id FROM last), (SELECT last_position FROM last))
 	AND e.transaction_id < ` + logHorizon + `
 	ORDER BY e.transaction_id, e.position
 	LIMIT ` + strconv.Itoa(s.batch) + `
 ), picked AS (
-	SELECT * FROM win AS w WHERE ` + wanted + ` ORDER BY w.transaction_id, w.position
+	SELECT w.*, s.name AS stream FROM win AS w LEFT JOIN event_streams AS s ON s.id = w.stream_id
+	WHERE ` + wanted + ` ORDER BY w.transaction_id, w.position
 )
 SELECT b.transaction_id::text, b.position,
 	coalesce(array_agg(p.transaction_id::text) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.position) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.id::text) FILTER (WHERE p.position IS NOT NULL), '{}'),
 	coalesce(array_agg(p.stream) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.version) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.type) FILTER (WHERE p.position IS NOT NULL), '{}'),
 	coalesce(array_agg(p.data::text) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.metadata::text) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.recorded_at) FILTER (WHERE p.position IS NOT NULL), '{}'),
-	coalesce(array_agg(p.schema_version) FILTER (WHERE p.position IS NOT NULL), '{}')
+	coalesce(array_agg(p.schema_version) FILTER (WHERE p.position IS NOT NULL), '{}'),
+	coalesce(array_agg(p.correlation_id) FILTER (WHERE p.position IS NOT NULL), '{}'), coalesce(array_agg(p.causation_id) FILTER (WHERE p.position IS NOT NULL), '{}')
 FROM (SELECT transaction_id, position FROM win ORDER BY transaction_id DESC, position DESC LIMIT 1) AS b
 LEFT JOIN picked AS p ON true
 GROUP BY b.transaction_id, b.position`
@@ -415,14 +429,15 @@ GROUP BY b.transaction_id, b.position`
 func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 	var endTxid string
 	var end eventstore.Position
-	var txids, ids, streams, types, data, metadata []string
+	var txids, ids, streams, types, data, metadata, correlations, causations []string
 	var seqs, versions []int64
 	var schemas []int32
 	var recorded []time.Time
 	m := s.arrays
 	err := row.Scan(&endTxid, &end.Seq, m.SQLScanner(&txids), m.SQLScanner(&seqs), m.SQLScanner(&ids),
 		m.SQLScanner(&streams), m.SQLScanner(&versions), m.SQLScanner(&types),
-		m.SQLScanner(&data), m.SQLScanner(&metadata), m.SQLScanner(&recorded), m.SQLScanner(&schemas))
+		m.SQLScanner(&data), m.SQLScanner(&metadata), m.SQLScanner(&recorded), m.SQLScanner(&schemas),
+		m.SQLScanner(&correlations), m.SQLScanner(&causations))
 	if err != nil {
 		return wsql.Row{}, fmt.Errorf("postgres: log: %w", err)
 	}
@@ -430,7 +445,8 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 		return wsql.Row{}, fmt.Errorf("postgres: log: transaction id %q: %w", endTxid, err)
 	}
 	n := len(seqs)
-	if len(txids) != n || len(ids) != n || len(streams) != n || len(versions) != n || len(types) != n || len(data) != n || len(metadata) != n || len(recorded) != n || len(schemas) != n {
+	if len(txids) != n || len(ids) != n || len(streams) != n || len(versions) != n || len(types) != n || len(data) != n || len(metadata) != n || len(recorded) != n || len(schemas) != n ||
+		len(correlations) != n || len(causations) != n {
 		return wsql.Row{}, errors.New("postgres: log: the columns of a batch differ in length")
 	}
 	events := make([]eventstore.Event, n)
@@ -448,6 +464,7 @@ func (s logSchema) UnmarshalMessage(row wsql.Scanner) (wsql.Row, error) {
 				return wsql.Row{}, fmt.Errorf("postgres: log: event %s metadata: %w", e.ID, err)
 			}
 		}
+		e.Metadata.CorrelationID, e.Metadata.CausationID = correlations[i], causations[i]
 		events[i] = e
 	}
 	// The arrays are aggregated in one pass, so they line up; their order

@@ -16,7 +16,8 @@ type sample struct {
 	at time.Time
 	// rss is each instance's resident memory in MiB.
 	rss []float64
-	// Table sizes in MiB (with indexes and TOAST) and dead tuples.
+	// Table sizes in MiB (with indexes and TOAST; the events' with their
+	// streams') and dead tuples.
 	outboxMiB, eventsMiB   float64
 	outboxDead, eventsDead float64
 	// pending is the outbox messages not delivered yet.
@@ -86,7 +87,7 @@ func (s *sampler) run(ctx context.Context, began time.Time) {
 		if conn != nil {
 			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			var ob, ev, od, ed, pend int64
-			err := conn.QueryRow(qctx, `SELECT pg_total_relation_size('outbox_messages'), pg_total_relation_size('events'),
+			err := conn.QueryRow(qctx, `SELECT pg_total_relation_size('outbox_messages'), pg_total_relation_size('events') + pg_total_relation_size('event_streams'),
 				(SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'outbox_messages'),
 				(SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'events'),
 				(SELECT count(*) FROM outbox_messages WHERE buried_at IS NULL)`).Scan(&ob, &ev, &od, &ed, &pend)

@@ -132,7 +132,7 @@ func TestTheSweepForgetsAnAddressThatSignedInLate(t *testing.T) {
 	ctx := t.Context()
 	code := b.link(t, "ada@example.com", "ada@example.com")
 	var stream string
-	if err := b.db.Pool().QueryRow(ctx, `SELECT stream FROM events WHERE stream LIKE 'signin-%'`).Scan(&stream); err != nil {
+	if err := b.db.Pool().QueryRow(ctx, `SELECT s.name FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name LIKE 'signin-%'`).Scan(&stream); err != nil {
 		t.Fatal(err)
 	}
 	b.clock.Advance(10 * time.Minute)
@@ -149,7 +149,7 @@ func TestTheSweepForgetsAnAddressThatSignedInLate(t *testing.T) {
 	if _, err := b.svc.ForgetIdleAddresses(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM events WHERE stream = $1`, stream); n != 1 {
+	if n := b.count(t, `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name = $1`, stream); n != 1 {
 		t.Errorf("a week later the sign-in stream keeps %d events, want the marker alone", n)
 	}
 	// Ada moves on and is erased: her former address's stream still ties
@@ -161,7 +161,7 @@ func TestTheSweepForgetsAnAddressThatSignedInLate(t *testing.T) {
 	if err := b.svc.DeleteAccount(ctx, ada.Token); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM events WHERE stream LIKE 'signin-%' AND data->>'user_id' = $1::text`, ada.User.ID); n != 0 {
+	if n := b.count(t, `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name LIKE 'signin-%' AND data->>'user_id' = $1::text`, ada.User.ID); n != 0 {
 		t.Errorf("after the erasure %d sign-in events still name the erased user", n)
 	}
 }
@@ -333,7 +333,7 @@ func TestTheSweepForgetsAnAddressWhenTheWindowGrew(t *testing.T) {
 	if _, err := wide.ForgetIdleAddresses(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM events WHERE stream LIKE 'signin-%' AND type = $1`, user.TypeSignInForgotten); n != 1 {
+	if n := b.count(t, `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name LIKE 'signin-%' AND type = $1`, user.TypeSignInForgotten); n != 1 {
 		t.Errorf("a week later the stream has %d markers, want 1", n)
 	}
 }

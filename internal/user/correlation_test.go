@@ -27,7 +27,7 @@ func TestEventsNameTheirRequestAndCommand(t *testing.T) {
 	if _, err := b.svc.SignIn(requestid.With(t.Context(), "req-signin"), code); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := b.db.Pool().Query(t.Context(), `SELECT type, coalesce(metadata->>'correlation_id', ''), coalesce(metadata->>'causation_id', '') FROM events ORDER BY position`)
+	rows, err := b.db.Pool().Query(t.Context(), `SELECT type, correlation_id, causation_id FROM events ORDER BY position`)
 	if err != nil {
 		t.Fatal(err)
 	}

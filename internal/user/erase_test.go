@@ -127,7 +127,7 @@ func TestDeleteAccountErasesThePerson(t *testing.T) {
 		"sessions":           `SELECT count(*) FROM sessions WHERE user_id = $1`,
 		"email_change_codes": `SELECT count(*) FROM email_change_codes WHERE user_id = $1`,
 		"data_keys":          `SELECT count(*) FROM data_keys WHERE subject = 'user-' || $1::text`,
-		"events":             `SELECT count(*) FROM events WHERE stream = 'user-' || $1::text AND type <> 'user.erased'`,
+		"events":             `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name = 'user-' || $1::text AND type <> 'user.erased'`,
 	} {
 		if n := b.count(t, q, ada.User.ID); n != 0 {
 			t.Errorf("%s holds %d rows of the deleted account", table, n)
@@ -239,7 +239,7 @@ func TestAnErasureWinsOverACommandUnderWay(t *testing.T) {
 		if ms := b.mails(t); len(ms) != 0 {
 			t.Errorf("%s while the account was erased mailed %+v", c.name, ms)
 		}
-		if n := b.count(t, `SELECT count(*) FROM events WHERE stream = 'user-' || $1::text`, first.User.ID); n != 1 {
+		if n := b.count(t, `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name = 'user-' || $1::text`, first.User.ID); n != 1 {
 			t.Errorf("%s while the account was erased: its stream holds %d events, want the erasure alone", c.name, n)
 		}
 	}

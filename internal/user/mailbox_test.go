@@ -169,20 +169,20 @@ func TestAnErasureForgetsTheStreamOfTheSpelling(t *testing.T) {
 	if n := b.count(t, `SELECT count(*) FROM data_keys WHERE subject = $1`, stream); n != 0 {
 		t.Errorf("the spelling's stream of then keeps %d keys", n)
 	}
-	if n := b.count(t, `SELECT count(*) FROM events WHERE stream = $1 AND type <> $2`, stream, user.TypeSignInForgotten); n != 0 {
+	if n := b.count(t, `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name = $1 AND type <> $2`, stream, user.TypeSignInForgotten); n != 0 {
 		t.Errorf("the spelling's stream of then keeps %d events besides its marker", n)
 	}
 	// An address without a subaddress keeps the stream it had, and its
 	// erasure adds none.
 	bob := b.signIn(t, "bob@example.com")
-	if n := b.count(t, `SELECT count(*) FROM events WHERE stream = $1`, named("bob@example.com")); n != 2 {
+	if n := b.count(t, `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name = $1`, named("bob@example.com")); n != 2 {
 		t.Errorf("the stream named by Bob's address holds %d events, want his link and its use", n)
 	}
-	streams := b.count(t, `SELECT count(DISTINCT stream) FROM events`)
+	streams := b.count(t, `SELECT count(DISTINCT stream_id) FROM events`)
 	if err := b.svc.DeleteAccount(ctx, bob.Token); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(DISTINCT stream) FROM events`); n != streams {
+	if n := b.count(t, `SELECT count(DISTINCT stream_id) FROM events`); n != streams {
 		t.Errorf("the erasure of an address without a subaddress went from %d streams to %d", streams, n)
 	}
 }

@@ -17,7 +17,7 @@ import (
 func (b *bundle) logText(t *testing.T) string {
 	t.Helper()
 	var sb strings.Builder
-	rows, err := b.db.Pool().Query(t.Context(), `SELECT stream, data::text, metadata::text FROM events ORDER BY position`)
+	rows, err := b.db.Pool().Query(t.Context(), `SELECT s.name, data::text, correlation_id || ' ' || causation_id || ' ' || metadata::text FROM events JOIN event_streams AS s ON s.id = events.stream_id ORDER BY position`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestTheLogHoldsNoAddressInPlainText(t *testing.T) {
 	}
 	// A sign-in stream is named by a keyed hash: the same address names the
 	// same stream, and the name shows nothing of it.
-	if n := b.count(t, `SELECT count(DISTINCT stream) FROM events WHERE stream LIKE 'signin-%'`); n != 3 {
+	if n := b.count(t, `SELECT count(DISTINCT s.name) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name LIKE 'signin-%'`); n != 3 {
 		t.Errorf("%d sign-in streams, want 3: one per address", n)
 	}
 }
@@ -95,7 +95,7 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 	}
 	b.mails(t)
 	var stream string
-	if err := b.db.Pool().QueryRow(ctx, `SELECT DISTINCT stream FROM events`).Scan(&stream); err != nil {
+	if err := b.db.Pool().QueryRow(ctx, `SELECT DISTINCT s.name FROM events JOIN event_streams AS s ON s.id = events.stream_id`).Scan(&stream); err != nil {
 		t.Fatal(err)
 	}
 	// Within the window and the margin, nothing goes.
@@ -110,10 +110,10 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 	if n, err := b.svc.ForgetIdleAddresses(ctx); err != nil || n != 1 {
 		t.Fatalf("ForgetIdleAddresses = %d, %v; want 1", n, err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM events WHERE stream LIKE 'signin-%' AND type = $1 AND data::text = '{}'`, user.TypeSignInForgotten); n != 1 {
+	if n := b.count(t, `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name LIKE 'signin-%' AND type = $1 AND data::text = '{}'`, user.TypeSignInForgotten); n != 1 {
 		t.Errorf("the sign-in stream keeps %d bare %s events, want one", n, user.TypeSignInForgotten)
 	}
-	if n := b.count(t, `SELECT count(*) FROM events WHERE stream LIKE 'signin-%'`); n != 1 {
+	if n := b.count(t, `SELECT count(*) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name LIKE 'signin-%'`); n != 1 {
 		t.Errorf("the sign-in stream keeps %d events, want the marker alone", n)
 	}
 	if n := b.count(t, `SELECT count(*) FROM data_keys`); n != 1 {
@@ -135,7 +135,7 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 	if _, err := b.svc.SignIn(ctx, code); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT max(version) FROM events WHERE stream = $1`, stream); n != 9 {
+	if n := b.count(t, `SELECT max(version) FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE s.name = $1`, stream); n != 9 {
 		t.Errorf("the forgotten address's stream is at version %d, want 9: numbered on from its marker, 4", n)
 	}
 	if got := b.addresses(t, user.TypeSignInLinkRequested, "email"); strings.Count(strings.Join(got, " "), "link.only@example.com") != 5 {

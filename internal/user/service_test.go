@@ -162,7 +162,7 @@ func (b *bundle) count(t *testing.T, query string, args ...any) int {
 // the order of the log, opened ([user.Address]).
 func (b *bundle) addresses(t *testing.T, typ, field string) []string {
 	t.Helper()
-	rows, err := b.db.Pool().Query(t.Context(), `SELECT stream, data::text, coalesce(data->>$2, '') FROM events WHERE type = $1 ORDER BY position`, typ, field)
+	rows, err := b.db.Pool().Query(t.Context(), `SELECT s.name, data::text, coalesce(data->>$2, '') FROM events JOIN event_streams AS s ON s.id = events.stream_id WHERE type = $1 ORDER BY position`, typ, field)
 	if err != nil {
 		t.Fatal(err)
 	}
