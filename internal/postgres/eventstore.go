@@ -193,7 +193,7 @@ func (s *EventStore) AppendLater(ctx context.Context, t uow.Tx, stream string, e
 
 // AppendLaterIf is [eventstore.Store.AppendLaterIf]: the INSERT of
 // [EventStore.AppendLater], under cond instead of a version. It reads the
-// stream's recent stretch from cond.Since ([stretchBefore]).
+// stream's recent stretch from cond.Since ([stretchFrom]).
 func (s *EventStore) AppendLaterIf(ctx context.Context, t uow.Tx, stream string, cond eventstore.Condition, events ...eventstore.Event) ([]eventstore.Event, error) {
 	fail := func(err error) error {
 		return fmt.Errorf("eventstore: append %s if fewer than %d since %s: %w",
@@ -302,7 +302,7 @@ const (
 	atExpected = `head.version = $10`
 	fewerSince = `(SELECT count(*) FILTER (WHERE $12::text[] IS NULL OR type = ANY($12::text[])) < $11
 		AND count(*) FILTER (WHERE type = ANY($13::text[])) = 0
-		FROM events WHERE stream_id = (SELECT id FROM stream) AND version > ` + stretchBefore + `$10` + stretchAfter + `)`
+		FROM events WHERE stream_id = (SELECT id FROM stream) AND version > ` + stretchFrom + `$10` + stretchTo + `$10` + stretchEnd + `)`
 
 	appendHead = `
 WITH ` + findStream + makeStream
@@ -538,7 +538,7 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 //
 // It is one statement, so one snapshot: the head version and the recent
 // stretch both come from the primary key (stream_id, version), read from
-// the head back ([stretchBefore]), and neither reads the stream's older
+// the head back ([stretchFrom]), and neither reads the stream's older
 // events.
 // Every row carries the head; a stream with no recent event returns one row
 // of the head alone, whose event columns are NULL.
@@ -573,18 +573,33 @@ const loadSinceQuery = `
 WITH stream AS (SELECT id, name FROM event_streams WHERE name = $1),
 ` + headOf + `
 SELECT head.version, ` + eventColumns + `
-FROM head LEFT JOIN (events AS e JOIN stream AS s ON s.id = e.stream_id) ON e.version > ` + stretchBefore + `$2` + stretchAfter + `
+FROM head LEFT JOIN (events AS e JOIN stream AS s ON s.id = e.stream_id)
+	ON e.stream_id = (SELECT id FROM stream) AND e.version > ` + stretchFrom + `$2` + stretchTo + `$2` + stretchEnd + `
 ORDER BY e.version`
 
-// stretchBefore, a time, and stretchAfter make the version after which
-// the recent stretch of the stream (the CTE stream's) begins from that
-// time: the version of its last event recorded before the time, or 0. It
-// walks the primary key from the stream's head back and stops at the
-// first such event, so it reads the recent events and one more, however
-// long the stream.
+// stretchFrom, a time, stretchTo, the time again, and stretchEnd make the
+// version after which the recent stretch of the stream (the CTE stream's,
+// whose head is the CTE head's) begins from that time: the version of its
+// last event recorded before the time, or 0. It walks the stream back from
+// its head one version at a time, each step a probe of the primary key
+// (stream_id, version) made as a scalar subquery, which no estimate can
+// turn into anything else, and stops at the first such event or where the
+// versions end (a version below the first kept has no time): it reads
+// the recent events and one more, however long the stream. The plainer
+// ORDER BY version DESC LIMIT 1, and a walk that joins events, let the
+// planner read the whole stream where its statistics made the stream
+// short: a generic plan read all 100,000 events of a long one (14 and
+// 31 ms) to find one. A stream's versions have no gap but before its
+// first event kept ([eventstore.Store.Truncate]).
 const (
-	stretchBefore = `coalesce((SELECT version FROM events WHERE stream_id = (SELECT id FROM stream) AND recorded_at < `
-	stretchAfter  = ` ORDER BY version DESC LIMIT 1), 0)`
+	stretchFrom = `coalesce((WITH RECURSIVE back (version, recorded_at) AS (
+	SELECT version, recorded_at FROM events WHERE stream_id = (SELECT id FROM stream) AND version = (SELECT version FROM head)
+	UNION ALL
+	SELECT back.version - 1, (SELECT e.recorded_at FROM events AS e WHERE e.stream_id = (SELECT id FROM stream) AND e.version = back.version - 1)
+	FROM back WHERE back.recorded_at >= `
+	stretchTo = `
+) SELECT version FROM back WHERE recorded_at < `
+	stretchEnd = `), 0)`
 )
 
 // ceilMicro returns t rounded up to the microsecond, the precision of
