@@ -30,35 +30,12 @@ func BenchmarkHistory(b *testing.B) {
 	for _, name := range []string{"PostgreSQL", "SQLite"} {
 		b.Run(name, func(b *testing.B) {
 			clock := testclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-			var d user.Deps
-			switch name {
-			case "PostgreSQL":
-				db := pgtest.New(b)
-				keys := keyringtest.New(b, postgres.DataKeys{})
-				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{}, Keys: keys}
-			default:
-				db := sqlitetest.New(b)
-				keys := keyringtest.New(b, sqlite.DataKeys{})
-				d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{}, Keys: keys}
-			}
+			d := benchDeps(b, name, clock)
 			svc, err := user.NewService(d, user.Policy{}, baseURL)
 			if err != nil {
 				b.Fatal(err)
 			}
-			signIn := func(email string) user.Session {
-				if err := svc.RequestSignInLink(b.Context(), email); err != nil {
-					b.Fatal(err)
-				}
-				sent := mailtest.Take(b, d.Outbox, clock.Now().Add(time.Hour))
-				if len(sent) != 1 || sent[0].Topic != mail.TopicLoginLink {
-					b.Fatalf("mails %+v, want one sign-in link", sent)
-				}
-				s, err := svc.SignIn(b.Context(), sent[0].Link.Code)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return s
-			}
+			signIn := func(email string) user.Session { return signInOnce(b, svc, d, clock, email) }
 			// The old account: a sign-in every 15 minutes, within the
 			// limit, every other one ended.
 			var old user.Session
@@ -106,4 +83,33 @@ func BenchmarkHistory(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchDeps returns the dependencies of a service on a new database of
+// backend ("PostgreSQL" or "SQLite"), whose units of work read clock.
+func benchDeps(b *testing.B, backend string, clock *testclock.Clock) user.Deps {
+	b.Helper()
+	if backend == "PostgreSQL" {
+		db := pgtest.New(b)
+		return user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{}, Keys: keyringtest.New(b, postgres.DataKeys{})}
+	}
+	db := sqlitetest.New(b)
+	return user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{}, Keys: keyringtest.New(b, sqlite.DataKeys{})}
+}
+
+// signInOnce signs email in through the service, as a person does.
+func signInOnce(b *testing.B, svc *user.Service, d user.Deps, clock *testclock.Clock, email string) user.Session {
+	b.Helper()
+	if err := svc.RequestSignInLink(b.Context(), email); err != nil {
+		b.Fatal(err)
+	}
+	sent := mailtest.Take(b, d.Outbox, clock.Now().Add(time.Hour))
+	if len(sent) != 1 || sent[0].Topic != mail.TopicLoginLink {
+		b.Fatalf("mails %+v, want one sign-in link", sent)
+	}
+	s, err := svc.SignIn(b.Context(), sent[0].Link.Code)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
