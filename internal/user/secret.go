@@ -22,17 +22,22 @@ var encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPaddin
 // newSecret returns a fresh one-time code or session token and its hash.
 // Only the hash is ever stored in events and tables.
 func newSecret() (plain, hash string) {
-	b := make([]byte, secretBytes)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails.
-	plain = encoding.EncodeToString(b)
+	plain = randomSecret()
 	return plain, hashSecret(plain)
 }
 
 // newToken returns a fresh session token and its hash, as the session
 // events hold it: [hashSecret] in bytes.
 func newToken() (plain string, hash TokenHash) {
-	plain, _ = newSecret()
+	plain = randomSecret()
 	return plain, sumSecret(plain)
+}
+
+// randomSecret returns secretBytes random bytes in [encoding].
+func randomSecret() string {
+	b := make([]byte, secretBytes)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails.
+	return encoding.EncodeToString(b)
 }
 
 // hashSecret returns the hex SHA-256 of a code or token as a person sent it,
