@@ -65,12 +65,18 @@ type SignInForgotten struct {
 //     too, if it has one.
 //   - It deletes the messages not yet delivered that are the person's:
 //     every mail to the address (a sign-in link, a confirmation someone
-//     asked for, the news that someone asked to move to it), every
-//     confirmation the account asked for to another address, and the
-//     integration events about it. A message that a
-//     relay holds at that moment may still go out, once.
+//     asked for, the news that someone asked to move to it, an
+//     invitation into an organization), every confirmation the account
+//     asked for to another address, and the integration events about
+//     it. A message that a relay holds at that moment may still go out,
+//     once.
 //   - With integration events, it publishes that the account was
 //     deleted (integration.TypeDeleted).
+//
+// It holds the account's stream first, then its address's sign-in stream
+// ([eventstore.Store.Lock]), before it reads what it erases: a unit of
+// work that holds the account's stream ([Service.Authenticate]) ends
+// first, and the erasure sees what it wrote.
 //
 // The account's former addresses are no longer its own: their sign-in
 // streams, their links and mail are whoever's holds them now, and the
@@ -84,14 +90,22 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		return err
 	}
 	return s.do(ctx, "user.DeleteAccount", func(ctx context.Context, tx uow.Tx) error {
-		acct, _, err := s.authenticate(ctx, tx, token)
+		// Hold the account's stream before reading or writing anything
+		// of the account, as the commands of other domains do
+		// (Authenticate): one under way finishes first, and the erasure
+		// then sees what it wrote.
+		acct, _, err := s.authenticateHeld(ctx, tx, token)
 		if err != nil {
 			return err
 		}
 		stream, signIn := userStream(acct.id), signInStream(secret, acct.email)
-		// Hold the address's stream before writing anything, as a
-		// sign-in, the sweep and a change of address to it do, so that
-		// they take turns instead of deadlocking.
+		// Then hold the address's stream, as a sign-in, the sweep and a
+		// change of address to it do, so that they take turns instead of
+		// deadlocking. Always the account's stream first, then the
+		// address's: those hold an address's stream and never wait for
+		// an account's, and the commands that hold an account's stream
+		// hold no address's, so no two units of work each hold a stream
+		// that the other waits for.
 		if err := s.Events.Lock(ctx, tx, signIn); err != nil {
 			return err
 		}
