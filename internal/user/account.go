@@ -130,14 +130,14 @@ func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (ac
 // It holds the account's stream ("user-ID", [eventstore.Store.Lock])
 // until tx ends, and takes it before it reads anything else of the
 // account or writes anything. [Service.DeleteAccount] takes the same
-// stream before it reads what it erases. So tx and the account's erasure
-// take turns:
+// stream before it reads what it erases and runs its hooks
+// ([WithErasure]). So tx and the account's erasure take turns:
 //
 //   - An erasure that committed before the stream was held is seen:
 //     the session is gone with the account, and Authenticate returns
 //     [ErrUnauthenticated].
 //   - An erasure that has not committed by then waits until tx ends,
-//     and then sees everything tx wrote.
+//     and then sees everything tx wrote, as its hooks do.
 //
 // What tx adds for the account, such as a membership, is then never
 // left behind by the account's erasure. It returns [ErrUnauthenticated],

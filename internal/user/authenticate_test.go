@@ -3,9 +3,11 @@ package user_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
@@ -69,6 +71,125 @@ func TestAuthenticate(t *testing.T) {
 				if _, err := b.authenticate(t, svc, token); !errors.Is(err, user.ErrUnauthenticated) {
 					t.Errorf("Authenticate with %s: %v, want ErrUnauthenticated", what, err)
 				}
+			}
+		})
+	}
+}
+
+// lockSignal is an event store that closes locking when a unit of work
+// is about to hold stream.
+type lockSignal struct {
+	eventstore.Store
+	stream  string
+	locking chan struct{}
+	once    sync.Once
+}
+
+func (l *lockSignal) Lock(ctx context.Context, tx uow.Tx, stream string) error {
+	if stream == l.stream {
+		l.once.Do(func() { close(l.locking) })
+	}
+	return l.Store.Lock(ctx, tx, stream)
+}
+
+// A unit of work that authenticated a session holds its account: the
+// account's erasure, begun meanwhile, waits until it commits, and then
+// its hook sees what it wrote. On PostgreSQL the test waits until the
+// erasure waits for the account's stream before it lets the first
+// commit; on SQLite, whose writers take turns, the erasure cannot begin
+// before.
+func TestAuthenticateAndAnErasureTakeTurns(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			b := be.setup(t)
+			ctx := t.Context()
+			plain := b.service(t, nil)
+			ada := b.signIn(t, plain, "ada@example.com")
+			other := b.signIn(t, plain, "ada@example.com")
+			r := newRecorder(b, nil)
+			signal := &lockSignal{stream: "user-" + ada.User.ID.String(), locking: make(chan struct{})}
+			eraser := b.service(t, func(s eventstore.Store) eventstore.Store { signal.Store = s; return signal }, user.WithErasure(r.hook))
+
+			// The first unit of work authenticates, notes what it keeps
+			// of the account, and holds until released.
+			var (
+				wg                    sync.WaitGroup
+				firstErr, eraseErr    error
+				probe                 func() bool
+				held, release         = make(chan struct{}), make(chan struct{})
+				firstDone, erasedDone = make(chan struct{}), make(chan struct{})
+				once                  sync.Once
+			)
+			finish := func() { once.Do(func() { close(release); wg.Wait() }) }
+			defer finish()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer close(firstDone)
+				firstErr = b.deps.Runner.Do(ctx, func(ctx context.Context, tx uow.Tx) error {
+					u, err := plain.Authenticate(ctx, tx, ada.Token)
+					if err != nil {
+						return err
+					}
+					if err := b.note(ctx, tx, u.ID, "joined"); err != nil {
+						return err
+					}
+					if b.waitedOn != nil {
+						probe = b.waitedOn(t, tx)
+					}
+					close(held)
+					<-release
+					return nil
+				})
+			}()
+			select {
+			case <-held:
+			case <-firstDone:
+				t.Fatalf("the first unit of work: %v", firstErr)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer close(erasedDone)
+				eraseErr = eraser.DeleteAccount(ctx, other.Token)
+			}()
+			if probe != nil {
+				select {
+				case <-signal.locking:
+				case <-r.ran:
+					t.Fatal("the erasure ran its hook before it held the account's stream")
+				case <-erasedDone:
+					t.Fatalf("the erasure ended while the account was held: %v", eraseErr)
+				}
+				for !probe() {
+					select {
+					case <-r.ran:
+						t.Fatal("the erasure ran its hook while the account was held")
+					case <-erasedDone:
+						t.Fatalf("the erasure ended while the account was held: %v", eraseErr)
+					default:
+					}
+				}
+			}
+			select {
+			case <-r.ran:
+				t.Fatal("the erasure ran its hook while the account was held")
+			default:
+			}
+			finish()
+			if firstErr != nil {
+				t.Fatalf("the first unit of work: %v", firstErr)
+			}
+			if eraseErr != nil {
+				t.Fatalf("the erasure: %v", eraseErr)
+			}
+			if calls := r.calls(); len(calls) != 1 || calls[0].notes != 1 {
+				t.Errorf("the erasure's hook saw %+v, want once, with the first unit of work's note", calls)
+			}
+			if _, err := b.authenticate(t, plain, ada.Token); !errors.Is(err, user.ErrUnauthenticated) {
+				t.Errorf("Authenticate after the erasure: %v, want ErrUnauthenticated", err)
 			}
 		})
 	}

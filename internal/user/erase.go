@@ -72,6 +72,7 @@ type SignInForgotten struct {
 //     once.
 //   - With integration events, it publishes that the account was
 //     deleted (integration.TypeDeleted).
+//   - It runs the hooks of [WithErasure], before it appends [Erased].
 //
 // It holds the account's stream first, then its address's sign-in stream
 // ([eventstore.Store.Lock]), before it reads what it erases: a unit of
@@ -93,7 +94,7 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		// Hold the account's stream before reading or writing anything
 		// of the account, as the commands of other domains do
 		// (Authenticate): one under way finishes first, and the erasure
-		// then sees what it wrote.
+		// and its hooks then see what it wrote.
 		acct, _, err := s.authenticateHeld(ctx, tx, token)
 		if err != nil {
 			return err
@@ -129,6 +130,12 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		if err != nil {
 			return err
 		}
+		u := User{ID: acct.id, Email: acct.email, CreatedAt: acct.createdAt}
+		for _, hook := range s.erasureHooks {
+			if err := hook(ctx, tx, u); err != nil {
+				return fmt.Errorf("user: erasure hook: %w", err)
+			}
+		}
 		erased := Erased{UserID: acct.id}
 		e, err := event(ctx, erased)
 		if err != nil {
@@ -159,6 +166,26 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		}
 		return s.publish(ctx, tx, deleted(erased, appended[0].Version))
 	})
+}
+
+// WithErasure adds hook to what [Service.DeleteAccount] does, for another
+// domain that keeps something of accounts: it runs in the erasure's unit
+// of work, with the account to erase, once the erasure holds the
+// account's stream and its address's and has read what it deletes, and
+// before it appends [Erased]. So what hook writes commits with the
+// erasure, or rolls back with it. A unit of work that holds the
+// account's stream ([Service.Authenticate]) ends before hook runs, and
+// hook sees what it wrote.
+//
+// A hook's error fails the erasure, which then changes nothing; one that
+// wraps [eventstore.ErrConcurrency] runs the erasure again, as a race it
+// lost. Hooks run in the order given. A hook must not hold another
+// account's stream, lest two erasures wait on each other; a message it
+// adds to the outbox stays, but for one keyed as the account's
+// integration events (the keys that publish.Events gives its ID), which
+// goes with them.
+func WithErasure(hook func(ctx context.Context, tx uow.Tx, u User) error) Option {
+	return func(s *Service) { s.erasureHooks = append(s.erasureHooks, hook) }
 }
 
 // forget forgets the keys of stream, which erases the addresses it holds,
