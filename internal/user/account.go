@@ -121,6 +121,63 @@ func (s *Service) authenticate(ctx context.Context, tx uow.Tx, token string) (ac
 	return acct, r.TokenHash, nil
 }
 
+// Authenticate returns the user of a live session token, in the caller's
+// unit of work tx, for a command of another domain that acts for the
+// session's account. It authenticates as the service's own commands do,
+// the session's last use written when it is stale, so tx must be one
+// that writes ([uow.Runner.Do]).
+//
+// It holds the account's stream ("user-ID", [eventstore.Store.Lock])
+// until tx ends, and takes it before it reads anything else of the
+// account or writes anything. [Service.DeleteAccount] takes the same
+// stream before it reads what it erases and runs its hooks
+// ([WithErasure]). So tx and the account's erasure take turns:
+//
+//   - An erasure that committed before the stream was held is seen:
+//     the session is gone with the account, and Authenticate returns
+//     [ErrUnauthenticated].
+//   - An erasure that has not committed by then waits until tx ends,
+//     and then sees everything tx wrote, as its hooks do.
+//
+// What tx adds for the account, such as a membership, is then never
+// left behind by the account's erasure. It returns [ErrUnauthenticated],
+// and in a read-only unit of work an error wrapping [uow.ErrReadOnly].
+func (s *Service) Authenticate(ctx context.Context, tx uow.Tx, token string) (User, error) {
+	acct, _, err := s.authenticateHeld(ctx, tx, token)
+	if err != nil {
+		return User{}, err
+	}
+	return User{ID: acct.id, Email: acct.email, CreatedAt: acct.createdAt}, nil
+}
+
+// authenticateHeld is [Service.authenticate] holding the account's stream
+// first. The session names the account; the stream is held before the
+// session is read again with the account, and before the session's last
+// use is written, so that two units of work on one session never each
+// hold what the other waits for. On PostgreSQL each statement of a unit
+// of work sees what committed before it began, so the reads after the
+// lock see an erasure that committed before it: no session, and no
+// account ([Service.user]).
+func (s *Service) authenticateHeld(ctx context.Context, tx uow.Tx, token string) (account, string, error) {
+	r, err := s.liveSession(ctx, tx, token)
+	if err != nil {
+		return account{}, "", err
+	}
+	if err := s.Events.Lock(ctx, tx, userStream(r.UserID)); err != nil {
+		return account{}, "", err
+	}
+	acct, hash, err := s.authenticate(ctx, tx, token)
+	if err != nil {
+		return account{}, "", err
+	}
+	if acct.id != r.UserID {
+		// A token names one account for good: this is no session of
+		// the account held.
+		return account{}, "", ErrUnauthenticated
+	}
+	return acct, hash, nil
+}
+
 // Me returns the user of a session token, or [ErrUnauthenticated]. It
 // runs in a read-only unit of work, which waits for no command, and it
 // reads two rows of the views, whatever the account's history; the

@@ -65,12 +65,19 @@ type SignInForgotten struct {
 //     too, if it has one.
 //   - It deletes the messages not yet delivered that are the person's:
 //     every mail to the address (a sign-in link, a confirmation someone
-//     asked for, the news that someone asked to move to it), every
-//     confirmation the account asked for to another address, and the
-//     integration events about it. A message that a
-//     relay holds at that moment may still go out, once.
+//     asked for, the news that someone asked to move to it, an
+//     invitation into an organization), every confirmation the account
+//     asked for to another address, and the integration events about
+//     it. A message that a relay holds at that moment may still go out,
+//     once.
 //   - With integration events, it publishes that the account was
 //     deleted (integration.TypeDeleted).
+//   - It runs the hooks of [WithErasure], before it appends [Erased].
+//
+// It holds the account's stream first, then its address's sign-in stream
+// ([eventstore.Store.Lock]), before it reads what it erases: a unit of
+// work that holds the account's stream ([Service.Authenticate]) ends
+// first, and the erasure sees what it wrote.
 //
 // The account's former addresses are no longer its own: their sign-in
 // streams, their links and mail are whoever's holds them now, and the
@@ -84,14 +91,22 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		return err
 	}
 	return s.do(ctx, "user.DeleteAccount", func(ctx context.Context, tx uow.Tx) error {
-		acct, _, err := s.authenticate(ctx, tx, token)
+		// Hold the account's stream before reading or writing anything
+		// of the account, as the commands of other domains do
+		// (Authenticate): one under way finishes first, and the erasure
+		// and its hooks then see what it wrote.
+		acct, _, err := s.authenticateHeld(ctx, tx, token)
 		if err != nil {
 			return err
 		}
 		stream, signIn := userStream(acct.id), signInStream(secret, acct.email)
-		// Hold the address's stream before writing anything, as a
-		// sign-in, the sweep and a change of address to it do, so that
-		// they take turns instead of deadlocking.
+		// Then hold the address's stream, as a sign-in, the sweep and a
+		// change of address to it do, so that they take turns instead of
+		// deadlocking. Always the account's stream first, then the
+		// address's: those hold an address's stream and never wait for
+		// an account's, and the commands that hold an account's stream
+		// hold no address's, so no two units of work each hold a stream
+		// that the other waits for.
 		if err := s.Events.Lock(ctx, tx, signIn); err != nil {
 			return err
 		}
@@ -114,6 +129,12 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		ids, changes, err := s.personalMail(ctx, tx, acct)
 		if err != nil {
 			return err
+		}
+		u := User{ID: acct.id, Email: acct.email, CreatedAt: acct.createdAt}
+		for _, hook := range s.erasureHooks {
+			if err := hook(ctx, tx, u); err != nil {
+				return fmt.Errorf("user: erasure hook: %w", err)
+			}
 		}
 		erased := Erased{UserID: acct.id}
 		e, err := event(ctx, erased)
@@ -145,6 +166,26 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 		}
 		return s.publish(ctx, tx, deleted(erased, appended[0].Version))
 	})
+}
+
+// WithErasure adds hook to what [Service.DeleteAccount] does, for another
+// domain that keeps something of accounts: it runs in the erasure's unit
+// of work, with the account to erase, once the erasure holds the
+// account's stream and its address's and has read what it deletes, and
+// before it appends [Erased]. So what hook writes commits with the
+// erasure, or rolls back with it. A unit of work that holds the
+// account's stream ([Service.Authenticate]) ends before hook runs, and
+// hook sees what it wrote.
+//
+// A hook's error fails the erasure, which then changes nothing; one that
+// wraps [eventstore.ErrConcurrency] runs the erasure again, as a race it
+// lost. Hooks run in the order given. A hook must not hold another
+// account's stream, lest two erasures wait on each other; a message it
+// adds to the outbox stays, but for one keyed as the account's
+// integration events (the keys that publish.Events gives its ID), which
+// goes with them.
+func WithErasure(hook func(ctx context.Context, tx uow.Tx, u User) error) Option {
+	return func(s *Service) { s.erasureHooks = append(s.erasureHooks, hook) }
 }
 
 // forget forgets the keys of stream, which erases the addresses it holds,

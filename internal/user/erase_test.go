@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/publish"
@@ -374,6 +375,63 @@ func TestAnErasureTakesEveryMailToTheAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.noMessageHolds(t, "after Pat's erasure", "pat@")
+}
+
+// invite adds an invitation into an organization to the outbox, as the
+// organizations domain does.
+func (b *bundle) invite(t *testing.T, to, code string) {
+	t.Helper()
+	err := b.db.Runner(b.clock.Now).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
+		m, err := outbox.NewMessage(mail.TopicOrgInvitation, mail.Link{
+			To: to, URL: baseURL + "/invitations?code=" + code, Code: code,
+			ExpiresAt: tx.Now().Add(7 * 24 * time.Hour), Organization: "Acme",
+		}, tx.Now())
+		if err != nil {
+			return err
+		}
+		return b.db.Outbox().Add(ctx, tx, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An invitation into an organization mailed to the erased address goes
+// with the erasure, as every mail to it does; one to another address
+// stays.
+func TestAnErasureTakesTheInvitationsToTheAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pat := b.signIn(t, "pat@example.com")
+	b.invite(t, "pat@example.com", "patpatpatpatpatpatpatpatpatpat22")
+	b.invite(t, "quinn@example.com", "quinnquinnquinnquinnquinnquinn22")
+	if err := b.svc.DeleteAccount(t.Context(), pat.Token); err != nil {
+		t.Fatal(err)
+	}
+	b.noMessageHolds(t, "after Pat's erasure", "pat@")
+	if ms := b.mails(t); len(ms) != 1 || ms[0].Topic != mail.TopicOrgInvitation || ms[0].Link.To != "quinn@example.com" {
+		t.Errorf("after Pat's erasure the outbox holds %+v, want Quinn's invitation", ms)
+	}
+}
+
+// The sweep of buried mail, which removes the fields of mail.SecretFields
+// from every topic's, leaves an invitation nothing that accepts it.
+func TestTheSweepRemovesTheCodeOfABuriedInvitation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	const code = "quinnquinnquinnquinnquinnquinn22"
+	b.invite(t, "quinn@example.com", code)
+	if _, err := b.db.Pool().Exec(ctx, `UPDATE outbox_messages SET buried_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(linkTTL + time.Second)
+	for _, topic := range mail.Topics { // as cmd/app's sweep
+		if _, err := b.db.Outbox().RedactBuried(ctx, topic, mail.SecretFields, b.clock.Now().Add(-linkTTL)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.noMessageHolds(t, "after the sweep", code)
 }
 
 // The address another account asked to move to is not that account's to

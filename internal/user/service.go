@@ -95,6 +95,8 @@ type Service struct {
 	mp metric.MeterProvider
 	// commands runs each command in its unit of work, span and metrics.
 	commands *aggregate.Commands
+	// erasureHooks are the hooks of [WithErasure], in order.
+	erasureHooks []func(ctx context.Context, tx uow.Tx, u User) error
 }
 
 // Option configures a [Service].

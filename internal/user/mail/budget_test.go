@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,6 +168,52 @@ func TestBudgetHoldsBackMailPastIt(t *testing.T) {
 	// a message ID can hold it.
 	if l := strings.ToLower(log); strings.Contains(l, "example.com") || strings.Contains(l, "ada@") || strings.Contains(l, "ada+") {
 		t.Errorf("the log names the mailbox:\n%s", log)
+	}
+}
+
+// Every topic counts against the budget. Past it, the mail that someone
+// other than its recipient sets off is held back: a confirmation to an
+// address, the news that it was given, an invitation into an
+// organization. A sign-in link and the notice of a change to the
+// recipient's own account are sent.
+func TestBudgetHoldsBackWhatOthersSetOff(t *testing.T) {
+	held := map[string]bool{
+		mail.TopicLoginLink:     false,
+		mail.TopicEmailChange:   true,
+		mail.TopicEmailTaken:    true,
+		mail.TopicEmailChanged:  false,
+		mail.TopicOrgInvitation: true,
+	}
+	if len(mail.Topics) != len(held) {
+		t.Fatalf("mail.Topics = %v, want each of %v once", mail.Topics, slices.Collect(maps.Keys(held)))
+	}
+	for _, topic := range mail.Topics {
+		if _, ok := held[topic]; !ok {
+			t.Fatalf("mail.Topics has %s: say whether its budget holds it back", topic)
+		}
+	}
+	b := setupBudget(t, 1, same)
+	want := 0
+	for i, topic := range mail.Topics {
+		for _, to := range []string{fmt.Sprintf("box%d@example.com", i), fmt.Sprintf("Box%d+again@example.com", i)} {
+			if _, err := b.deliver(t, topic, to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want += 2
+		if held[topic] {
+			want--
+		}
+		if n := len(b.srv.Messages()); n != want {
+			t.Errorf("%s: %d mails reached the server, want %d: the second held back is %t", topic, n, want, held[topic])
+			want = n
+		}
+	}
+	got := b.heldBack(t)
+	for topic, h := range held {
+		if n := got[topic]; h && n != 1 || !h && n != 0 {
+			t.Errorf("mail.held_back of %s = %d, want 1 when held back, else 0", topic, n)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package mail sends the user domain's mail: the sign-in link, the
-// confirmation of a new address, and the notice to the owner of an address
-// that another account asked for. It holds the outbox topics ([Topics]),
+// confirmation of a new address, the notice to the owner of an address
+// that another account asked for, the notice of a change to the address
+// an account left, and the invitation into an organization, which the
+// organizations domain adds. It holds the outbox topics ([Topics]),
 // the payload that the user commands add for them ([Link]), and the outbox
 // handlers that compose each mail and send it through a [Sender]
 // ([Handlers]).

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"strings"
 	texttemplate "text/template"
 	"time"
+	"unicode"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -110,6 +112,9 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 				// No later try reads it better.
 				return fmt.Errorf("mail: %s %s: decode: %w: %w", topic, m.ID, outbox.ErrPermanent, err)
 			}
+			// User input, such as an organization's name, is shown as
+			// one line of plain text, whatever the payload holds.
+			link.Organization = plainLine(link.Organization)
 			if topic != TopicEmailTaken && link.Code == "" {
 				// The sweep redacted a buried message, whose link had
 				// expired by its clock; a requeue must not send an empty one.
@@ -169,10 +174,11 @@ func Handlers(s Sender, cfg Config) (map[string]outbox.Handler, error) {
 		}
 	}
 	return map[string]outbox.Handler{
-		TopicLoginLink:    h(TopicLoginLink, loginLink),
-		TopicEmailChange:  h(TopicEmailChange, emailChange),
-		TopicEmailTaken:   h(TopicEmailTaken, emailTaken),
-		TopicEmailChanged: h(TopicEmailChanged, emailChanged),
+		TopicLoginLink:     h(TopicLoginLink, loginLink),
+		TopicEmailChange:   h(TopicEmailChange, emailChange),
+		TopicEmailTaken:    h(TopicEmailTaken, emailTaken),
+		TopicEmailChanged:  h(TopicEmailChanged, emailChanged),
+		TopicOrgInvitation: h(TopicOrgInvitation, orgInvitation),
 	}, nil
 }
 
@@ -220,10 +226,39 @@ var (
 	emailChanged = newLetter("Your email address was changed",
 		"The email address of your account was changed to {{.NewAddress}}. If it was you, there is nothing to do. If it was not, undo the change with this link: it moves the account back to this address and signs everyone out.",
 		"If you changed it yourself, ignore this mail.")
+	// The subject is the same for every invitation, so that no name
+	// that someone chose reaches a header.
+	orgInvitation = newLetter("You are invited to join an organization",
+		"An owner of the organization “{{.Organization}}” invited {{.To}} to join it. Accept the invitation with this link, signed in with this address:",
+		"If you did not expect this invitation, ignore this mail: nothing changes unless it is accepted.")
 	emailTaken = newNotice("Your email address was given for another account",
 		"Someone signed in to an account asked to change its address to this one. This address has an account of its own already, so nothing was changed.",
 		"If it was you, sign in with this address to reach that account. If not, ignore this mail.")
 )
+
+// plainLine returns s as one line of plain text for a letter: its invalid
+// bytes, and each character that could break the line or stand for what
+// it is not (a control, a line or paragraph separator, a private or
+// unassigned code point), become U+FFFD, and the invisible format
+// characters (bidirectional overrides, zero-width spaces), which could
+// make the text around them read otherwise, go; but the zero-width
+// joiner, which joins emoji and cannot reorder anything. The HTML part
+// escapes what is left.
+func plainLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == zeroWidthJoiner || unicode.IsGraphic(r):
+			return r
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		default:
+			return unicode.ReplacementChar
+		}
+	}, strings.ToValidUTF8(s, string(unicode.ReplacementChar)))
+}
+
+// zeroWidthJoiner joins emoji into one ("👩‍💻").
+const zeroWidthJoiner = '\u200d'
 
 // newNotice returns a letter that says something and carries no link.
 func newNotice(subject, what, next string) letter {

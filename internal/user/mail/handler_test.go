@@ -53,6 +53,7 @@ func TestMailsCarryLinkCodeAndMessageID(t *testing.T) {
 	}{
 		{mail.TopicLoginLink, "/sign-in", "Your sign-in link"},
 		{mail.TopicEmailChange, "/confirm-email", "Confirm your new email address"},
+		{mail.TopicOrgInvitation, "/invitations", "You are invited to join an organization"},
 	} {
 		code := "abcdefghijklmnopqrstuvwxyz234567"
 		link := mail.Link{To: "ada@example.com", URL: "https://accounts.test" + tc.path + "?code=" + code, Code: code, ExpiresAt: now.Add(15 * time.Minute)}
@@ -111,6 +112,72 @@ func TestTakenAddressMailSaysSoWithoutALink(t *testing.T) {
 	}
 }
 
+// An invitation says who is invited to which organization, when it
+// expires and what to do if it was not expected. The name, which the
+// organization's owners chose, is one line of plain text in both parts:
+// it can add no header, no line and no markup, nor turn the text around
+// it.
+func TestInvitationNamesItsOrganizationAsPlainText(t *testing.T) {
+	srv, handlers := setup(t)
+	invite := func(t *testing.T, name string) smtptest.Message {
+		t.Helper()
+		code := "abcdefghijklmnopqrstuvwxyz234567"
+		link := mail.Link{
+			To: "ada@example.com", URL: "https://accounts.test/invitations?code=" + code, Code: code,
+			ExpiresAt: now.Add(7 * 24 * time.Hour), Organization: name,
+		}
+		before := len(srv.Messages())
+		if err := handlers[mail.TopicOrgInvitation](t.Context(), message(t, mail.TopicOrgInvitation, link)); err != nil {
+			t.Fatal(err)
+		}
+		got := srv.Messages()
+		if len(got) != before+1 {
+			t.Fatalf("%d mails arrived, want 1", len(got)-before)
+		}
+		return got[len(got)-1]
+	}
+	t.Run("Says", func(t *testing.T) {
+		m := invite(t, "Ada's Café & Co")
+		for _, want := range []string{
+			"“Ada's Café & Co” invited ada@example.com to join it",
+			"expires at 2030-01-09 03:04 UTC",
+			"If you did not expect this invitation, ignore this mail",
+		} {
+			if !strings.Contains(m.Text, want) {
+				t.Errorf("the text part lacks %q:\n%s", want, m.Text)
+			}
+		}
+		if want := "“Ada&#39;s Café &amp; Co” invited ada@example.com"; !strings.Contains(m.HTML, want) {
+			t.Errorf("the HTML part lacks %q:\n%s", want, m.HTML)
+		}
+	})
+	t.Run("InjectsNothing", func(t *testing.T) {
+		const name = "Acme\r\nBcc: eve@example.com\r\n\r\nhttps://evil.test/?code=x\n<script>alert(1)</script><a href=\"https://evil.test\">x</a>\u202etxt.exe\u2028\x00\xff"
+		m := invite(t, name)
+		if len(m.To) != 1 || m.To[0] != "ada@example.com" || len(m.Header["Bcc"]) != 0 {
+			t.Errorf("the mail went to %v with Bcc %v, want Ada alone", m.To, m.Header["Bcc"])
+		}
+		if s := m.Header.Get("Subject"); s != "You are invited to join an organization" {
+			t.Errorf("subject %q", s)
+		}
+		shown := "Acme��Bcc: eve@example.com����https://evil.test/?code=x�"
+		for part, body := range map[string]string{"text": m.Text, "HTML": m.HTML} {
+			if !strings.Contains(body, shown) {
+				t.Errorf("the %s part does not show the name on one line as %q:\n%s", part, shown, body)
+			}
+			if regexp.MustCompile(`(?m)^(Bcc|https://evil)`).MatchString(body) || strings.ContainsAny(body, "\u202e\u2028\x00") {
+				t.Errorf("the name broke the %s part's lines or turned its text:\n%q", part, body)
+			}
+		}
+		if !strings.Contains(m.Text, "<script>alert(1)</script>") {
+			t.Errorf("the text part changed the name's markup, which plain text shows as it is:\n%s", m.Text)
+		}
+		if strings.Contains(m.HTML, "<script") || strings.Contains(m.HTML, "evil.test\">") || !strings.Contains(m.HTML, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+			t.Errorf("the HTML part holds the name's markup unescaped:\n%s", m.HTML)
+		}
+	})
+}
+
 func TestExpiredLinkIsDroppedNotSent(t *testing.T) {
 	srv, handlers := setup(t)
 	link := mail.Link{To: "ada@example.com", URL: "https://accounts.test/sign-in?code=x", Code: "x", ExpiresAt: now}
@@ -128,8 +195,8 @@ func TestExpiredLinkIsDroppedNotSent(t *testing.T) {
 // however its expiry reads, never mailed without its code.
 func TestRedactedLinkIsDroppedNotSent(t *testing.T) {
 	srv, handlers := setup(t)
-	for _, topic := range []string{mail.TopicLoginLink, mail.TopicEmailChange} {
-		link := mail.Link{To: "ada@example.com", ExpiresAt: now.Add(time.Hour)}
+	for _, topic := range []string{mail.TopicLoginLink, mail.TopicEmailChange, mail.TopicOrgInvitation} {
+		link := mail.Link{To: "ada@example.com", Organization: "Acme", ExpiresAt: now.Add(time.Hour)}
 		if err := handlers[topic](t.Context(), message(t, topic, link)); err != nil {
 			t.Fatalf("%s: a redacted link must be acknowledged, got %v", topic, err)
 		}
