@@ -56,10 +56,10 @@ func (s *Service) Accept(ctx context.Context, token, code string) (Membership, e
 		if err != nil {
 			return err
 		}
+		role := o.invitations[row.ID].role
 		if _, err := s.apply(ctx, tx, o, data...); err != nil {
 			return err
 		}
-		role := data[len(data)-1].(MemberAdded).Role
 		m = Membership{
 			Organization: Organization{ID: o.id, Name: o.name, CreatedAt: o.createdAt, Role: role},
 			UserID:       u.ID, JoinedAt: tx.Now(),
