@@ -50,6 +50,18 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) http.H
 	if d.Activity != nil {
 		v1("GET", "/v1/me/activity", handleActivity(d.Users, d.Activity, d.Log))
 	}
+	if d.Orgs != nil {
+		v1("POST", "/v1/orgs", handleCreateOrg(d.Orgs, d.Log))
+		v1("GET", "/v1/orgs", handleListOrgs(d.Orgs, d.Log))
+		v1("GET", "/v1/orgs/{id}", handleGetOrg(d.Orgs, d.Log))
+		v1("DELETE", "/v1/orgs/{id}", handleDeleteOrg(d.Orgs, d.Log))
+		v1("POST", "/v1/orgs/{id}/invitations", handleInvite(d.Orgs, d.Log))
+		v1("GET", "/v1/orgs/{id}/invitations", handleInvitations(d.Orgs, d.Log))
+		v1("DELETE", "/v1/orgs/{id}/invitations/{invitation_id}", handleRevoke(d.Orgs, d.Log))
+		v1("PATCH", "/v1/orgs/{id}/members/{user_id}", handleChangeRole(d.Orgs, d.Log))
+		v1("DELETE", "/v1/orgs/{id}/members/{user_id}", handleRemoveMember(d.Orgs, d.Log))
+		v1("POST", "/v1/invitations", handleAccept(d.Orgs, d.Log))
+	}
 	for _, path := range paths {
 		mux.Handle(path, methodNotAllowed(strings.Join(methods[path], ", ")))
 	}
