@@ -333,9 +333,9 @@ func (s *site) invitationPage(r *http.Request, code string) (pageData, error) {
 
 // showInvitation serves the page an invitation's link opens. It says
 // what the code offers and for which address; with a session, its button
-// accepts, and without one it leads to sign-in, keeping the code in the
-// invitation cookie so that the sign-in comes back here. It uses nothing
-// up.
+// accepts, and without one it leads to sign-in. Unless the browser is
+// signed in as the invited address, the invitation cookie keeps the code,
+// so that the next sign-in comes back here. It uses nothing up.
 func (s *site) showInvitation(w http.ResponseWriter, r *http.Request) {
 	q, err := query(r)
 	if err != nil {
@@ -348,10 +348,12 @@ func (s *site) showInvitation(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "invitation", d, "")
 		return
 	}
-	if d.SignedInAs == "" && code != "" {
-		if s.cookie.token(r) != "" {
-			s.cookie.clear(w) // It names a session that has ended.
-		}
+	if d.SignedInAs == "" && s.cookie.token(r) != "" {
+		s.cookie.clear(w) // It names a session that has ended.
+	}
+	if code != "" && d.SignedInAs != d.Offer.Email {
+		// The browser is to sign in, or to sign out and in again, as the
+		// invited address.
 		s.invitation.set(w, code, d.Offer.ExpiresAt, s.now())
 	}
 	s.render(w, r, http.StatusOK, "invitation", d)

@@ -407,6 +407,9 @@ func (unavailableOrgs) Offer(context.Context, string) (org.InvitationOffer, erro
 func (unavailableOrgs) Accept(context.Context, string, string) (org.Membership, error) {
 	return org.Membership{}, uow.ErrUnavailable
 }
+func (unavailableOrgs) RemoveMember(context.Context, string, uuid.UUID, uuid.UUID) error {
+	return uow.ErrUnavailable
+}
 
 // testOrgsOutage: while the database is gone the routes answer 503 with
 // Retry-After, never 500.
