@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/eventsourced/accounts/internal/httpapi"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
@@ -25,7 +26,14 @@ var fuzzEndpoints = []struct{ method, path, field string }{
 	{"POST", "/v1/email-changes", "code"},
 	{"GET", "/v1/me", ""},
 	{"DELETE", "/v1/sessions/current", ""},
+	{"POST", "/v1/orgs", "name"},
+	{"GET", "/v1/orgs", ""},
+	{"POST", "/v1/invitations", "code"},
+	{"PATCH", fuzzMemberPath, "role"},
 }
+
+// fuzzMemberPath is the path of fakeMember in fakeOrg.
+var fuzzMemberPath = "/v1/orgs/" + fakeOrgID.String() + "/members/" + fakeMember.UserID.String()
 
 // fuzzContentTypes are the Content-Types the fuzzer picks from, with
 // whether they are JSON.
@@ -106,18 +114,20 @@ func strictField(body []byte, field string) (string, bool) {
 // contract of the API and the fake domain's rules.
 func expected(ep int, jsonType bool, token string, body []byte) []outcome {
 	e := fuzzEndpoints[ep]
-	switch e.path {
-	case "/v1/me":
+	route := e.method + " " + e.path
+	switch route {
+	case "GET /v1/me", "GET /v1/orgs":
 		if token == fakeToken {
 			return []outcome{{200, ""}}
 		}
 		return []outcome{{401, httpapi.TypeUnauthenticated}}
-	case "/v1/sessions/current":
+	case "DELETE /v1/sessions/current":
 		if token == fakeToken {
 			return []outcome{{204, ""}}
 		}
 		return []outcome{{401, httpapi.TypeUnauthenticated}}
-	case "/v1/me/email-change":
+	case "POST /v1/me/email-change", "POST /v1/orgs", "POST /v1/invitations", "PATCH " + fuzzMemberPath:
+		// A bearer route's body is not read without a token.
 		if token == "" {
 			return []outcome{{401, httpapi.TypeUnauthenticated}}
 		}
@@ -137,6 +147,15 @@ func expected(ep int, jsonType bool, token string, body []byte) []outcome {
 	var err error
 	success := outcome{}
 	switch e.path {
+	case "/v1/orgs":
+		_, err = fakeOrgs{}.Create(context.Background(), token, value)
+		success.status = 201
+	case "/v1/invitations":
+		_, err = fakeOrgs{}.Accept(context.Background(), token, value)
+		success.status = 200
+	case fuzzMemberPath:
+		_, err = fakeOrgs{}.ChangeRole(context.Background(), token, fakeOrgID, fakeMember.UserID, org.Role(value))
+		success.status = 200
 	case "/v1/sign-in-links":
 		err = fakeUsers{}.RequestSignInLink(context.Background(), value)
 		success.status = 202
@@ -163,8 +182,20 @@ func expected(ep int, jsonType bool, token string, body []byte) []outcome {
 		return []outcome{{409, httpapi.TypeEmailTaken}}
 	case errors.Is(err, user.ErrInvalidCode) && e.path == "/v1/sessions":
 		return []outcome{{401, httpapi.TypeInvalidCode}}
-	case errors.Is(err, user.ErrInvalidCode):
+	case errors.Is(err, user.ErrInvalidCode), errors.Is(err, org.ErrInvalidCode):
 		return []outcome{{400, httpapi.TypeInvalidCode}}
+	case errors.Is(err, org.ErrInvalidName):
+		return []outcome{{400, httpapi.TypeInvalidName}}
+	case errors.Is(err, org.ErrInvalidRole):
+		return []outcome{{400, httpapi.TypeInvalidRole}}
+	case errors.Is(err, org.ErrTooManyOrganizations):
+		return []outcome{{409, httpapi.TypeTooManyOrganizations}}
+	case errors.Is(err, org.ErrAlreadyMember):
+		return []outcome{{409, httpapi.TypeAlreadyMember}}
+	case errors.Is(err, org.ErrFull):
+		return []outcome{{409, httpapi.TypeOrganizationFull}}
+	case errors.Is(err, org.ErrWrongAddress):
+		return []outcome{{403, httpapi.TypeWrongAddress}}
 	}
 	panic("fake domain error without an expected answer: " + err.Error())
 }
@@ -182,7 +213,7 @@ func FuzzRequestDecoding(f *testing.F) {
 	for _, seed := range fuzzSeeds() {
 		f.Add(seed.ep, seed.ct, seed.auth, seed.body, seed.pad, seed.padAt)
 	}
-	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, Log: slog.New(slog.DiscardHandler)})
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, Orgs: fakeOrgs{}, Log: slog.New(slog.DiscardHandler)})
 
 	f.Fuzz(func(t *testing.T, epPick, ctPick, authPick uint8, raw []byte, pad, padAt uint16) {
 		if len(raw) > maxRaw {
@@ -299,7 +330,8 @@ func fuzzSeeds() []fuzzSeed {
 	code := strings.Repeat("a", 32)
 	for ep, e := range fuzzEndpoints {
 		f := jsonString(e.field)
-		values := []string{"ada@example.com", " Ada@Example.COM ", code, "taken" + code[5:], "limited@example.com", "taken@example.com", ""}
+		values := []string{"ada@example.com", " Ada@Example.COM ", code, "taken" + code[5:], "limited@example.com", "taken@example.com", "",
+			"owner", "member", "Acme", "too many", "wrong" + code[5:], strings.Repeat("é", 101)}
 		for _, v := range values {
 			add(ep, 1, 1, "{"+f+":"+jsonString(v)+"}")
 		}

@@ -30,10 +30,14 @@ type failure struct {
 	challenge bool
 }
 
-// failureOf maps an error of the user domain to its answer, and logs what
-// an operator must see. invalidCode is the status of [user.ErrInvalidCode],
-// which differs by endpoint. It returns false when nobody reads the answer.
+// failureOf maps an error of the user or the organizations domain
+// ([orgFailureOf]) to its answer, and logs what an operator must see.
+// invalidCode is the status of [user.ErrInvalidCode], which differs by
+// endpoint. It returns false when nobody reads the answer.
 func failureOf(r *http.Request, log *slog.Logger, err error, invalidCode int) (failure, bool) {
+	if f, ok := orgFailureOf(err); ok {
+		return f, true
+	}
 	var tooMany *user.TooManyRequestsError
 	var bad *decodeError
 	switch {

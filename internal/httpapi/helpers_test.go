@@ -237,6 +237,14 @@ var knownTypes = map[string]int{
 	httpapi.TypeBusy:                 http.StatusServiceUnavailable,
 	httpapi.TypeUnavailable:          http.StatusServiceUnavailable,
 	httpapi.TypeInternal:             http.StatusInternalServerError,
+	httpapi.TypeInvalidName:          http.StatusBadRequest,
+	httpapi.TypeInvalidRole:          http.StatusBadRequest,
+	httpapi.TypeNotOwner:             http.StatusForbidden,
+	httpapi.TypeWrongAddress:         http.StatusForbidden,
+	httpapi.TypeAlreadyMember:        http.StatusConflict,
+	httpapi.TypeLastOwner:            http.StatusConflict,
+	httpapi.TypeTooManyOrganizations: http.StatusConflict,
+	httpapi.TypeOrganizationFull:     http.StatusConflict,
 }
 
 // parseProblem checks that r is a well-formed problem+json answer and

@@ -16,14 +16,16 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/user"
 )
 
 // The browser pages: / asks for a sign-in link, /sign-in and
 // /confirm-email are the pages the mailed links open, and /account shows
 // the signed-in person their address, its change, their recent activity and
-// a way to sign out. They are plain HTML forms that work without
-// JavaScript; pages.js only keeps a form from being sent twice.
+// a way to sign out; the organizations' pages are in orgpages.go. They are
+// plain HTML forms that work without JavaScript; pages.js only keeps a
+// form from being sent twice.
 //
 // Opening a page changes nothing: a GET never uses a code up, so a mail
 // scanner that follows every link is harmless. The person presses a button,
@@ -45,7 +47,7 @@ var pages = func() map[string]*template.Template {
 	funcs := template.FuncMap{"address": address}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(pageFiles, "pages/layout.html"))
 	m := map[string]*template.Template{}
-	for _, name := range []string{"home", "sent", "code", "account", "message"} {
+	for _, name := range []string{"home", "sent", "code", "account", "message", "org", "invitation"} {
 		m[name] = template.Must(template.Must(layout.Clone()).ParseFS(pageFiles, "pages/"+name+".html"))
 	}
 	return m
@@ -80,6 +82,14 @@ var notices = map[string]string{
 	"email-restored":          "The change of address is undone, and every session of the account has ended. Sign in again with your address.",
 	"session-ended":           "Your session has ended. Sign in again to go on.",
 	"deleted":                 "Your account is deleted, and everything we held of it erased. You can sign up again with the same address, as a new account.",
+	"org-created":             "The organization is created, and you are its owner.",
+	"invited":                 "The invitation is on its way.",
+	"invitation-revoked":      "The invitation is revoked; its link no longer works.",
+	"role-changed":            "The role is changed.",
+	"member-removed":          "The member is removed from the organization.",
+	"org-left":                "You have left the organization.",
+	"org-deleted":             "The organization is deleted.",
+	"joined":                  "You have joined the organization.",
 }
 
 // maxFormBytes bounds the body of a page's form.
@@ -114,6 +124,27 @@ type pageData struct {
 	Activity      []activityLine
 	Behind        int64
 	Sessions      []user.SessionInfo
+
+	// ErrorFor names the form of the organizations' that Error is about:
+	// "create" (the account page's), "invite" or "delete"; "" for none.
+	ErrorFor string
+	// OrgsShown says that the account page lists the account's
+	// organizations, Orgs, with a form to create one named OrgName.
+	OrgsShown bool
+	Orgs      []org.Organization
+	OrgName   string
+
+	// Org, Members and Owner fill an organization's page, and for its
+	// owners Invitations and the invitation's form, InviteEmail and
+	// InviteRole.
+	Org                     org.Organization
+	Members                 []memberLine
+	Owner                   bool
+	Invitations             []org.Invitation
+	InviteEmail, InviteRole string
+
+	// Offer is what the code of an invitation's page offers.
+	Offer org.InvitationOffer
 
 	// Next and NextLabel are the way on from a message page, or from a
 	// code that no longer works.
@@ -163,9 +194,12 @@ const recentActivity = 10
 type site struct {
 	users    Users
 	activity ActivityReader
-	log      *slog.Logger
-	cookie   sessionCookie
-	now      func() time.Time
+	// orgs is nil when the service serves no organizations.
+	orgs       Orgs
+	log        *slog.Logger
+	cookie     sessionCookie
+	invitation invitationCookie
+	now        func() time.Time
 }
 
 // sessionCookie names and sets the cookie of a signed-in browser. Under an
@@ -405,7 +439,8 @@ func (s *site) showCode(p codePage) http.HandlerFunc {
 }
 
 // signIn sends a sign-in page's form: it uses the code, sets the session
-// cookie and goes to the account.
+// cookie and goes to the account, or back to the invitation that sent the
+// browser to sign in ([site.afterSignIn]).
 func (s *site) signIn(w http.ResponseWriter, r *http.Request) {
 	code, err := form(w, r, "code")
 	var session user.Session
@@ -417,7 +452,7 @@ func (s *site) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cookie.set(w, session, s.now())
-	seeOther(w, "/account")
+	seeOther(w, s.afterSignIn(w, r))
 }
 
 // confirmEmail sends a confirmation page's form: it uses the code, which
@@ -530,6 +565,13 @@ func (s *site) accountPage(r *http.Request, u user.User) (pageData, error) {
 		return d, fmt.Errorf("httpapi: account page: sessions: %w", err)
 	}
 	d.Sessions = sessions
+	if s.orgs != nil {
+		orgs, err := s.orgs.List(r.Context(), s.cookie.token(r))
+		if err != nil {
+			return d, fmt.Errorf("httpapi: account page: organizations: %w", err)
+		}
+		d.OrgsShown, d.Orgs = true, orgs
+	}
 	if s.activity == nil {
 		return d, nil
 	}

@@ -40,6 +40,16 @@ const (
 	TypeBusy                 = "/problems/busy"
 	TypeUnavailable          = "/problems/unavailable"
 	TypeInternal             = "/problems/internal"
+
+	// The problems of the organizations.
+	TypeInvalidName          = "/problems/invalid-name"
+	TypeInvalidRole          = "/problems/invalid-role"
+	TypeNotOwner             = "/problems/not-owner"
+	TypeWrongAddress         = "/problems/wrong-address"
+	TypeAlreadyMember        = "/problems/already-member"
+	TypeLastOwner            = "/problems/last-owner"
+	TypeTooManyOrganizations = "/problems/too-many-organizations"
+	TypeOrganizationFull     = "/problems/organization-full"
 )
 
 var titles = map[string]string{
@@ -57,6 +67,14 @@ var titles = map[string]string{
 	TypeBusy:                 "The service is busy; try again.",
 	TypeUnavailable:          "The database is unavailable; try again shortly.",
 	TypeInternal:             "Something went wrong on our side.",
+	TypeInvalidName:          "That is not a name for an organization.",
+	TypeInvalidRole:          "A role is owner or member.",
+	TypeNotOwner:             "Only the organization's owners may do that.",
+	TypeWrongAddress:         "The invitation is for another address.",
+	TypeAlreadyMember:        "That account is a member of the organization already.",
+	TypeLastOwner:            "The organization's last owner cannot leave, be removed or stop being an owner.",
+	TypeTooManyOrganizations: "That account belongs to too many organizations.",
+	TypeOrganizationFull:     "The organization has as many members as it may hold.",
 }
 
 // writeProblem writes a problem of typ with status and detail, in answer

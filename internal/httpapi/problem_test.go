@@ -28,6 +28,9 @@ func TestProblemDetails(t *testing.T) {
 	now := func() time.Time { return start }
 	plain := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, Now: now})
 	limited := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, RateLimit: 1, Now: now})
+	orgs := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, Orgs: fakeOrgs{}, Now: now})
+	authJSON := map[string]string{"Authorization": "Bearer " + fakeToken, "Content-Type": "application/json"}
+	acme := "/v1/orgs/" + fakeOrgID.String()
 	serve(t, limited, "GET", "/v1/me", "192.0.2.9:1000", nil, nil) // spends the one request a minute
 	auth := map[string]string{"Authorization": "Bearer " + fakeToken}
 	asJSON := map[string]string{"Content-Type": "application/json"}
@@ -65,6 +68,18 @@ func TestProblemDetails(t *testing.T) {
 		{"the database gone", httpapi.NewServer(httpapi.Deps{Users: unavailableUsers{}}), "GET", "/v1/me", auth, "", httpapi.TypeUnavailable, ""},
 		{"an unforeseen error", httpapi.NewServer(httpapi.Deps{Users: panicky{}}), "DELETE", "/v1/sessions/current", auth, "", httpapi.TypeInternal, ""},
 		{"a panic", httpapi.NewServer(httpapi.Deps{Users: panicky{}}), "GET", "/v1/me", auth, "", httpapi.TypeInternal, ""},
+		{"an organization's bad name", orgs, "POST", "/v1/orgs", authJSON, nameBody(""), httpapi.TypeInvalidName, "invalid name: 0 characters"},
+		{"a bad role", orgs, "POST", acme + "/invitations", authJSON, inviteBody("grace@example.com", "boss"), httpapi.TypeInvalidRole, `invalid role: "boss" is neither owner nor member`},
+		{"an invited bad address", orgs, "POST", acme + "/invitations", authJSON, inviteBody("nope", "member"), httpapi.TypeBadEmail, `not an email address: "nope"`},
+		{"too many invitations", orgs, "POST", acme + "/invitations", authJSON, inviteBody("limited@example.com", "member"), httpapi.TypeTooManyRequests, ""},
+		{"an organization of others", orgs, "GET", "/v1/orgs/" + fakeInvitationID.String(), auth, "", httpapi.TypeNotFound, ""},
+		{"not an owner", orgs, "DELETE", "/v1/orgs/" + fakeOtherOrgID.String(), auth, "", httpapi.TypeNotOwner, ""},
+		{"another address's invitation", orgs, "POST", "/v1/invitations", authJSON, codeBody("wrong" + strings.Repeat("a", 27)), httpapi.TypeWrongAddress, ""},
+		{"a member already", orgs, "POST", acme + "/invitations", authJSON, inviteBody("bob@example.com", "member"), httpapi.TypeAlreadyMember, ""},
+		{"the last owner", orgs, "DELETE", acme + "/members/" + fakeUser.ID.String(), auth, "", httpapi.TypeLastOwner, ""},
+		{"too many organizations", orgs, "POST", "/v1/orgs", authJSON, nameBody("too many"), httpapi.TypeTooManyOrganizations, ""},
+		{"a full organization", orgs, "POST", "/v1/invitations", authJSON, codeBody("full" + strings.Repeat("a", 28)), httpapi.TypeOrganizationFull, ""},
+		{"an invalid invitation code", orgs, "POST", "/v1/invitations", authJSON, codeBody("x"), httpapi.TypeInvalidCode, ""},
 	} {
 		r := serve(t, c.h, c.method, c.target, "192.0.2.9:1000", c.header, []byte(c.body))
 		p, ok := parseProblem(t, c.name, r)
@@ -75,7 +90,7 @@ func TestProblemDetails(t *testing.T) {
 			t.Errorf("%s: problem type %q, want %q (%s)", c.name, p.Type, c.typ, r)
 		}
 		seen[p.Type] = true
-		if packagePrefix.MatchString(p.Detail) || strings.Contains(p.Detail, "user: ") {
+		if packagePrefix.MatchString(p.Detail) || strings.Contains(p.Detail, "user: ") || strings.Contains(p.Detail, "org: ") {
 			t.Errorf("%s: %s detail %q names a Go package", c.name, p.Type, p.Detail)
 		}
 		if c.detail != "" && p.Detail != c.detail {

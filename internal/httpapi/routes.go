@@ -50,6 +50,18 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) http.H
 	if d.Activity != nil {
 		v1("GET", "/v1/me/activity", handleActivity(d.Users, d.Activity, d.Log))
 	}
+	if d.Orgs != nil {
+		v1("POST", "/v1/orgs", handleCreateOrg(d.Orgs, d.Log))
+		v1("GET", "/v1/orgs", handleListOrgs(d.Orgs, d.Log))
+		v1("GET", "/v1/orgs/{id}", handleGetOrg(d.Orgs, d.Log))
+		v1("DELETE", "/v1/orgs/{id}", handleDeleteOrg(d.Orgs, d.Log))
+		v1("POST", "/v1/orgs/{id}/invitations", handleInvite(d.Orgs, d.Log))
+		v1("GET", "/v1/orgs/{id}/invitations", handleInvitations(d.Orgs, d.Log))
+		v1("DELETE", "/v1/orgs/{id}/invitations/{invitation_id}", handleRevoke(d.Orgs, d.Log))
+		v1("PATCH", "/v1/orgs/{id}/members/{user_id}", handleChangeRole(d.Orgs, d.Log))
+		v1("DELETE", "/v1/orgs/{id}/members/{user_id}", handleRemoveMember(d.Orgs, d.Log))
+		v1("POST", "/v1/invitations", handleAccept(d.Orgs, d.Log))
+	}
 	for _, path := range paths {
 		mux.Handle(path, methodNotAllowed(strings.Join(methods[path], ", ")))
 	}
@@ -71,7 +83,8 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) http.H
 
 	// The browser pages: GET shows a page, POST sends its form. Every POST
 	// is refused from other sites.
-	site := &site{users: d.Users, activity: d.Activity, log: d.Log, cookie: newSessionCookie(d.baseURL), now: d.Now}
+	site := &site{users: d.Users, activity: d.Activity, orgs: d.Orgs, log: d.Log,
+		cookie: newSessionCookie(d.baseURL), invitation: newInvitationCookie(d.baseURL), now: d.Now}
 	forms := http.NewCrossOriginProtection()
 	if d.baseURL != nil {
 		// Behind a proxy that rewrites Host, a browser that sends no
@@ -79,13 +92,15 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) http.H
 		_ = forms.AddTrustedOrigin(d.baseURL.Scheme + "://" + d.baseURL.Host)
 	}
 	forms.SetDenyHandler(http.HandlerFunc(site.refuseCrossOrigin))
-	pagePaths := map[string]bool{}
+	// The patterns of the pages' paths, without a method, such as
+	// "/orgs/{id}".
+	pagePatterns := map[string]bool{}
 	page := func(path string, show http.Handler, send http.HandlerFunc) {
-		pagePaths[path] = true
 		pattern, allowed := path, "GET, HEAD"
 		if path == "/" {
 			pattern = "/{$}"
 		}
+		pagePatterns[pattern] = true
 		if show != nil {
 			declared("GET " + path)
 			mux.Handle("GET "+pattern, show)
@@ -110,6 +125,17 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) http.H
 	page("/account/sessions/end", nil, site.endSession)
 	page("/account/sessions/end-others", nil, site.endOtherSessions)
 	page("/sign-out", nil, site.signOut)
+	if d.Orgs != nil {
+		page("/account/orgs", nil, site.createOrg)
+		page("/orgs/{id}", http.HandlerFunc(site.showOrg), nil)
+		page("/orgs/{id}/invite", nil, site.invite)
+		page("/orgs/{id}/invitations/revoke", nil, site.revokeInvitation)
+		page("/orgs/{id}/members/role", nil, site.changeRole)
+		page("/orgs/{id}/members/remove", nil, site.removeMember)
+		page("/orgs/{id}/leave", nil, site.leaveOrg)
+		page("/orgs/{id}/delete", nil, site.deleteOrg)
+		page("/invitations", http.HandlerFunc(site.showInvitation), site.acceptInvitation)
+	}
 	op("/assets/pages.js", serveAsset("pages.js", "text/javascript; charset=utf-8"))
 	op("/assets/pages.css", serveAsset("pages.css", "text/css; charset=utf-8"))
 	// Browsers ask for the icon on their own, and crawlers for robots.txt;
@@ -135,7 +161,11 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) http.H
 	return limiter.limit(mux, probe, func(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 		// The log, the metrics and the span name the route refused.
 		_, r.Pattern = mux.Handler(r)
-		if pagePaths[r.URL.Path] || strayBrowser(r) {
+		_, pattern, ok := strings.Cut(r.Pattern, " ")
+		if !ok {
+			pattern = r.Pattern // A pattern of any method, such as a page's 405.
+		}
+		if pagePatterns[pattern] || strayBrowser(r) {
 			site.refuseTooMany(w, r, wait)
 			return
 		}

@@ -43,6 +43,10 @@ type Deps struct {
 	Users Users
 	// Activity serves GET /v1/me/activity; nil leaves the route out.
 	Activity ActivityReader
+	// Orgs serves the organizations: the routes under /v1/orgs and
+	// /v1/invitations, the pages /orgs/{id} and /invitations, and the
+	// account page's list of them; nil leaves them all out.
+	Orgs Orgs
 	// Ready reports whether the service can serve: the database answers.
 	// [ErrStopping] says that the service has begun to stop.
 	Ready func(ctx context.Context) error
