@@ -19,7 +19,8 @@
 //   - Times come back as the instants put, in UTC, to the microsecond.
 //   - OrganizationsOf orders names by their Unicode code points, as Go
 //     compares strings: "Zeta" before "alpha" before "Äpfel".
-//   - CountOrganizationsOf counts what OrganizationsOf lists.
+//   - CountOrganizationsOf counts what OrganizationsOf lists, which
+//     leaves out a membership of an organization the views do not hold.
 //   - Members leaves out a member whose account has no row in the user
 //     views, and shows the address the account has at the time of asking.
 //   - A put of a key that is there (an organization's ID, a member of an

@@ -211,9 +211,16 @@ func diffAnswers(want, got map[string]string) []string {
 }
 
 // The answers written out. Times show their zone, so that one not in UTC
-// differs from the UTC time the suite expects.
+// differs from the UTC time the suite expects, even where the local zone
+// is UTC.
 
-func showTime(t time.Time) string { return t.Format(time.RFC3339Nano) }
+func showTime(t time.Time) string {
+	s := t.Format(time.RFC3339Nano)
+	if t.Location() != time.UTC {
+		s += " (" + t.Location().String() + ")"
+	}
+	return s
+}
 
 func showFound[T any](v T, found bool, show func(T) string) string {
 	if !found {

@@ -90,7 +90,8 @@ func testOrganization(t *testing.T, s *suite) {
 
 // OrganizationsOf lists an account's organizations with its role in
 // each, by name in code point order and then by ID, and no other's;
-// CountOrganizationsOf counts them.
+// CountOrganizationsOf counts them. A membership of an organization that
+// is not there is neither.
 func testOrganizationsOf(t *testing.T, s *suite) {
 	ada, bob, nobody := newID(t), newID(t), newID(t)
 	same := orderedIDs(t, 2)
@@ -122,6 +123,9 @@ func testOrganizationsOf(t *testing.T, s *suite) {
 	}
 	s.putMember(t, orgs["beta"].ID, bob, org.RoleMember, start)
 	s.putMember(t, orgs["Omega"].ID, bob, org.RoleOwner, start)
+	// A membership of an organization the views do not hold is neither
+	// listed nor counted.
+	s.putMember(t, newID(t), bob, org.RoleOwner, start)
 
 	var wantAda []org.Organization
 	for _, key := range []string{"Alpha", "same1", "same2", "Zeta", "alpha", "beta", "Äpfel"} {
