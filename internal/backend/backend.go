@@ -6,6 +6,7 @@ import (
 
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -32,6 +33,9 @@ type Backend interface {
 	// Views returns the user domain's views, the tables that
 	// [user.ViewsProjection] writes in the units of work of its commands.
 	Views() user.Views
+	// OrgViews returns the organizations domain's views, the tables that
+	// its views projection writes in the units of work of its commands.
+	OrgViews() org.Views
 	// Log returns the event log as asynchronous projections follow it,
 	// its subscribers configured by cfg (zero fields: the backend's
 	// defaults).

@@ -45,7 +45,8 @@ type Views interface {
 	// Organization returns the organization with id.
 	Organization(ctx context.Context, tx uow.Tx, id uuid.UUID) (OrganizationRow, bool, error)
 	// OrganizationsOf returns the organizations the account user is a
-	// member of, with its role in each, ordered by name and then ID.
+	// member of, with its role in each, ordered by name (by Unicode code
+	// point, as Go compares strings) and then ID.
 	OrganizationsOf(ctx context.Context, tx uow.Tx, user uuid.UUID) ([]Organization, error)
 	// CountOrganizationsOf returns how many organizations the account
 	// user is a member of.

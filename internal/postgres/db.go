@@ -19,6 +19,7 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
@@ -309,6 +310,9 @@ func (db *DB) Outbox() backend.Outbox {
 // Views returns the user views ([UserViews]), the read models that the
 // domain's [user.ViewsProjection] writes.
 func (db *DB) Views() user.Views { return UserViews{} }
+
+// OrgViews returns the organizations domain's views ([OrgViews]).
+func (db *DB) OrgViews() org.Views { return OrgViews{} }
 
 // DataKeys returns the keyring's store of data keys ([DataKeys]).
 func (db *DB) DataKeys() keyring.Store { return DataKeys{} }

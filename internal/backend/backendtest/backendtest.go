@@ -13,7 +13,8 @@
 // The suites are those of the unit of work (uowtest), the event store
 // (eventstoretest), the outbox store (outboxtest), the event log
 // (logtest), the keyring's store (keyringtest), the user views
-// (viewstest) and the mail budgets (budgettest); each runs as a subtest
+// (user/viewstest), the organizations' views (org/viewstest) and the
+// mail budgets (budgettest); each runs as a subtest
 // named for its port, its cases as parallel subtests of that, each on a
 // fresh database of its own.
 package backendtest
@@ -25,6 +26,7 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/eventstore/eventstoretest"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
+	orgviewstest "github.com/eventsourced/accounts/internal/org/viewstest"
 	"github.com/eventsourced/accounts/internal/outbox/outboxtest"
 	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/projections/async/logtest"
@@ -149,6 +151,13 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 				Views:  b.Views(),
 				Tables: h.ViewTables,
 			}
+		})
+	})
+	t.Run("OrgViews", func(t *testing.T) {
+		t.Parallel()
+		orgviewstest.Run(t, func(t *testing.T) orgviewstest.Harness {
+			b := open(t).Backend
+			return orgviewstest.Harness{Runner: b.Runner(nil), Views: b.OrgViews(), Users: b.Views()}
 		})
 	})
 }
