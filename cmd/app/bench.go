@@ -132,11 +132,11 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		if err != nil {
 			return err
 		}
-		users, err := e.users(db, keys, nil)
+		svcs, err := e.services(db, keys, nil)
 		if err != nil {
 			return err
 		}
-		return b.SignIn(ctx, e.apiServer(db, keys, users, nil, nil, noop.NewMeterProvider(), nil), o.concurrency, o.duration)
+		return b.SignIn(ctx, e.apiServer(db, keys, svcs, nil, nil, noop.NewMeterProvider(), nil), o.concurrency, o.duration)
 	case "publish":
 		if o.messages < 1 || o.users < 1 {
 			return errors.New("bench publish: --messages and --users must be at least 1")

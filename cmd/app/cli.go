@@ -73,7 +73,7 @@ Configuration comes from the environment; see 'app config'.`,
 		healthcheckCommand(getenv, stdout, leaf),
 		group("projections", "Rebuild projections, or say where each stands",
 			group("rebuild", "Rebuild a projection",
-				leaf("views", "Rebuild the inline user views from the events", noArgs,
+				leaf("views", "Rebuild the inline views of accounts and organizations from the events", noArgs,
 					func(ctx context.Context, _ []string) error {
 						return projectionsCommand(ctx, "views", getenv, stdout, stderr)
 					}),

@@ -14,7 +14,7 @@
 //	app outbox buried      list buried messages with their reasons
 //	app outbox requeue     give buried messages (IDs, or --all) another chance
 //	app outbox discard     throw buried messages away
-//	app projections rebuild NAME  rebuild the inline user views (views), or a projection blue/green (activity)
+//	app projections rebuild NAME  rebuild the inline views of accounts and organizations (views), or a projection blue/green (activity)
 //	app projections status   each asynchronous projection's versions, lag and state
 //	app bench drain        measure how fast the relay empties a full outbox
 //	app bench latency      measure the time from commit to handler

@@ -42,11 +42,11 @@ func (e env) benchGrowth(ctx context.Context, d database, o benchOptions, b benc
 			Activity: activity(db, keys),
 			Views:    user.ViewsProjection{Views: db.Views(), Keys: keys},
 			API: func() (*http.Server, error) {
-				users, err := apiEnv.users(db, keys, nil)
+				svcs, err := apiEnv.services(db, keys, nil)
 				if err != nil {
 					return nil, err
 				}
-				return apiEnv.apiServer(db, keys, users, nil, nil, noop.NewMeterProvider(), nil), nil
+				return apiEnv.apiServer(db, keys, svcs, nil, nil, noop.NewMeterProvider(), nil), nil
 			},
 		}
 		switch db := db.(type) {

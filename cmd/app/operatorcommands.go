@@ -11,7 +11,9 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/operator"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -113,7 +115,8 @@ func outboxBuried(ctx context.Context, getenv func(string) string, limit int, st
 // projectionsCommand rebuilds a projection, or tells where each
 // asynchronous one stands.
 //
-// what is "status", "views" (rebuild the inline user views) or "activity"
+// what is "status", "views" (rebuild the inline views of the accounts
+// and of the organizations) or "activity"
 // (rebuild it blue/green).
 func projectionsCommand(ctx context.Context, what string, getenv func(string) string, stdout, stderr io.Writer) error {
 	e, err := load(getenv, stderr)
@@ -139,7 +142,15 @@ func projectionsCommand(ctx context.Context, what string, getenv func(string) st
 	if what == "activity" {
 		return p.RebuildBlueGreen(ctx, activity(db, keys))
 	}
-	return p.RebuildViews(ctx, db.Runner(nil), db.Events(), user.ViewsProjection{Views: db.Views(), Keys: keys})
+	if err := p.RebuildViews(ctx, db.Runner(nil), db.Events(), user.ViewsProjection{Views: db.Views(), Keys: keys}); err != nil {
+		return err
+	}
+	n, err := projections.Rebuild(ctx, db.Runner(nil), db.Events(), org.ViewsProjection{Views: db.OrgViews(), Keys: keys})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "rebuilt the organizations' views from %d events\n", n)
+	return nil
 }
 
 // requeue makes buried messages due again now: those named by ID, or with

@@ -22,7 +22,6 @@ import (
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/projections"
 	"github.com/eventsourced/accounts/internal/projections/async"
-	"github.com/eventsourced/accounts/internal/user"
 )
 
 // serve runs the HTTP API, the relay and the asynchronous projections until
@@ -114,13 +113,13 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 			e.cfg.BaseURL = config.BaseURLOf(ln.Addr().String())
 		}
 	}
-	users, err := e.users(db, keys, meter)
+	svcs, err := e.services(db, keys, meter)
 	if err != nil {
 		closeListeners()
 		return err
 	}
 	if ln != nil {
-		srv = e.apiServer(db, keys, users, rel, metricsHandler, meter, &stopping)
+		srv = e.apiServer(db, keys, svcs, rel, metricsHandler, meter, &stopping)
 		api := srv.Handler
 		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if stopping.Load() {
@@ -157,7 +156,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout, stderr io.Wr
 		})
 	}
 	if every := e.cfg.SweepInterval; every > 0 {
-		wg.Go(func() { runSweeps(parts, every, e.log, e.sweeps(db, users)) })
+		wg.Go(func() { runSweeps(parts, every, e.log, e.sweeps(db, svcs)) })
 	}
 	if rel != nil {
 		wg.Go(func() {
@@ -279,10 +278,11 @@ func (e env) stop(stopParts context.CancelFunc, wg *sync.WaitGroup, errs chan er
 // relay of this process if any, can claim messages, until stopping, when
 // not nil, is set.
 // A nil metrics leaves /metrics out.
-func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, users *user.Service, rel *configuredRelay, metrics http.Handler, meter metric.MeterProvider, stopping *atomic.Bool) *http.Server {
+func (e env) apiServer(db backend.Backend, keys *keyring.Keyring, svcs services, rel *configuredRelay, metrics http.Handler, meter metric.MeterProvider, stopping *atomic.Bool) *http.Server {
 	return &http.Server{
 		Handler: httpapi.NewServer(httpapi.Deps{
-			Users:          users,
+			Users:          svcs.users,
+			Orgs:           svcs.orgs,
 			Activity:       activity(db, keys),
 			Ready:          readiness(db, rel, stopping),
 			Metrics:        metrics,

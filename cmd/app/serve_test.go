@@ -21,7 +21,7 @@ func TestMigrateThenServeUntilCancelled(t *testing.T) {
 		t.Fatalf("migrate: %q, %v", out, err)
 	}
 	out, err = runApp(t, t.Context(), env, "projections", "rebuild", "views")
-	if err != nil || out != "rebuilt the user views from 0 events\n" {
+	if err != nil || out != "rebuilt the user views from 0 events\nrebuilt the organizations' views from 0 events\n" {
 		t.Fatalf("projections rebuild on an empty log: %q, %v", out, err)
 	}
 	out, err = runApp(t, t.Context(), env, "projections", "status")

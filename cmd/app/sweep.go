@@ -23,17 +23,20 @@ type sweep struct {
 // the last event of the sign-in streams, of addresses that asked for no
 // link for longer than a link matters; the keys of the addresses that
 // changes of address asked for, once the changes can no longer be
-// confirmed; the mail budgets of mailboxes sent nothing for a
+// confirmed; the rows and keys of invitations into organizations that
+// expired unanswered, which erases their addresses; the mail budgets of mailboxes sent nothing for a
 // MAIL_BUDGET_WINDOW; the code and link of
 // each buried mail whose link has expired, so that a buried message keeps
 // nothing that signs in; and buried messages older than
 // OUTBOX_BURIED_RETENTION (kept, when it is 0, until an operator discards
 // them).
-func (e env) sweeps(db backend.Backend, users *user.Service) []sweep {
+func (e env) sweeps(db backend.Backend, svcs services) []sweep {
+	users := svcs.users
 	all := []sweep{
 		{name: "expired links and sessions", run: users.Sweep},
 		{name: "keys of addresses that asked for no link lately", run: users.ForgetIdleAddresses},
 		{name: "keys of the addresses changes of address asked for, once past", run: users.ForgetSettledChanges},
+		{name: "expired invitations and their keys", run: svcs.orgs.Sweep},
 	}
 	budget, err := e.mailBudget(db, users.Keys)
 	all = append(all, sweep{name: "mail budgets of mailboxes sent nothing lately", run: func(ctx context.Context) (int64, error) {

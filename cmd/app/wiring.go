@@ -26,9 +26,11 @@ import (
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/logctx"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/smtp"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -187,17 +189,45 @@ func newMetrics(traced bool) (*sdkmetric.MeterProvider, http.Handler, error) {
 		promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}), nil
 }
 
-// users returns the user domain's service on db, which seals addresses
-// with keys and records its commands' metrics with meter (none when nil).
-func (e env) users(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (*user.Service, error) {
+// services are the domains' services over one database.
+type services struct {
+	users *user.Service
+	orgs  *org.Service
+}
+
+// services returns the user domain's and the organizations domain's
+// services on db, which seal addresses with keys and record their
+// commands' metrics with meter (none when nil). The organizations service
+// authenticates its sessions through the user service, and the user
+// service's erasure of an account takes the account out of its
+// organizations ([org.Service.Erased]).
+func (e env) services(db backend.Backend, keys *keyring.Keyring, meter metric.MeterProvider) (services, error) {
 	if meter == nil {
 		meter = noop.NewMeterProvider()
 	}
-	return user.NewService(user.Deps{
+	var orgs *org.Service
+	users, err := user.NewService(user.Deps{
 		Runner: db.Runner(nil),
 		Events: db.Events(),
 		Outbox: db.Outbox(),
 		Views:  db.Views(),
 		Keys:   keys,
-	}, user.Policy(e.cfg.Policy), e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer), user.WithMeterProvider(meter))
+	}, user.Policy(e.cfg.Policy), e.cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()), user.WithTracerProvider(e.tracer), user.WithMeterProvider(meter),
+		user.WithErasure(func(ctx context.Context, tx uow.Tx, u user.User) error { return orgs.Erased(ctx, tx, u) }))
+	if err != nil {
+		return services{}, err
+	}
+	orgs, err = org.NewService(org.Deps{
+		Runner:    db.Runner(nil),
+		Events:    db.Events(),
+		Outbox:    db.Outbox(),
+		Views:     db.OrgViews(),
+		Users:     users,
+		UserViews: db.Views(),
+		Keys:      keys,
+	}, org.Policy{}, e.cfg.BaseURL, org.WithTracerProvider(e.tracer), org.WithMeterProvider(meter))
+	if err != nil {
+		return services{}, err
+	}
+	return services{users: users, orgs: orgs}, nil
 }

@@ -1,0 +1,168 @@
+package org
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/uow"
+)
+
+// The events that begin and end an organization's stream.
+const (
+	TypeCreated = "org.created"
+	TypeDeleted = "org.deleted"
+)
+
+// Created begins an organization's stream: an account created it, named
+// Name, and became its first owner, which the [MemberAdded] appended
+// with it records. The stream names the organization ([OrgOf]).
+type Created struct {
+	Name      string    `json:"name"`
+	CreatedBy uuid.UUID `json:"created_by"`
+}
+
+// The reasons of a [Deleted].
+const (
+	// DeletedByOwner is an owner's deletion ([Service.Delete]).
+	DeletedByOwner = "deleted"
+	// DeletedErased is the erasure of the last member's account
+	// ([Service.Erased]).
+	DeletedErased = "erased"
+)
+
+// Deleted ends an organization's stream: its members are no longer
+// members, and its pending invitations were voided by the events before
+// it. By is the owner who deleted it, zero when the erasure of its last
+// member's account did.
+type Deleted struct {
+	By     uuid.UUID `json:"by,omitzero"`
+	Reason string    `json:"reason"`
+}
+
+// Create creates an organization named name, whose first owner is the
+// session's account. It returns an error wrapping [ErrInvalidName], and
+// [ErrTooManyOrganizations] for an account that is a member of
+// [MaxOrganizations].
+func (s *Service) Create(ctx context.Context, token, name string) (Organization, error) {
+	name, err := ValidName(name)
+	if err != nil {
+		return Organization{}, err
+	}
+	var o Organization
+	err = s.do(ctx, "org.Create", func(ctx context.Context, tx uow.Tx) error {
+		u, err := s.Users.Authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		if err := s.roomFor(ctx, tx, u.ID); err != nil {
+			return err
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("org: create: %w", err)
+		}
+		if _, err := s.apply(ctx, tx, newOrganization(id), decideCreate(u.ID, name)...); err != nil {
+			return err
+		}
+		o = Organization{ID: id, Name: name, CreatedAt: tx.Now(), Role: RoleOwner}
+		return nil
+	})
+	return o, err
+}
+
+// roomFor returns [ErrTooManyOrganizations] when the account user is a
+// member of [MaxOrganizations] already. The caller holds the account's
+// stream ([Authenticator]), so that two commands cannot both take its
+// last place.
+func (s *Service) roomFor(ctx context.Context, tx uow.Tx, user uuid.UUID) error {
+	n, err := s.Views.CountOrganizationsOf(ctx, tx, user)
+	if err != nil {
+		return err
+	}
+	if n >= MaxOrganizations {
+		return fmt.Errorf("%w: the account is a member of %d", ErrTooManyOrganizations, n)
+	}
+	return nil
+}
+
+// List returns the organizations of the session's account, with its role
+// in each, by name.
+func (s *Service) List(ctx context.Context, token string) ([]Organization, error) {
+	var out []Organization
+	err := s.do(ctx, "org.List", func(ctx context.Context, tx uow.Tx) error {
+		u, err := s.Users.Authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		out, err = s.Views.OrganizationsOf(ctx, tx, u.ID)
+		return err
+	})
+	return out, err
+}
+
+// Get returns the organization id with its members, oldest first, to one
+// of them. It returns [ErrNotFound] to anyone else.
+func (s *Service) Get(ctx context.Context, token string, id uuid.UUID) (Details, error) {
+	var d Details
+	err := s.do(ctx, "org.Get", func(ctx context.Context, tx uow.Tx) error {
+		u, err := s.Users.Authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		var self Member
+		if d.Members, self, err = s.membersAs(ctx, tx, id, u.ID); err != nil {
+			return err
+		}
+		row, ok, err := s.Views.Organization(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: organization %s", ErrNotFound, id)
+		}
+		d.Organization = Organization{ID: row.ID, Name: row.Name, CreatedAt: row.CreatedAt, Role: self.Role}
+		return nil
+	})
+	return d, err
+}
+
+// membersAs returns the members of the organization id, from the views,
+// and the membership of the account user among them, or [ErrNotFound]
+// when it is not one of them.
+func (s *Service) membersAs(ctx context.Context, tx uow.Tx, id, user uuid.UUID) ([]Member, Member, error) {
+	members, err := s.Views.Members(ctx, tx, id)
+	if err != nil {
+		return nil, Member{}, err
+	}
+	for _, m := range members {
+		if m.UserID == user {
+			return members, m, nil
+		}
+	}
+	return nil, Member{}, fmt.Errorf("%w: no organization %s of which the account is a member", ErrNotFound, id)
+}
+
+// Delete deletes the organization id on behalf of one of its owners: its
+// pending invitations are voided, their keys forgotten, and its members
+// are members no more. Its events stay, and hold no address. It returns
+// [ErrNotFound] and [ErrNotOwner].
+func (s *Service) Delete(ctx context.Context, token string, id uuid.UUID) error {
+	return s.do(ctx, "org.Delete", func(ctx context.Context, tx uow.Tx) error {
+		u, err := s.Users.Authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		o, err := s.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		data, err := o.decideDelete(u.ID)
+		if err != nil {
+			return err
+		}
+		_, err = s.apply(ctx, tx, o, data...)
+		return err
+	})
+}

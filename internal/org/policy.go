@@ -1,0 +1,53 @@
+package org
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Policy holds the limits of the domain. Zero fields take the defaults of
+// [Policy.WithDefaults], the only place they are written.
+type Policy struct {
+	// InvitationLimit is how many invitations one organization may send
+	// within InvitationWindow, so that its owners cannot flood inboxes
+	// through it.
+	InvitationLimit int
+	// InvitationWindow is the window InvitationLimit counts in.
+	InvitationWindow time.Duration
+	// InvitationTTL is how long an invitation's code works.
+	InvitationTTL time.Duration
+}
+
+// WithDefaults returns p with each zero field set to its default: 20
+// invitations an hour, each working for 7 days.
+func (p Policy) WithDefaults() Policy {
+	if p.InvitationLimit == 0 {
+		p.InvitationLimit = 20
+	}
+	if p.InvitationWindow == 0 {
+		p.InvitationWindow = time.Hour
+	}
+	if p.InvitationTTL == 0 {
+		p.InvitationTTL = 7 * 24 * time.Hour
+	}
+	return p
+}
+
+// Validate reports values that cannot work.
+func (p Policy) Validate() error {
+	var errs []error
+	if p.InvitationLimit < 1 {
+		errs = append(errs, fmt.Errorf("the invitation limit must be at least 1, got %d", p.InvitationLimit))
+	}
+	if p.InvitationWindow <= 0 {
+		errs = append(errs, fmt.Errorf("the invitation window must be positive, got %s", p.InvitationWindow))
+	}
+	if p.InvitationTTL <= 0 {
+		errs = append(errs, fmt.Errorf("the invitation TTL must be positive, got %s", p.InvitationTTL))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("org: invalid policy: %w", err)
+	}
+	return nil
+}
