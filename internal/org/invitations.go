@@ -142,19 +142,37 @@ func (s *Service) Invite(ctx context.Context, token string, id uuid.UUID, addres
 // member of o. It holds that account's stream until tx ends, and reads
 // the account again once it holds it: an erasure that committed
 // meanwhile has left the address without an account.
+//
+// It does the same work whether or not the address has an account, so
+// that an owner, which any account can become by creating an
+// organization, cannot tell from an invitation's time whether an address
+// has an account: without one, it holds a stream no one else holds.
 func (s *Service) isMember(ctx context.Context, tx uow.Tx, o organization, email string) (bool, error) {
 	invitee, ok, err := s.UserViews.UserByEmail(ctx, tx, email)
-	if err != nil || !ok {
+	if err != nil {
 		return false, err
 	}
-	if err := s.Events.Lock(ctx, tx, accountStream(invitee.ID)); err != nil {
-		return false, err
+	held := invitee.ID
+	if !ok {
+		if held, err = uuid.NewRandom(); err != nil {
+			return false, fmt.Errorf("org: invite: %w", err)
+		}
 	}
-	if invitee, ok, err = s.UserViews.UserByEmail(ctx, tx, email); err != nil || !ok {
-		return false, err
+	// An account made for the address meanwhile is held too, and read
+	// again: it may have been erased before it was held.
+	for {
+		if err := s.Events.Lock(ctx, tx, accountStream(held)); err != nil {
+			return false, err
+		}
+		if invitee, ok, err = s.UserViews.UserByEmail(ctx, tx, email); err != nil || !ok {
+			return false, err
+		}
+		if invitee.ID == held {
+			_, member := o.members[invitee.ID]
+			return member, nil
+		}
+		held = invitee.ID
 	}
-	_, member := o.members[invitee.ID]
-	return member, nil
 }
 
 // accountStream returns the name of the stream of the account id, as the
