@@ -183,13 +183,12 @@ func accountStream(id uuid.UUID) string { return user.CategoryUser + "-" + id.St
 // one of its owners, oldest first. It returns [ErrNotFound] and
 // [ErrNotOwner].
 func (s *Service) Invitations(ctx context.Context, token string, id uuid.UUID) ([]Invitation, error) {
+	u, err := s.Users.Me(ctx, token)
+	if err != nil {
+		return nil, err
+	}
 	var out []Invitation
-	err := s.do(ctx, "org.Invitations", func(ctx context.Context, tx uow.Tx) error {
-		out = nil
-		u, err := s.Users.Authenticate(ctx, tx, token)
-		if err != nil {
-			return err
-		}
+	err = s.read(ctx, "org.Invitations", func(ctx context.Context, tx uow.Tx) error {
 		_, self, err := s.membersAs(ctx, tx, id, u.ID)
 		if err != nil {
 			return err

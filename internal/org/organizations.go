@@ -88,14 +88,16 @@ func (s *Service) roomFor(ctx context.Context, tx uow.Tx, user uuid.UUID) error 
 }
 
 // List returns the organizations of the session's account, with its role
-// in each, by name.
+// in each, by name. Like every query of the service, it reads the account
+// and then the views in read-only units of work, which wait for no
+// command.
 func (s *Service) List(ctx context.Context, token string) ([]Organization, error) {
+	u, err := s.Users.Me(ctx, token)
+	if err != nil {
+		return nil, err
+	}
 	var out []Organization
-	err := s.do(ctx, "org.List", func(ctx context.Context, tx uow.Tx) error {
-		u, err := s.Users.Authenticate(ctx, tx, token)
-		if err != nil {
-			return err
-		}
+	err = s.read(ctx, "org.List", func(ctx context.Context, tx uow.Tx) error {
 		out, err = s.Views.OrganizationsOf(ctx, tx, u.ID)
 		return err
 	})
@@ -105,12 +107,12 @@ func (s *Service) List(ctx context.Context, token string) ([]Organization, error
 // Get returns the organization id with its members, oldest first, to one
 // of them. It returns [ErrNotFound] to anyone else.
 func (s *Service) Get(ctx context.Context, token string, id uuid.UUID) (Details, error) {
+	u, err := s.Users.Me(ctx, token)
+	if err != nil {
+		return Details{}, err
+	}
 	var d Details
-	err := s.do(ctx, "org.Get", func(ctx context.Context, tx uow.Tx) error {
-		u, err := s.Users.Authenticate(ctx, tx, token)
-		if err != nil {
-			return err
-		}
+	err = s.read(ctx, "org.Get", func(ctx context.Context, tx uow.Tx) error {
 		var self Member
 		if d.Members, self, err = s.membersAs(ctx, tx, id, u.ID); err != nil {
 			return err

@@ -25,6 +25,11 @@ type Authenticator interface {
 	// until tx ends, so that the account's erasure waits for tx and then
 	// sees what it wrote. It returns user.ErrUnauthenticated.
 	Authenticate(ctx context.Context, tx uow.Tx, token string) (user.User, error)
+	// Me returns the account of a live session token, in a read-only
+	// unit of work of its own, for the queries, which change nothing
+	// and so need not wait for a command. It returns
+	// user.ErrUnauthenticated.
+	Me(ctx context.Context, token string) (user.User, error)
 }
 
 // Outbox is where the service adds its invitation mails, and from which
