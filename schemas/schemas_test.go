@@ -2,11 +2,14 @@ package schemas_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	orgintegration "github.com/eventsourced/accounts/internal/org/integration"
 	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/schemas"
 )
@@ -23,6 +26,48 @@ func TestCheckAcceptsAValidEvent(t *testing.T) {
 	} {
 		if err := schemas.Check([]byte(payload)); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// Every schema is of a type that a domain publishes today, or of a
+// legacy type whose events may still wait in an outbox, and every such
+// type has one.
+func TestEverySchemaIsOfAPublishedType(t *testing.T) {
+	types, err := schemas.Types()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Concat(integration.Types(), slices.Collect(maps.Keys(integration.Legacy())), orgintegration.Types())
+	slices.Sort(want)
+	if !slices.Equal(types, want) {
+		t.Errorf("schemas for %v, want one for each of %v", types, want)
+	}
+}
+
+// memberRemoved is an organization's event as the service publishes it.
+const memberRemoved = `{"specversion":"1.0","id":"0190a3b1-0000-7000-8000-000000000002","source":"https://accounts.example.com",` +
+	`"type":"com.github.eventsourced.accounts.org.member_removed.v1","subject":"0190a3b1-0000-7000-8000-0000000000cc",` +
+	`"time":"2031-03-04T05:06:07.123Z","datacontenttype":"application/json","data":{"organization_id":"0190a3b1-0000-7000-8000-0000000000cc",` +
+	`"user_id":"0190a3b1-0000-7000-8000-0000000000aa","reason":"erased","version":7}}`
+
+// The schemas of an organization's events hold them to their reasons and
+// roles, and admit no address.
+func TestCheckHoldsOrganizationsEventsToTheirContract(t *testing.T) {
+	if err := schemas.Check([]byte(memberRemoved)); err != nil {
+		t.Errorf("a valid event: %v", err)
+	}
+	for name, payload := range map[string]string{
+		"another reason":  strings.Replace(memberRemoved, `"erased"`, `"banned"`, 1),
+		"no organization": strings.Replace(memberRemoved, `"organization_id":"0190a3b1-0000-7000-8000-0000000000cc",`, ``, 1),
+		"an address":      strings.Replace(memberRemoved, `"version":7`, `"version":7,"email":"ada@example.com"`, 1),
+		"a role":          strings.Replace(memberRemoved, `"version":7`, `"version":7,"role":"owner"`, 1),
+		"a bad subject":   strings.Replace(memberRemoved, `"subject":"0190a3b1-0000-7000-8000-0000000000cc"`, `"subject":"org"`, 1),
+		"role changed to admin": strings.NewReplacer(`org.member_removed`, `org.role_changed`,
+			`"reason":"erased"`, `"role":"admin"`).Replace(memberRemoved),
+	} {
+		if err := schemas.Check([]byte(payload)); err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
+	orgintegration "github.com/eventsourced/accounts/internal/org/integration"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/publish"
@@ -52,15 +53,24 @@ func (p *publishers) Close() error {
 	return errors.Join(errs...)
 }
 
+// integrationTypes returns the type of every integration event that a
+// relay delivers: the user's and the organizations', which the services
+// add (user.WithIntegrationEvents, org.WithIntegrationEvents), and the
+// user's legacy types.
+func integrationTypes() []string {
+	return slices.Concat(integration.Types(), orgintegration.Types(), slices.Sorted(maps.Keys(integration.Legacy())))
+}
+
 // add gives each integration event type bound for d a handler that
 // publishes through pub to the topic that topic names for the type's
-// route ([integration.Route]). The legacy types have handlers too: their
-// events added before the upgrade are still in the outbox, and a relay
-// with no handler for them would leave them there for good.
+// route ([integration.Route], the same for every domain's types). The
+// legacy types have handlers too: their events added before the upgrade
+// are still in the outbox, and a relay with no handler for them would
+// leave them there for good.
 func (p *publishers) add(d publish.Destination, pub message.Publisher, topic func(string) string) {
 	p.pubs = append(p.pubs, pub)
 	h := forward.Handler(pub, func(typ string) string { return topic(integration.Route(typ)) })
-	for _, typ := range append(integration.Types(), slices.Sorted(maps.Keys(integration.Legacy()))...) {
+	for _, typ := range integrationTypes() {
 		t := publish.Topic(d, typ)
 		p.handlers[t] = h
 		p.topics = append(p.topics, t)

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,16 +13,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/eventsourced/accounts/internal/loopback"
+	"github.com/eventsourced/accounts/internal/org"
+	orgintegration "github.com/eventsourced/accounts/internal/org/integration"
 	"github.com/eventsourced/accounts/internal/publish"
+	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/schemas"
 )
 
-// kafkaCluster starts a kfake cluster with the topic accounts.user of
-// partitions partitions, on port, keeping its data in dir so that it can be
-// started again.
+// kafkaCluster starts a kfake cluster with the topics accounts.user and
+// accounts.org of 8 partitions, on port, keeping its data in dir so that
+// it can be started again.
 func kafkaCluster(t *testing.T, port int, dir string) *kfake.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(dir), kfake.SeedTopics(8, "accounts.user"))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.DataDir(dir), kfake.SeedTopics(8, "accounts.user", "accounts.org"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,10 +45,10 @@ func loopbackPort(t *testing.T) int {
 	return port
 }
 
-// kafkaEvents consumes accounts.user from its start until it has n records.
-func kafkaEvents(t *testing.T, addr string, n int) []*kgo.Record {
+// kafkaEvents consumes topic from its start until it has n records.
+func kafkaEvents(t *testing.T, addr, topic string, n int) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("accounts.user"),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -62,9 +68,11 @@ func kafkaEvents(t *testing.T, addr string, n int) []*kgo.Record {
 }
 
 // testKafkaKeepsEachUsersEventsInOnePartitionInOrder publishes the events
-// of several users to a cluster that goes away while commands run and
-// comes back: nothing is lost; each record is keyed by its user, carries
-// the event's id in a header and matches its schema; and each user's
+// of several users, and of their organizations, to a cluster that goes
+// away while commands run and comes back: nothing is lost; each record is
+// keyed by its subject, the user or the organization, carries the event's
+// id in a header and matches its schema; the users' events are in
+// accounts.user, the organizations' in accounts.org; and each subject's
 // events are in one partition, in the order of their versions.
 func testKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
 	t.Parallel()
@@ -74,15 +82,30 @@ func testKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
 	b := newIntegrationBench(t, map[string]string{"BROKER_URL": "kafka://" + addr, "BASE_URL": "http://accounts.test"})
 
 	emails := []string{"ada@example.com", "grace@example.com", "edsger@example.com", "barbara@example.com", "donald@example.com"}
+	var users []user.Session
 	for _, e := range emails {
-		b.signIn(t, e)
+		users = append(users, b.signIn(t, e))
 	}
-	b.drainUntilDelivered(t, 2*len(emails))
+	ada, grace, edsger, barbara := users[0], users[1], users[2], users[3]
+	engines, err := b.orgs.Create(t.Context(), ada.Token, "Engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.join(t, ada.Token, engines.ID, grace, org.RoleMember)
+	compilers, err := b.orgs.Create(t.Context(), edsger.Token, "Compilers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drainUntilDelivered(t, 2*len(emails)+3)
 
 	cluster.Close()
 	for _, e := range emails {
 		b.signIn(t, e) // a second sign-in: version 3
 	}
+	if _, err := b.orgs.ChangeRole(t.Context(), ada.Token, engines.ID, grace.User.ID, org.RoleOwner); err != nil {
+		t.Fatal(err)
+	}
+	b.join(t, edsger.Token, compilers.ID, barbara, org.RoleMember)
 	ctx, cancel := context.WithTimeout(t.Context(), e2eWait)
 	stats, err := b.relay.Drain(ctx)
 	cancel()
@@ -91,11 +114,57 @@ func testKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
 	}
 	kafkaCluster(t, port, dir)
 	b.clock.Advance(time.Hour)
-	b.drainUntilDelivered(t, len(emails))
+	b.drainUntilDelivered(t, len(emails)+2)
 
-	recs := kafkaEvents(t, addr, 3*len(emails))
-	partition := map[string]int32{}
-	last := map[string]float64{}
+	types, last, partition := kafkaRecords(t, kafkaEvents(t, addr, "accounts.user", 3*len(emails)))
+	if len(last) != len(emails) {
+		t.Errorf("records of %d users, want %d", len(last), len(emails))
+	}
+	for id, v := range last {
+		if v != 3 {
+			t.Errorf("last version of %s is %v, want 3", id, v)
+		}
+	}
+	spread := map[int32]bool{}
+	for _, p := range partition {
+		spread[p] = true
+	}
+	if len(spread) < 2 {
+		t.Errorf("%d users in %d partition, want them spread", len(emails), len(spread))
+	}
+	for _, typs := range types {
+		for _, typ := range typs {
+			if !strings.HasPrefix(integration.Route(typ), "user.") {
+				t.Errorf("%s in accounts.user", typ)
+			}
+		}
+	}
+
+	types, last, _ = kafkaRecords(t, kafkaEvents(t, addr, "accounts.org", 5))
+	for id, want := range map[string]struct {
+		types []string
+		last  float64
+	}{
+		engines.ID.String():   {[]string{orgintegration.TypeMemberAdded, orgintegration.TypeMemberAdded, orgintegration.TypeRoleChanged}, 6},
+		compilers.ID.String(): {[]string{orgintegration.TypeMemberAdded, orgintegration.TypeMemberAdded}, 5},
+	} {
+		if !slices.Equal(types[id], want.types) || last[id] != want.last {
+			t.Errorf("accounts.org holds %v up to version %v about %s, want %v up to %v", types[id], last[id], id, want.types, want.last)
+		}
+	}
+	if len(types) != 2 {
+		t.Errorf("accounts.org holds events about %d subjects, want the two organizations", len(types))
+	}
+}
+
+// kafkaRecords checks records, each against its schema, its key (the
+// event's subject), its headers, and their subjects' order: each
+// subject's in one partition, in the order of their versions, none
+// twice. It returns the types of each subject's events in order, the
+// last version of each, and its partition.
+func kafkaRecords(t *testing.T, recs []*kgo.Record) (types map[string][]string, last map[string]float64, partition map[string]int32) {
+	t.Helper()
+	types, last, partition = map[string][]string{}, map[string]float64{}, map[string]int32{}
 	seen := map[string]bool{}
 	for _, r := range recs {
 		var e publish.CloudEvent
@@ -131,20 +200,7 @@ func testKafkaKeepsEachUsersEventsInOnePartitionInOrder(t *testing.T) {
 			t.Errorf("%s of %s at version %v after %v", e.Type, e.Subject, data.Version, last[e.Subject])
 		}
 		last[e.Subject] = data.Version
+		types[e.Subject] = append(types[e.Subject], e.Type)
 	}
-	if len(last) != len(emails) {
-		t.Errorf("records of %d users, want %d", len(last), len(emails))
-	}
-	for user, v := range last {
-		if v != 3 {
-			t.Errorf("last version of %s is %v, want 3", user, v)
-		}
-	}
-	spread := map[int32]bool{}
-	for _, p := range partition {
-		spread[p] = true
-	}
-	if len(spread) < 2 {
-		t.Errorf("%d users in %d partition, want them spread", len(emails), len(spread))
-	}
+	return types, last, partition
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
+	"github.com/eventsourced/accounts/internal/org"
+	orgintegration "github.com/eventsourced/accounts/internal/org/integration"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/postgres"
@@ -25,8 +28,10 @@ import (
 	"github.com/eventsourced/accounts/internal/publish/natsbroker/natstest"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/testclock"
+	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/integration"
+	"github.com/eventsourced/accounts/internal/user/mail"
 	"github.com/eventsourced/accounts/schemas"
 )
 
@@ -97,8 +102,10 @@ func streamEvents(t *testing.T, js jetstream.JetStream, n int) []publish.CloudEv
 
 // testSignInIsPublishedToJetStream runs the app with BROKER_URL pointing at
 // a NATS server whose operator made the stream with the server's default
-// duplicate window: the app widens it, and a first sign-in puts
-// user.registered then user.signed_in on the stream.
+// duplicate window: the app widens it, a first sign-in puts
+// user.registered then user.signed_in on the stream, and the creation of
+// an organization puts its creator's org.member_added there, about the
+// organization.
 func testSignInIsPublishedToJetStream(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t)
@@ -119,16 +126,44 @@ func testSignInIsPublishedToJetStream(t *testing.T) {
 	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"ada@example.com"}`, http.StatusAccepted, nil)
 	code := e2eLinkCode(t, mx.Wait(t, 1, e2eWait)[0], "http://accounts.test/sign-in?code=")
 	var session struct {
-		User struct{ ID uuid.UUID } `json:"user"`
+		Token string                 `json:"token"`
+		User  struct{ ID uuid.UUID } `json:"user"`
 	}
 	app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": code}), http.StatusCreated, &session)
+	var o struct{ ID uuid.UUID }
+	app.expect(t, "POST", "/v1/orgs", session.Token, `{"name":"Analytical Engines"}`, http.StatusCreated, &o)
 
-	events := streamEvents(t, js, 2)
-	for i, typ := range []string{integration.TypeRegistered, integration.TypeSignedIn} {
-		e := events[i]
-		if e.Type != typ || e.Subject != session.User.ID.String() || e.Source != "http://accounts.test" {
-			t.Errorf("event %d: %s about %s from %s, want %s about %s", i, e.Type, e.Subject, e.Source, typ, session.User.ID)
+	// The user's events come in their order; the organization's have no
+	// order with them.
+	events := streamEvents(t, js, 3)
+	bySubject := map[string][]publish.CloudEvent{}
+	for _, e := range events {
+		if e.Source != "http://accounts.test" {
+			t.Errorf("event %s from %s", e.Type, e.Source)
 		}
+		bySubject[e.Subject] = append(bySubject[e.Subject], e)
+	}
+	for subject, types := range map[uuid.UUID][]string{
+		session.User.ID: {integration.TypeRegistered, integration.TypeSignedIn},
+		o.ID:            {orgintegration.TypeMemberAdded},
+	} {
+		var got []string
+		for _, e := range bySubject[subject.String()] {
+			got = append(got, e.Type)
+		}
+		if !slices.Equal(got, types) {
+			t.Errorf("events about %s: %v, want %v", subject, got, types)
+		}
+	}
+	if len(bySubject[o.ID.String()]) != 1 {
+		t.FailNow()
+	}
+	var added orgintegration.MemberAdded
+	if err := json.Unmarshal(bySubject[o.ID.String()][0].Data, &added); err != nil {
+		t.Fatal(err)
+	}
+	if want := (orgintegration.MemberAdded{OrganizationID: o.ID, UserID: session.User.ID, Role: orgintegration.RoleOwner, Version: 2}); added != want {
+		t.Errorf("org.member_added with %+v, want %+v", added, want)
 	}
 	s, err := js.Stream(t.Context(), "ACCOUNTS")
 	if err != nil {
@@ -161,10 +196,12 @@ func (s *lossyAcks) AckAll(ctx context.Context, leases []outbox.Lease) error {
 	return s.RelayStore.AckAll(ctx, leases)
 }
 
-// integrationBench is a user service and a relay driven by hand on a clock
-// of its own, publishing to the destinations that env configures.
+// integrationBench is a user service, an organizations service and a
+// relay driven by hand on a clock of its own, publishing to the
+// destinations that env configures.
 type integrationBench struct {
 	users *user.Service
+	orgs  *org.Service
 	relay *relay.Relay
 	store *lossyAcks
 	clock *testclock.Clock
@@ -191,7 +228,20 @@ func newIntegrationBench(t *testing.T, vars map[string]string) *integrationBench
 		Outbox: db.Outbox(),
 		Views:  postgres.UserViews{},
 		Keys:   keys,
-	}, user.Policy{}, cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()))
+	}, user.Policy{}, cfg.BaseURL, user.WithIntegrationEvents(e.integrationEvents()),
+		user.WithErasure(func(ctx context.Context, tx uow.Tx, u user.User) error { return b.orgs.Erased(ctx, tx, u) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.orgs, err = org.NewService(org.Deps{
+		Runner:    db.Runner(b.clock.Now),
+		Events:    db.Events(),
+		Outbox:    db.Outbox(),
+		Views:     db.OrgViews(),
+		Users:     b.users,
+		UserViews: db.Views(),
+		Keys:      keys,
+	}, org.Policy{}, cfg.BaseURL, org.WithIntegrationEvents(e.integrationEvents()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,10 +272,21 @@ func (b *integrationBench) signIn(t *testing.T, email string) user.Session {
 	if err := b.users.RequestSignInLink(t.Context(), email); err != nil {
 		t.Fatal(err)
 	}
-	ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: []string{"mail.login_link"}})
+	s, err := b.users.SignIn(t.Context(), b.code(t, mail.TopicLoginLink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// code takes the one mail of topic from the outbox, as if delivered, and
+// returns its code.
+func (b *integrationBench) code(t *testing.T, topic string) string {
+	t.Helper()
+	ctx := outbox.WithScope(t.Context(), outbox.Scope{Only: []string{topic}})
 	msgs, err := b.store.RelayStore.Claim(ctx, b.clock.Now(), time.Minute, 1)
 	if err != nil || len(msgs) != 1 {
-		t.Fatalf("claim the link: %v, %v", msgs, err)
+		t.Fatalf("claim the mail of %s: %v, %v", topic, msgs, err)
 	}
 	var link struct{ Code string }
 	if err := json.Unmarshal(msgs[0].Payload, &link); err != nil {
@@ -234,11 +295,19 @@ func (b *integrationBench) signIn(t *testing.T, email string) user.Session {
 	if err := b.store.RelayStore.Ack(t.Context(), msgs[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	s, err := b.users.SignIn(t.Context(), link.Code)
-	if err != nil {
+	return link.Code
+}
+
+// join invites the address of s into the organization id on behalf of
+// the owner, and accepts the invitation with s.
+func (b *integrationBench) join(t *testing.T, owner string, id uuid.UUID, s user.Session, role org.Role) {
+	t.Helper()
+	if err := b.orgs.Invite(t.Context(), owner, id, s.User.Email, role); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	if _, err := b.orgs.Accept(t.Context(), s.Token, b.code(t, mail.TopicOrgInvitation)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // awaitConnected waits until every NATS publisher is connected again.

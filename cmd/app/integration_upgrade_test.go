@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/config"
+	orgintegration "github.com/eventsourced/accounts/internal/org/integration"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/publish/natsbroker/natstest"
@@ -141,10 +142,11 @@ func testEventsAddedBeforeTheRenameAreDeliveredAsStored(t *testing.T) {
 }
 
 // Every destination has a handler, under the retry policy of integration
-// events, for the topics of today's types and of the legacy ones, whose
-// events may still wait in the outbox: without one they would wait for
-// good, and hold back their users' later events.
-func TestEveryDestinationDeliversTheLegacyTypes(t *testing.T) {
+// events, for the topics of today's types, the user's and the
+// organizations', and of the legacy ones, whose events may still wait in
+// the outbox: without one they would wait for good, and hold back their
+// subjects' later events.
+func TestEveryDestinationDeliversEveryType(t *testing.T) {
 	t.Parallel()
 	for name, vars := range map[string]map[string]string{
 		"NATS":    {"BROKER_URL": "nats://127.0.0.1:1"},
@@ -167,7 +169,7 @@ func TestEveryDestinationDeliversTheLegacyTypes(t *testing.T) {
 			if len(d) != 1 {
 				t.Fatalf("destinations %v, want one", d)
 			}
-			for _, typ := range append(integration.Types(), slices.Collect(maps.Keys(integration.Legacy()))...) {
+			for _, typ := range slices.Concat(integration.Types(), orgintegration.Types(), slices.Collect(maps.Keys(integration.Legacy()))) {
 				topic := publish.Topic(d[0], typ)
 				if p.handlers[topic] == nil || !slices.Contains(p.topics, topic) {
 					t.Errorf("no handler under the retry policy for %s", topic)

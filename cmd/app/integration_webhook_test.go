@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	orgintegration "github.com/eventsourced/accounts/internal/org/integration"
 	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/user/integration"
 	"github.com/eventsourced/accounts/schemas"
@@ -64,10 +67,19 @@ func (rc *webhookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// posts returns the posts accepted so far, and the tries by webhook-id.
+func (rc *webhookReceiver) posts() ([]acceptedPost, map[string]int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.accepted), maps.Clone(rc.tries)
+}
+
 // testWebhookIsRetriedUntilItAnswers2xx posts a first sign-in's events to
 // a receiver that answers 500 three times: each event is delivered once it
 // answers 2xx, signed, with the event's id as webhook-id on every try, in
-// the order of the user's versions, and matching its schema.
+// the order of the user's versions, and matching its schema. The
+// organization the user then creates is posted too, about the
+// organization.
 func testWebhookIsRetriedUntilItAnswers2xx(t *testing.T) {
 	t.Parallel()
 	verifier, err := standardwebhooks.NewWebhook(webhookSecret)
@@ -85,13 +97,12 @@ func testWebhookIsRetriedUntilItAnswers2xx(t *testing.T) {
 	if stats.Retried != 3 || stats.Buried != 0 {
 		t.Errorf("relay: %+v, want three retries and nothing buried", stats)
 	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if len(rc.accepted) != 2 {
-		t.Fatalf("the receiver accepted %d posts, want 2", len(rc.accepted))
+	accepted, tries := rc.posts()
+	if len(accepted) != 2 {
+		t.Fatalf("the receiver accepted %d posts, want 2", len(accepted))
 	}
 	for i, typ := range []string{integration.TypeRegistered, integration.TypeSignedIn} {
-		p := rc.accepted[i]
+		p := accepted[i]
 		var e publish.CloudEvent
 		if err := json.Unmarshal(p.body, &e); err != nil {
 			t.Fatal(err)
@@ -105,7 +116,33 @@ func testWebhookIsRetriedUntilItAnswers2xx(t *testing.T) {
 	}
 	// The three 500s went to the first event, retried under its own id;
 	// the second waited for it.
-	if first := rc.accepted[0].id; rc.tries[first] != 4 || rc.tries[rc.accepted[1].id] != 1 {
-		t.Errorf("tries by webhook-id %v, want 4 for the first event and 1 for the second", rc.tries)
+	if first := accepted[0].id; tries[first] != 4 || tries[accepted[1].id] != 1 {
+		t.Errorf("tries by webhook-id %v, want 4 for the first event and 1 for the second", tries)
+	}
+
+	o, err := b.orgs.Create(t.Context(), s.Token, "Analytical Engines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drainUntilDelivered(t, 1)
+	if accepted, _ = rc.posts(); len(accepted) != 3 {
+		t.Fatalf("the receiver accepted %d posts, want 3", len(accepted))
+	}
+	p := accepted[2]
+	if err := schemas.Check(p.body); err != nil {
+		t.Errorf("the organization's post does not match its schema: %v", err)
+	}
+	var e publish.CloudEvent
+	if err := json.Unmarshal(p.body, &e); err != nil {
+		t.Fatal(err)
+	}
+	var added orgintegration.MemberAdded
+	if err := json.Unmarshal(e.Data, &added); err != nil {
+		t.Fatal(err)
+	}
+	want := orgintegration.MemberAdded{OrganizationID: o.ID, UserID: s.User.ID, Role: orgintegration.RoleOwner, Version: 2}
+	if e.Type != orgintegration.TypeMemberAdded || e.Subject != o.ID.String() || p.id != e.ID || added != want {
+		t.Errorf("post: %s about %s with webhook-id %s and %+v, want %s about %s with the event's id %s and %+v",
+			e.Type, e.Subject, p.id, added, orgintegration.TypeMemberAdded, o.ID, e.ID, want)
 	}
 }

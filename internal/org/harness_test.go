@@ -20,6 +20,7 @@ import (
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
@@ -166,6 +167,9 @@ type bundle struct {
 	clock *testclock.Clock
 	// mails are those taken from the outbox and not yet looked at.
 	mails []mailtest.Sent
+	// integration are the destinations of the services' integration
+	// events; the zero value has none.
+	integration publish.Events
 }
 
 // onEach runs test as a parallel subtest on each database, with a fresh
@@ -182,11 +186,18 @@ func onEach(t *testing.T, test func(t *testing.T, b *bundle)) {
 
 func setup(t *testing.T, db database, p org.Policy) *bundle {
 	t.Helper()
+	return setupPublishing(t, db, p, publish.Events{})
+}
+
+// setupPublishing is setup with services that publish integration events
+// to the destinations of events, both the user's and the organizations'.
+func setupPublishing(t *testing.T, db database, p org.Policy, events publish.Events) *bundle {
+	t.Helper()
 	be, rows := db.open(t)
-	b := &bundle{Backend: be, db: db, rows: rows, clock: testclock.New(start), keys: keyringtest.New(t, be.DataKeys())}
+	b := &bundle{Backend: be, db: db, rows: rows, clock: testclock.New(start), keys: keyringtest.New(t, be.DataKeys()), integration: events}
 	users, err := user.NewService(user.Deps{
 		Runner: be.Runner(b.clock.Now), Events: be.Events(), Outbox: be.Outbox(), Views: be.Views(), Keys: b.keys,
-	}, user.Policy{}, baseURL, user.WithErasure(func(ctx context.Context, tx uow.Tx, u user.User) error {
+	}, user.Policy{}, baseURL, user.WithIntegrationEvents(events), user.WithErasure(func(ctx context.Context, tx uow.Tx, u user.User) error {
 		return b.svc.Erased(ctx, tx, u)
 	}))
 	if err != nil {
@@ -204,7 +215,7 @@ func (b *bundle) newService(t *testing.T, p org.Policy, events eventstore.Store,
 	svc, err := org.NewService(org.Deps{
 		Runner: b.Runner(b.clock.Now), Events: events, Outbox: b.Outbox(), Views: views,
 		Users: b.users, UserViews: b.Views(), Keys: b.keys,
-	}, p, baseURL)
+	}, p, baseURL, org.WithIntegrationEvents(b.integration))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/outbox"
+	"github.com/eventsourced/accounts/internal/publish"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -75,6 +76,9 @@ type Service struct {
 	baseURL string
 	// views applies what the commands append to Views.
 	views ViewsProjection
+	// integration adds the integration events of the commands to the
+	// outbox ([WithIntegrationEvents]); the zero value adds none.
+	integration publish.Events
 	// tp and mp are the providers of [WithTracerProvider] and
 	// [WithMeterProvider].
 	tp trace.TracerProvider
@@ -142,10 +146,11 @@ func (s *Service) load(ctx context.Context, tx uow.Tx, id uuid.UUID) (organizati
 }
 
 // apply appends the events of data to the stream of o at the version it
-// was loaded at, updates the views, and ends the invitations the events
-// end: it forgets their keys, which erases their addresses from the log,
-// and deletes their mail if it is still in the outbox (its message's ID
-// is the invitation's). It returns the events as appended. The append
+// was loaded at, updates the views, ends the invitations the events end
+// (it forgets their keys, which erases their addresses from the log, and
+// deletes their mail if it is still in the outbox: its message's ID is
+// the invitation's), and adds the integration events of the events to the
+// outbox ([WithIntegrationEvents]). It returns the events as appended. The append
 // may reach the database only with the unit of work's next statement or
 // its commit ([eventstore.Store.AppendLater]): a race it loses then fails
 // the unit of work, which [Service.do] runs again.
@@ -186,6 +191,9 @@ func (s *Service) apply(ctx context.Context, tx uow.Tx, o organization, data ...
 		if _, err := s.Outbox.Delete(ctx, tx, ended, nil); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.publish(ctx, tx, o.id, appended, data); err != nil {
+		return nil, err
 	}
 	return appended, nil
 }

@@ -25,7 +25,9 @@ type CloudEvent struct {
 	// Type is the event's type, such as
 	// "com.github.eventsourced.accounts.user.registered.v1".
 	Type string `json:"type"`
-	// Subject is what the event is about: the user's ID.
+	// Subject is what the event is about: the user's ID, or the
+	// organization's for an organization's event. It is the key that
+	// keeps one subject's events in order.
 	Subject string `json:"subject"`
 	// Time is when the change was committed, in UTC to the millisecond.
 	Time            time.Time `json:"time"`
