@@ -42,9 +42,9 @@ func StartMailSink() (*MailSink, error) {
 	return s, nil
 }
 
-// expect returns the channel that the next mails to the address to come
-// on, up to mails of them, until [MailSink.forget]. Call it before what
-// sends the mail.
+// expect returns a channel on which the sink hands over the mails to the
+// address to, up to mails of them, until [MailSink.forget]; one more is
+// stray. Call it before what sends the mail.
 func (s *MailSink) expect(to string, mails int) <-chan mailbox.Message {
 	c := make(chan mailbox.Message, mails)
 	s.mu.Lock()
