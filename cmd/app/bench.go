@@ -14,6 +14,7 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/bench"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/outbox/relay"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections/async"
@@ -23,7 +24,7 @@ import (
 // benchOptions are the flags of the benchmarks.
 type benchOptions struct {
 	messages, rate, events, batch, concurrency, users int
-	catchUp, samples                                  int
+	catchUp, samples, orgs                            int
 	duration, poll, timeout                           time.Duration
 	lag, holdXmin, traceSink, closedLoop              bool
 	profiles                                          bench.Profiles
@@ -137,6 +138,11 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 			return err
 		}
 		return b.SignIn(ctx, e.apiServer(db, keys, svcs, nil, nil, noop.NewMeterProvider(), nil), o.concurrency, o.duration)
+	case "invite":
+		if o.concurrency < 1 || o.duration <= 0 || o.orgs < 1 {
+			return errors.New("bench invite: --concurrency, --duration and --orgs must be positive")
+		}
+		return e.benchInvite(ctx, db, b, stderr, o)
 	case "publish":
 		if o.messages < 1 || o.users < 1 {
 			return errors.New("bench publish: --messages and --users must be at least 1")
@@ -166,8 +172,48 @@ func runBench(ctx context.Context, name string, o benchOptions, getenv func(stri
 		}
 		return b.Projection(ctx, activity(db, keys), keys, o.events)
 	default:
-		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin, projection, publish or growth", name)
+		return fmt.Errorf("bench: unknown benchmark %q: want drain, latency, signin, invite, projection, publish or growth", name)
 	}
+}
+
+// benchInvite runs [bench.Bench.Invite] on db: the API as the sign-in
+// benchmark serves it, and the relay of the running configuration, whose
+// mail goes to a [bench.MailSink] in this process. Each organization
+// sends the invitations the domain's policy allows it in its window, so
+// that the run measures the service as it is configured.
+func (e *env) benchInvite(ctx context.Context, db backend.Backend, b bench.Bench, stderr io.Writer, o benchOptions) error {
+	e.cfg.HTTPRateLimit = 0 // Every request comes from one client.
+	// The API logs each request at info, and the relay each delivery; the
+	// benchmark measures serving them, not writing a line for each, and
+	// keeps what goes wrong.
+	e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sink, err := bench.StartMailSink()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sink.Close() }()
+	e.cfg.SMTPURL = sink.URL
+	keys, err := e.benchKeyring(ctx, db)
+	if err != nil {
+		return err
+	}
+	svcs, err := e.services(db, keys, nil)
+	if err != nil {
+		return err
+	}
+	meter := noop.NewMeterProvider()
+	rel, err := e.relay(db, keys, meter)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rel.Close() }()
+	return b.Invite(ctx, e.apiServer(db, keys, svcs, &rel, nil, meter, nil), rel.Run, sink, bench.InviteConfig{
+		Concurrency:   o.concurrency,
+		Duration:      o.duration,
+		Organizations: o.orgs,
+		// The policy that env.services gives the organizations.
+		PerOrganization: org.Policy{}.WithDefaults().InvitationLimit,
+	})
 }
 
 // benchTracing starts tracing as the OTEL_ variables say, or, with sink,

@@ -107,6 +107,44 @@ func TestBenchmarks(t *testing.T) {
 			})
 		}
 	})
+	t.Run("InviteEndsWithItsSummaryLine", func(t *testing.T) {
+		t.Parallel()
+		ms := `\s+\d+\.\dms`
+		var table strings.Builder
+		table.WriteString(`step\s+p50\s+p90\s+p99\s+max\n`)
+		for _, step := range []string{"invite", "invitation mail", "sign-in link", "sign-in mail", "session", "accept", "round"} {
+			table.WriteString(regexp.QuoteMeta(step) + strings.Repeat(ms, 4) + `\n`)
+		}
+		summary := regexp.MustCompile(`\ninvite: set up 10 organizations, each with its owner, in \d+\.\d\ds\n` + table.String() +
+			`invite: [1-9]\d* rounds in \d+\.\d\ds, \d+ rounds/s, p50=\d+\.\dms p99=\d+\.\dms\n$`)
+		for name, url := range map[string]string{
+			"PostgreSQL": pgtest.URL(),
+			"SQLite":     "sqlite:" + filepath.Join(t.TempDir(), "unused.db"),
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				out, err := runApp(t, t.Context(), map[string]string{"DATABASE_URL": url},
+					"bench", "invite", "--duration", "300ms", "--concurrency", "2", "--orgs", "10")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !summary.MatchString(out) {
+					t.Errorf("bench invite printed %q, want its table and a last line matching %s", out, summary)
+				}
+			})
+		}
+		// An organization sends the invitations its window allows, 20,
+		// and no more: then the benchmark says to set up more of them,
+		// rather than failing on the 21st invitation's 429.
+		t.Run("OrganizationsRunOut", func(t *testing.T) {
+			t.Parallel()
+			_, err := runApp(t, t.Context(), map[string]string{"DATABASE_URL": pgtest.URL()},
+				"bench", "invite", "--duration", "1m", "--concurrency", "1", "--orgs", "1")
+			if err == nil || !strings.Contains(err.Error(), "the 1 organizations sent their 20 invitations each") {
+				t.Errorf("bench invite with one organization for a minute returned %v, want it to run out of organizations after 20 rounds", err)
+			}
+		})
+	})
 	t.Run("ProjectionEndsWithItsSummaryLine", func(t *testing.T) {
 		t.Parallel()
 		env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "unused.db")}

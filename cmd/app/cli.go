@@ -271,6 +271,12 @@ func benchCommands(getenv func(string) string, stdout, stderr io.Writer, group g
 			f.DurationVar(&o.duration, "duration", 10*time.Second, "how long to send")
 			holdXmin(f, o)
 		}),
+		b("invite", "Invitation rounds through the HTTP API: an owner invites, the relay mails, the address signs in and accepts", func(f *pflag.FlagSet, o *benchOptions) {
+			f.IntVar(&o.concurrency, "concurrency", 16, "rounds in flight at once")
+			f.DurationVar(&o.duration, "duration", 10*time.Second, "how long to begin rounds")
+			f.IntVar(&o.orgs, "orgs", 200, "organizations set up first, each with its owner; each sends the invitations an organization may send in an hour")
+			holdXmin(f, o)
+		}),
 		b("projection", "How fast the activity projection catches up, or (--lag) how far it trails commits", func(f *pflag.FlagSet, o *benchOptions) {
 			f.IntVar(&o.events, "events", 50000, "events to catch up on")
 			f.BoolVar(&o.lag, "lag", false, "time from commit to projection at --rate for --duration, instead of the catch-up")

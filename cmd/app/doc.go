@@ -19,6 +19,7 @@
 //	app bench drain        measure how fast the relay empties a full outbox
 //	app bench latency      measure the time from commit to handler
 //	app bench signin       measure sign-in link requests through the API
+//	app bench invite       measure invitation rounds: invite, mail, sign in and accept
 //	app bench projection   measure how fast the activity projection catches up, or (--lag) how far it trails commits
 //	app bench publish      measure how fast integration events reach the configured destination
 //	app bench soak         run several instances for a long time under faults, and hold them to a ledger
