@@ -17,6 +17,7 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/projections/async"
 	"github.com/eventsourced/accounts/internal/sqlite"
@@ -234,7 +235,11 @@ func (d database) openScratch(ctx context.Context, log *slog.Logger) (backend.Ba
 }
 
 // activity is the account activity projection over db, at its first
-// version, which opens addresses with keys.
+// version, which opens addresses with keys, with the organizations'
+// joins, leaves and changes of role among it.
 func activity(db backend.Backend, keys *keyring.Keyring) user.ActivityProjection {
-	return user.ActivityProjection{Store: db.ActivityStore(), Log: db.Log(async.LogConfig{}), Keys: keys}
+	return user.ActivityProjection{
+		Store: db.ActivityStore(), Log: db.Log(async.LogConfig{}), Keys: keys,
+		Sources: []user.ActivitySource{org.ActivitySource{Events: db.Events()}},
+	}
 }

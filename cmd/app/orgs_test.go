@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -80,4 +84,150 @@ func organizations(t *testing.T, database e2eDatabase) {
 		t.Errorf("the members after the owner's erasure are %+v, want Bob, its owner now", got)
 	}
 	awaitDump(t, database.Direct, "the activity to drop Ada's", func(d string) bool { return !strings.Contains(d, "ada@") })
+}
+
+// TestOrganizationsActivityThroughTheApp runs the whole app on each
+// backend: a member's join, change of role and leave show in the
+// member's activity, through the API and on the account page, and in no
+// one else's, and `app projections rebuild activity` makes them again,
+// the same.
+func TestOrganizationsActivityThroughTheApp(t *testing.T) {
+	t.Parallel()
+	for name, database := range e2eDatabases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			organizationsActivity(t, database(t))
+		})
+	}
+}
+
+func organizationsActivity(t *testing.T, database e2eDatabase) {
+	mx := smtptest.NewServer(t)
+	env := database.env(map[string]string{
+		"DATA_KEY":        testDataKey,
+		"HTTP_ADDR":       "127.0.0.1:0",
+		"SMTP_URL":        mx.URL(),
+		"BASE_URL":        "http://accounts.test",
+		"MAIL_FROM":       "accounts@accounts.test",
+		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
+		"HTTP_RATE_LIMIT": "0",  // The activity is polled.
+	})
+	app := e2eStart(t, env)
+	mails := &e2eMails{mx: mx}
+	type session struct {
+		Token string `json:"token"`
+		User  struct {
+			ID uuid.UUID `json:"id"`
+		} `json:"user"`
+	}
+	signIn := func(email string) session {
+		t.Helper()
+		app.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
+		var s session
+		app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
+		return s
+	}
+	type item struct {
+		Type   string    `json:"type"`
+		At     time.Time `json:"at"`
+		Detail string    `json:"detail"`
+	}
+	// orgItems returns the account's activity of organizations, once it
+	// holds n such items and the projection has caught up.
+	orgItems := func(token string, n int) []item {
+		t.Helper()
+		deadline := time.After(e2eWait)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var p struct {
+				Items  []item `json:"items"`
+				Behind int64  `json:"behind"`
+			}
+			app.expect(t, "GET", "/v1/me/activity?limit=100", token, "", http.StatusOK, &p)
+			var items []item
+			for _, it := range p.Items {
+				if strings.HasPrefix(it.Type, "org_") {
+					items = append(items, it)
+				}
+			}
+			if len(items) >= n && p.Behind == 0 {
+				return items
+			}
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("the activity holds %+v after %s, want %d items of organizations", p, e2eWait, n)
+			}
+		}
+	}
+
+	ada, bob := signIn("ada@example.com"), signIn("bob@example.com")
+	var o struct {
+		ID uuid.UUID `json:"id"`
+	}
+	app.expect(t, "POST", "/v1/orgs", ada.Token, `{"name":"Analytical Engines"}`, http.StatusCreated, &o)
+	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"bob@example.com","role":"member"}`, http.StatusAccepted, nil)
+	code := mails.nextCode(t, "bob@example.com", "/invitations")
+	app.expect(t, "POST", "/v1/invitations", bob.Token, e2eJSON(t, map[string]string{"code": code}), http.StatusOK, nil)
+	bobPath := "/v1/orgs/" + o.ID.String() + "/members/" + bob.User.ID.String()
+	app.expect(t, "PATCH", bobPath, ada.Token, `{"role":"owner"}`, http.StatusOK, nil)
+	app.expect(t, "DELETE", bobPath, bob.Token, "", http.StatusNoContent, nil)
+
+	engines := o.ID.String()
+	types := func(items []item) []string {
+		var out []string
+		for _, it := range items {
+			out = append(out, it.Type+" "+it.Detail)
+		}
+		return out
+	}
+	bobs := orgItems(bob.Token, 3)
+	want := []string{
+		"org_left " + engines + " Analytical Engines",
+		"org_role_changed " + engines + " owner Analytical Engines",
+		"org_joined " + engines + " member Analytical Engines",
+	}
+	if got := types(bobs); !slices.Equal(got, want) {
+		t.Errorf("Bob's activity of organizations:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	adas := orgItems(ada.Token, 1)
+	if got, want := types(adas), []string{"org_created " + engines + " owner Analytical Engines"}; !slices.Equal(got, want) {
+		t.Errorf("Ada's activity of organizations: %q, want %q", got, want)
+	}
+
+	req, err := http.NewRequestWithContext(t.Context(), "GET", app.base+"/account", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: "session", Value: bob.Token})
+	resp, err := app.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /account: %d, %v", resp.StatusCode, err)
+	}
+	for _, line := range []string{
+		"Left the organization Analytical Engines",
+		"Made an owner of the organization Analytical Engines",
+		"Joined the organization Analytical Engines as a member",
+	} {
+		if !strings.Contains(string(page), "<span>"+line+"</span>") {
+			t.Errorf("Bob's account page lacks %q:\n%s", line, page)
+		}
+	}
+
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"projections", "rebuild", "activity"}, getenv(env), &stdout, &stderr); err != nil {
+		t.Fatalf("rebuild: %v\n%s", err, stderr.String())
+	}
+	if got := orgItems(bob.Token, 3); !slices.Equal(got, bobs) {
+		t.Errorf("Bob's activity of organizations rebuilt:\n%+v\nwant as it was:\n%+v", got, bobs)
+	}
+	if got := orgItems(ada.Token, 1); !slices.Equal(got, adas) {
+		t.Errorf("Ada's activity of organizations rebuilt: %+v, want as it was: %+v", got, adas)
+	}
 }

@@ -28,3 +28,6 @@ type orgsOnly struct{ Orgs }
 
 // DescribeClient is describeClient, for its table test.
 var DescribeClient = describeClient
+
+// DescribeActivity is describeActivity, for its table test.
+var DescribeActivity = describeActivity

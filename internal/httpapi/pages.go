@@ -182,8 +182,44 @@ func describeActivity(a user.Activity) string {
 			return "A session was ended by undoing a change of address"
 		}
 		return "A session was ended"
+	case org.ActivityCreated, org.ActivityJoined, org.ActivityRoleChanged, org.ActivityLeft, org.ActivityRemoved, org.ActivityDeleted:
+		return describeOrgActivity(a)
 	default:
 		return a.Type
+	}
+}
+
+// describeOrgActivity says in words what an item of an organization's
+// activity records, naming the organization as it was named then.
+func describeOrgActivity(a user.Activity) string {
+	d, err := org.ParseActivityDetail(a.Type, a.Detail)
+	the := "the organization " + d.Name
+	if err != nil {
+		the = "an organization"
+	}
+	role := "a member"
+	if d.Role == org.RoleOwner {
+		role = "an owner"
+	}
+	switch a.Type {
+	case org.ActivityCreated:
+		return "Created " + the
+	case org.ActivityJoined:
+		return "Joined " + the + " as " + role
+	case org.ActivityRoleChanged:
+		if err != nil {
+			return "Role changed in an organization"
+		}
+		if d.Role == org.RoleMember {
+			return "No longer an owner of " + the
+		}
+		return "Made an owner of " + the
+	case org.ActivityLeft:
+		return "Left " + the
+	case org.ActivityRemoved:
+		return "Removed from " + the + " by an owner"
+	default:
+		return strings.ToUpper(the[:1]) + the[1:] + " was deleted"
 	}
 }
 

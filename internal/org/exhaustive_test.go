@@ -6,8 +6,8 @@ import (
 	"github.com/eventsourced/accounts/internal/eventstore"
 )
 
-// TestFoldAndProjectionHandleEveryType fails when the fold or the views
-// projection leaves out a registered type, or handles one that nobody
+// TestFoldAndProjectionHandleEveryType fails when the fold, the views
+// projection or the activity leaves out a registered type, or handles one that nobody
 // registered: a type added to the domain must be decided on by each of
 // them, since none has a default.
 func TestFoldAndProjectionHandleEveryType(t *testing.T) {
@@ -17,6 +17,7 @@ func TestFoldAndProjectionHandleEveryType(t *testing.T) {
 	}{
 		{"the organization's fold", orgFold.Handles()},
 		{"the views", viewsHandlers.Covers()},
+		{"the activity", activityHandlers.Covers()},
 	} {
 		if err := events.CheckHandles(c.handles, CategoryOrg); err != nil {
 			t.Errorf("%s: %v", c.name, err)

@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -513,8 +515,18 @@ func (s *EventStore) settleConflict(ctx context.Context, ptx Querier, stream str
 }
 
 // Load returns the events of stream from version from on, in version order,
-// with their Position set.
+// with their Position set. It reads in a unit of work of this backend's
+// runner, or in the transaction of an event-log subscriber ([SQLTx]),
+// where an asynchronous projection folds the stream of an event it was
+// handed.
 func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int64) ([]eventstore.Event, error) {
+	if st, ok := t.(*sqlTx); ok && st != nil {
+		events, err := loadSQL(ctx, st.Tx, stream, from)
+		if err != nil {
+			return nil, fmt.Errorf("eventstore: load %s: %w", stream, unavailable(ctx, err))
+		}
+		return events, nil
+	}
 	ptx, err := PgxTx(t)
 	if err != nil {
 		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
@@ -530,6 +542,40 @@ func (s *EventStore) Load(ctx context.Context, t uow.Tx, stream string, from int
 		return nil, fmt.Errorf("eventstore: load %s: %w", stream, err)
 	}
 	return events, nil
+}
+
+// loadSQL is [EventStore.Load] in tx, a database/sql transaction, which
+// scans the columns pgx reads into Go types itself as text.
+func loadSQL(ctx context.Context, tx *sql.Tx, stream string, from int64) ([]eventstore.Event, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT e.id, s.name, e.version, e.type, e.data::text, e.metadata::text, e.correlation_id, e.causation_id,
+	e.recorded_at, e.transaction_id::text, e.position, e.schema_version
+FROM `+fromEvents+` WHERE s.name = $1 AND e.version >= $2 ORDER BY e.version`, stream, from)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var events []eventstore.Event
+	for rows.Next() {
+		var e eventstore.Event
+		var data, metadata, correlation, causation, txid string
+		err := rows.Scan(&e.ID, &e.Stream, &e.Version, &e.Type, &data, &metadata, &correlation, &causation,
+			&e.RecordedAt, &txid, &e.Position.Seq, &e.SchemaVersion)
+		if err != nil {
+			return nil, err
+		}
+		e.Data, e.RecordedAt = []byte(data), e.RecordedAt.UTC()
+		if e.Position.Commit, err = strconv.ParseUint(txid, 10, 64); err != nil {
+			return nil, fmt.Errorf("transaction id %q: %w", txid, err)
+		}
+		if metadata != "{}" {
+			if err := json.Unmarshal([]byte(metadata), &e.Metadata); err != nil {
+				return nil, fmt.Errorf("event %s metadata: %w", e.ID, err)
+			}
+		}
+		e.Metadata.CorrelationID, e.Metadata.CausationID = correlation, causation
+		events = append(events, e)
+	}
+	return events, rows.Err()
 }
 
 // LoadSince returns the events of stream recorded at or after since, in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +78,28 @@ type ActivityStore interface {
 	Page(ctx context.Context, id uuid.UUID, before *eventstore.Position, limit int) ([]Activity, bool, error)
 }
 
+// ActivitySource is another domain's part of accounts' activity: the
+// events of its own that record something of an account, which the
+// activity follows beside the accounts' own ([ActivityProjection.Sources]).
+// The domain that keeps those events implements it, since this package
+// cannot know them.
+type ActivitySource interface {
+	// ActivityTypes returns the event types the source makes activity of;
+	// none may be a type of this package's, nor another source's.
+	ActivityTypes() []string
+	// Activity returns the rows that events, a batch of the source's
+	// types in log order, add to accounts' activity, in that order: each
+	// row at the Position of the event that records it, and at its
+	// RecordedAt, with at most one row of an account for an event. It
+	// works in tx, the transaction of a subscriber of the log (or of a
+	// rebuild), and may read there what it needs, the streams of the
+	// events among it ([eventstore.Store.Load]). It must give the same
+	// rows whenever it is asked, since a rebuild asks again: what it reads
+	// must be fixed by the log up to the events, as a stream's events
+	// before them are, and not by what happened since.
+	Activity(ctx context.Context, tx uow.Tx, events []eventstore.Event) ([]ActivityRow, error)
+}
+
 // ActivityProjection is the asynchronous projection of accounts' activity
 // ([projections.Rebuildable]): it decides which events become which rows
 // of the [ActivityStore] ([ActivityOf]) and which erase an account's rows,
@@ -85,9 +108,14 @@ type ActivityStore interface {
 // zero version is version 1; a rebuild builds the next version beside it
 // ([ActivityProjection.At]).
 type ActivityProjection struct {
-	Store   ActivityStore
-	Log     projections.Log
-	Keys    *keyring.Keyring
+	Store ActivityStore
+	Log   projections.Log
+	Keys  *keyring.Keyring
+	// Sources are the other domains whose events add to the activity,
+	// such as an account's joins of organizations. An [Erased] deletes
+	// the account's rows before it, the sources' too; a source must
+	// record nothing of the account after it.
+	Sources []ActivitySource
 	version int
 }
 
@@ -96,7 +124,10 @@ var _ projections.Rebuildable = ActivityProjection{}
 // Name names the projection.
 func (ActivityProjection) Name() string { return "activity" }
 
-// Version is the version the projection writes.
+// Version is the version the projection writes. Every version has one
+// shape of rows, so a new kind of row, such as a new source's, needs no
+// new version: the version that serves follows the new types from where
+// it stands, and a rebuild adds the rows of their events before it.
 func (p ActivityProjection) Version() int { return max(p.version, 1) }
 
 // At returns the projection writing version v.
@@ -105,8 +136,16 @@ func (p ActivityProjection) At(v int) projections.Rebuildable {
 	return p
 }
 
-// Types are the event types an account's activity is made of.
-func (ActivityProjection) Types() []string { return ActivityTypes() }
+// Types are the event types an account's activity is made of: its own
+// ([ActivityTypes]) and those of its sources.
+func (p ActivityProjection) Types() []string {
+	types := ActivityTypes()
+	for _, src := range p.Sources {
+		types = append(types, src.ActivityTypes()...)
+	}
+	slices.Sort(types)
+	return slices.Compact(types)
+}
 
 // Create makes the version's table.
 func (p ActivityProjection) Create(ctx context.Context, tx uow.Tx) error {
@@ -136,7 +175,8 @@ func (p ActivityProjection) wrap(op string, err error) error {
 }
 
 // Apply records the activity of events in tx, a subscriber's transaction:
-// a row for each event that records one ([ActivityOf]), and, for each
+// a row for each event that records one ([ActivityOf]), the rows of the
+// sources' events, each source asked once for the batch, and, for each
 // [Erased], the deletion of the account's rows. The rows go to the store
 // in one call for the whole batch, or for those before an erasure, which
 // deletes the account's rows after them. An event recorded already is left
@@ -144,8 +184,18 @@ func (p ActivityProjection) wrap(op string, err error) error {
 // which reads each account's key once.
 func (p ActivityProjection) Apply(ctx context.Context, tx uow.Tx, events ...eventstore.Event) error {
 	ctx = keyring.Within(ctx, tx)
+	sourced, err := p.sourced(ctx, tx, events)
+	if err != nil {
+		return p.wrap("apply", err)
+	}
 	b := &activityBatch{keys: p.Keys}
 	for _, e := range events {
+		if rows, ok := sourced[e.Position]; ok {
+			for _, r := range rows {
+				b.ops = append(b.ops, activityOp{row: r})
+			}
+			continue
+		}
 		if err := activityHandlers.Apply(ctx, tx, b, e); err != nil {
 			return p.wrap("apply", fmt.Errorf("%s %s: %w", e.Type, e.ID, err))
 		}
@@ -172,6 +222,73 @@ func (p ActivityProjection) Apply(ctx context.Context, tx uow.Tx, events ...even
 		}
 	}
 	return p.wrap("apply", flush())
+}
+
+// sourced returns the rows of the events of the sources' types among
+// events, by the position of the event that records them: an entry,
+// maybe empty, for each such event. Each source is asked once, for its
+// events in their order.
+func (p ActivityProjection) sourced(ctx context.Context, tx uow.Tx, events []eventstore.Event) (map[eventstore.Position][]ActivityRow, error) {
+	if len(p.Sources) == 0 {
+		return nil, nil
+	}
+	of, err := p.sourceOfTypes()
+	if err != nil {
+		return nil, err
+	}
+	batches := make([][]eventstore.Event, len(p.Sources))
+	out := map[eventstore.Position][]ActivityRow{}
+	at := map[eventstore.Position]eventstore.Event{}
+	for _, e := range events {
+		if i, ok := of[e.Type]; ok {
+			if _, dup := at[e.Position]; dup {
+				return nil, fmt.Errorf("%s %s: two events at %s", e.Type, e.ID, projections.FormatPosition(e.Position))
+			}
+			batches[i] = append(batches[i], e)
+			out[e.Position], at[e.Position] = nil, e
+		}
+	}
+	for i, batch := range batches {
+		if len(batch) == 0 {
+			continue
+		}
+		rows, err := p.Sources[i].Activity(ctx, tx, batch)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			e, ok := at[r.Position]
+			switch {
+			case !ok || of[e.Type] != i:
+				return nil, fmt.Errorf("a row of %s at %s, the position of none of the events it was given", r.UserID, projections.FormatPosition(r.Position))
+			case r.UserID == uuid.Nil:
+				return nil, fmt.Errorf("%s %s: a row of no account", e.Type, e.ID)
+			case !r.At.Equal(e.RecordedAt):
+				return nil, fmt.Errorf("%s %s: a row at %s, not at the event's time", e.Type, e.ID, r.At)
+			}
+			out[r.Position] = append(out[r.Position], r)
+		}
+	}
+	return out, nil
+}
+
+// sourceOfTypes returns the index in Sources of the source of each of
+// their types, or an error when a type is this package's or two
+// sources'.
+func (p ActivityProjection) sourceOfTypes() (map[string]int, error) {
+	of := map[string]int{}
+	for i, src := range p.Sources {
+		for _, typ := range src.ActivityTypes() {
+			if _, ok := events.GoType(typ); ok {
+				return nil, fmt.Errorf("a source of activity follows %s, an event type of the accounts' own", typ)
+			}
+			if j, ok := of[typ]; ok && j != i {
+				return nil, fmt.Errorf("two sources of activity follow %s", typ)
+			}
+			of[typ] = i
+		}
+	}
+	return of, nil
 }
 
 // activityBatch is what a batch of events does to the activity, in order:
@@ -291,9 +408,9 @@ func ActivityTypes() []string { return activityHandlers.Types() }
 
 // ActivityOf returns the account and the activity that e records, and false
 // for an event that records none: an [Erased], or an event of another
-// category than the accounts' streams, which the activity does not
-// follow. The address it names is opened with keys ([Address]); an erased
-// one leaves the detail empty.
+// category than the accounts' streams, whose activity, if any, is its
+// domain's to say ([ActivitySource]). The address it names is opened
+// with keys ([Address]); an erased one leaves the detail empty.
 func ActivityOf(ctx context.Context, tx uow.Tx, keys *keyring.Keyring, e eventstore.Event) (uuid.UUID, Activity, bool, error) {
 	if eventstore.CategoryOf(e.Type) != activityCategory {
 		return uuid.Nil, Activity{}, false, nil

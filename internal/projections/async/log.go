@@ -47,7 +47,9 @@ type Log interface {
 	// event that cannot be applied is an [*EventError]. Only Apply moves the
 	// offset: a batch the subscriber commits without it (it stopped waiting
 	// for the handler) is delivered again. apply is not called for a batch
-	// of no event. The unit of work's time is now.
+	// of no event. The unit of work's time is now. The backend's event
+	// store loads streams in tx ([eventstore.Store.Load]), so that apply
+	// can fold the stream of an event it is handed.
 	Apply(msg *message.Message, now time.Time, apply func(ctx context.Context, tx uow.Tx, events []eventstore.Event) error) error
 }
 

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -122,6 +123,7 @@ func Run(t *testing.T, f Features, setup func(t *testing.T) Harness) {
 		{name: "CompetingConsumers", run: testCompetingConsumers},
 		{name: "GroupsAreIndependent", run: testGroupsAreIndependent},
 		{name: "RetiredGroupReadsNothing", run: testRetiredGroupReadsNothing},
+		{name: "LoadsStreamsInItsTransaction", run: testLoadsStreams},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,12 +235,52 @@ func testInFlightIsNeverSkipped(t *testing.T, h Harness) {
 	assertRecorded(t, h, want)
 }
 
+// LoadsStreamsInItsTransaction: the store loads, in the transaction that
+// Apply hands over, the stream of each event handed to it, which holds
+// the event at its version, read back as the log handed it over, after
+// those before it.
+func testLoadsStreams(t *testing.T, h Harness) {
+	first := newEvent(t, "logtest.a")
+	first.Metadata.CausationID, first.Metadata.Extra = "logtest-cause", map[string]string{"k": "v"}
+	mustAppend(t, h, "s", first, newEvent(t, "logtest.b"))
+	mustAppend(t, h, "other", newEvent(t, "logtest.a"))
+	mustAppend(t, h, "s", newEvent(t, "logtest.a"))
+	var mu sync.Mutex
+	var wrong []string
+	c := consume(t, h, h.Log, group, nil, func(ctx context.Context, tx uow.Tx, e eventstore.Event) error {
+		stream, err := h.Store.Load(ctx, tx, e.Stream, 0)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if int64(len(stream)) < e.Version || !reflect.DeepEqual(stream[e.Version-1], e) {
+			wrong = append(wrong, fmt.Sprintf("%s at version %d: loaded %+v, handed %+v", e.Stream, e.Version, stream, e))
+		}
+		for i, loaded := range stream {
+			if loaded.Version != int64(i+1) {
+				wrong = append(wrong, fmt.Sprintf("%s: event %d of the load is at version %d", e.Stream, i, loaded.Version))
+			}
+		}
+		return nil
+	})
+	want := logOrder(t, h, 4)
+	waitRecorded(t, h, len(want), c)
+	c.stop(t)
+	assertRecorded(t, h, want)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, w := range wrong {
+		t.Error(w)
+	}
+}
+
 func testNackLeavesNoWrite(t *testing.T, h Harness) {
 	events := mustAppend(t, h, "s", newEvent(t, "logtest.a"), newEvent(t, "logtest.a"), newEvent(t, "logtest.a"))
 	failing := events[1].ID
 	var mu sync.Mutex
 	attempts := 0
-	c := consume(t, h, h.Log, group, nil, func(e eventstore.Event) error {
+	c := consume(t, h, h.Log, group, nil, func(_ context.Context, _ uow.Tx, e eventstore.Event) error {
 		if e.ID != failing {
 			return nil
 		}
@@ -274,7 +316,7 @@ func testExactlyOnceAcrossACrash(t *testing.T, h Harness) {
 	dying, crash := h.OtherProcess(t)
 	crashed := make(chan struct{})
 	var once sync.Once
-	c := consume(t, h, dying, group, nil, func(e eventstore.Event) error {
+	c := consume(t, h, dying, group, nil, func(_ context.Context, _ uow.Tx, e eventstore.Event) error {
 		if e.ID == want[2] {
 			once.Do(func() { crash(); close(crashed) })
 		}
@@ -366,7 +408,7 @@ type consumer struct {
 // into h.Sink through log.Apply and then calls after, if given, in the same
 // fn: an error of after fails the attempt. The router stops when t ends
 // unless stop stops it first.
-func consume(t *testing.T, h Harness, log async.Log, group string, types []string, after func(eventstore.Event) error) *consumer {
+func consume(t *testing.T, h Harness, log async.Log, group string, types []string, after func(ctx context.Context, tx uow.Tx, e eventstore.Event) error) *consumer {
 	t.Helper()
 	logger := newTestLogger()
 	sub, err := log.Subscriber(group, types, logger)
@@ -387,7 +429,7 @@ func consume(t *testing.T, h Harness, log async.Log, group string, types []strin
 					return err
 				}
 				if after != nil {
-					if err := after(e); err != nil {
+					if err := after(ctx, tx, e); err != nil {
 						return err
 					}
 				}
@@ -862,7 +904,7 @@ func testSchemaVersions(t *testing.T, h Harness) {
 	mustAppend(t, h, "versions", events...)
 	var mu sync.Mutex
 	got := map[uuid.UUID]int{}
-	c := consume(t, h, h.Log, group, nil, func(e eventstore.Event) error {
+	c := consume(t, h, h.Log, group, nil, func(_ context.Context, _ uow.Tx, e eventstore.Event) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got[e.ID] = e.SchemaVersion
