@@ -8,7 +8,9 @@
 // stream, folds it into the organization's state (the evolve), decides,
 // and appends what it decided at the version it loaded, in one unit of
 // work with the inline views and the outbox messages of its mail and
-// integration events ([Service]).
+// integration events ([Service]). Its members' joins, leaves and changes
+// of role show in their accounts' activity, which the user domain keeps
+// and this package adds to ([ActivitySource]).
 //
 // An invited address is personal data: each invitation's address is
 // sealed under a key of its own, which the unit of work that accepts,

@@ -24,7 +24,8 @@
 // on the tables of [Views] (put a session, end it, drop a user, ...), in
 // the transaction of the command; [ActivityProjection] turns events into
 // rows of the [ActivityStore], asynchronously, as a projection that can be
-// rebuilt blue/green. A backend implements Views and ActivityStore in SQL
+// rebuilt blue/green, those of other domains through their
+// [ActivitySource]. A backend implements Views and ActivityStore in SQL
 // and names no event of this package; the suite in viewstest holds each
 // backend to the same answers.
 package user
