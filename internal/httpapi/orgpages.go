@@ -351,9 +351,11 @@ func (s *site) showInvitation(w http.ResponseWriter, r *http.Request) {
 	if d.SignedInAs == "" && s.cookie.token(r) != "" {
 		s.cookie.clear(w) // It names a session that has ended.
 	}
-	if code != "" && d.SignedInAs != d.Offer.Email {
-		// The browser is to sign in, or to sign out and in again, as the
-		// invited address.
+	if code != "" && d.SignedInAs == "" {
+		// The browser is to sign in as the invited address, and come
+		// back here. A browser signed in as another address is not
+		// brought back: it may be that address's owner's, who opened a
+		// link not theirs, and would be sent here after every sign-in.
 		s.invitation.set(w, code, d.Offer.ExpiresAt, s.now())
 	}
 	s.render(w, r, http.StatusOK, "invitation", d)
