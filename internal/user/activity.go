@@ -248,6 +248,11 @@ func (p ActivityProjection) sourced(ctx context.Context, tx uow.Tx, events []eve
 			out[e.Position], at[e.Position] = nil, e
 		}
 	}
+	type key struct {
+		user uuid.UUID
+		at   eventstore.Position
+	}
+	seen := map[key]bool{}
 	for i, batch := range batches {
 		if len(batch) == 0 {
 			continue
@@ -265,7 +270,10 @@ func (p ActivityProjection) sourced(ctx context.Context, tx uow.Tx, events []eve
 				return nil, fmt.Errorf("%s %s: a row of no account", e.Type, e.ID)
 			case !r.At.Equal(e.RecordedAt):
 				return nil, fmt.Errorf("%s %s: a row at %s, not at the event's time", e.Type, e.ID, r.At)
+			case seen[key{r.UserID, r.Position}]:
+				return nil, fmt.Errorf("%s %s: two rows of %s", e.Type, e.ID, r.UserID)
 			}
+			seen[key{r.UserID, r.Position}] = true
 			out[r.Position] = append(out[r.Position], r)
 		}
 	}

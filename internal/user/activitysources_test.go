@@ -35,8 +35,9 @@ func rowOf(id uuid.UUID, e eventstore.Event) user.ActivityRow {
 // TestActivitySources: the activity follows its sources' types beside its
 // own, and refuses, before it writes anything, a source that claims a
 // type of the accounts' or another source's, and rows that are not of an
-// account, or not at the position and time of an event the source was
-// given.
+// account, not at the position and time of an event the source was
+// given, or a second of one account at one event, which the store would
+// leave out.
 func TestActivitySources(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -75,6 +76,9 @@ func TestActivitySources(t *testing.T) {
 		{"RowAtAnotherEvent", []user.ActivitySource{source{types: []string{"test.thing"}, rows: func([]eventstore.Event) []user.ActivityRow {
 			return []user.ActivityRow{rowOf(id, other)}
 		}}}, "the position of none of the events it was given"},
+		{"TwoRowsOfAnAccountAtAnEvent", []user.ActivitySource{source{types: []string{"test.thing"}, rows: func(events []eventstore.Event) []user.ActivityRow {
+			return []user.ActivityRow{rowOf(id, events[0]), rowOf(id, events[0])}
+		}}}, "two rows of"},
 		{"RowAtAnotherTime", []user.ActivitySource{source{types: []string{"test.thing"}, rows: func(events []eventstore.Event) []user.ActivityRow {
 			r := rowOf(id, events[0])
 			r.At = r.At.Add(time.Second)
