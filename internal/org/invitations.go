@@ -218,20 +218,7 @@ func (s *Service) Invitations(ctx context.Context, token string, id uuid.UUID) (
 // returns [ErrNotFound] (for an invitation that is not pending too) and
 // [ErrNotOwner].
 func (s *Service) Revoke(ctx context.Context, token string, id, invitation uuid.UUID) error {
-	return s.do(ctx, "org.Revoke", func(ctx context.Context, tx uow.Tx) error {
-		u, err := s.Users.Authenticate(ctx, tx, token)
-		if err != nil {
-			return err
-		}
-		o, err := s.load(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		data, err := o.decideRevoke(u.ID, invitation, tx.Now())
-		if err != nil {
-			return err
-		}
-		_, err = s.apply(ctx, tx, o, data...)
-		return err
+	return s.decideAs(ctx, "org.Revoke", token, id, func(o organization, by uuid.UUID, now time.Time) ([]any, error) {
+		return o.decideRevoke(by, invitation, now)
 	})
 }

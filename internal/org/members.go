@@ -2,6 +2,7 @@ package org
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -91,20 +92,7 @@ func (s *Service) ChangeRole(ctx context.Context, token string, id, member uuid.
 // unknown member too), [ErrNotOwner], and [ErrLastOwner] for the last
 // owner, who can neither leave nor be removed.
 func (s *Service) RemoveMember(ctx context.Context, token string, id, member uuid.UUID) error {
-	return s.do(ctx, "org.RemoveMember", func(ctx context.Context, tx uow.Tx) error {
-		u, err := s.Users.Authenticate(ctx, tx, token)
-		if err != nil {
-			return err
-		}
-		o, err := s.load(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		data, err := o.decideRemove(u.ID, member)
-		if err != nil {
-			return err
-		}
-		_, err = s.apply(ctx, tx, o, data...)
-		return err
+	return s.decideAs(ctx, "org.RemoveMember", token, id, func(o organization, by uuid.UUID, _ time.Time) ([]any, error) {
+		return o.decideRemove(by, member)
 	})
 }

@@ -3,6 +3,7 @@ package org
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -151,20 +152,7 @@ func (s *Service) membersAs(ctx context.Context, tx uow.Tx, id, user uuid.UUID) 
 // are members no more. Its events stay, and hold no address. It returns
 // [ErrNotFound] and [ErrNotOwner].
 func (s *Service) Delete(ctx context.Context, token string, id uuid.UUID) error {
-	return s.do(ctx, "org.Delete", func(ctx context.Context, tx uow.Tx) error {
-		u, err := s.Users.Authenticate(ctx, tx, token)
-		if err != nil {
-			return err
-		}
-		o, err := s.load(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		data, err := o.decideDelete(u.ID)
-		if err != nil {
-			return err
-		}
-		_, err = s.apply(ctx, tx, o, data...)
-		return err
+	return s.decideAs(ctx, "org.Delete", token, id, func(o organization, by uuid.UUID, _ time.Time) ([]any, error) {
+		return o.decideDelete(by)
 	})
 }

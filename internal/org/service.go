@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/metric"
@@ -196,4 +197,27 @@ func (s *Service) apply(ctx context.Context, tx uow.Tx, o organization, data ...
 		return nil, err
 	}
 	return appended, nil
+}
+
+// decideAs runs the command name on the organization id for the account
+// of token: it authenticates the token in the unit of work, loads and
+// folds the stream, decides with decide, given the account and the unit
+// of work's time, and appends what it decided with what follows from it.
+func (s *Service) decideAs(ctx context.Context, name, token string, id uuid.UUID, decide func(o organization, by uuid.UUID, now time.Time) ([]any, error)) error {
+	return s.do(ctx, name, func(ctx context.Context, tx uow.Tx) error {
+		u, err := s.Users.Authenticate(ctx, tx, token)
+		if err != nil {
+			return err
+		}
+		o, err := s.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		data, err := decide(o, u.ID, tx.Now())
+		if err != nil {
+			return err
+		}
+		_, err = s.apply(ctx, tx, o, data...)
+		return err
+	})
 }
