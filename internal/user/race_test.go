@@ -1,6 +1,0 @@
-//go:build race
-
-package user_test
-
-// raceDetector tells whether the tests run with the race detector.
-const raceDetector = true
