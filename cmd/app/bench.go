@@ -212,7 +212,7 @@ func (e *env) benchInvite(ctx context.Context, db backend.Backend, b bench.Bench
 		Duration:      o.duration,
 		Organizations: o.orgs,
 		// The policy that env.services gives the organizations.
-		PerOrganization: org.Policy{}.WithDefaults().InvitationLimit,
+		PerOrganization: org.Policy(e.cfg.OrgPolicy).WithDefaults().InvitationLimit,
 	})
 }
 

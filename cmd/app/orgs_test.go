@@ -16,7 +16,7 @@ import (
 
 // TestOrganizationsThroughTheApp runs the whole app on each backend: an
 // owner creates an organization and invites an address by mail, whose
-// account accepts; the owner deletes their account, and the erasure,
+// account accepts, and a second invitation is past INVITATION_LIMIT; the owner deletes their account, and the erasure,
 // which the app wires to the organizations, leaves the member as the
 // owner, and no row of the database, the organization's events
 // included, holds the owner's address.
@@ -39,6 +39,9 @@ func organizations(t *testing.T, database e2eDatabase) {
 		"BASE_URL":        "http://accounts.test",
 		"MAIL_FROM":       "accounts@accounts.test",
 		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
+		// One invitation an organization a day: the second is refused.
+		"INVITATION_LIMIT":  "1",
+		"INVITATION_WINDOW": "24h",
 	}))
 	mails := &e2eMails{mx: mx}
 	type session struct {
@@ -71,6 +74,7 @@ func organizations(t *testing.T, database e2eDatabase) {
 	app.expect(t, "POST", "/v1/orgs", ada.Token, `{"name":"Analytical Engines"}`, http.StatusCreated, &o)
 	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"bob@example.com","role":"member"}`, http.StatusAccepted, nil)
 	code := mails.nextCode(t, "bob@example.com", "/invitations")
+	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"cy@example.com","role":"member"}`, http.StatusTooManyRequests, nil)
 	app.expect(t, "POST", "/v1/invitations", bob.Token, e2eJSON(t, map[string]string{"code": code}), http.StatusOK, nil)
 	if got := members(bob.Token, o.ID); len(got) != 2 || got[0] != (member{"ada@example.com", "owner"}) || got[1] != (member{"bob@example.com", "member"}) {
 		t.Fatalf("the members are %+v, want Ada the owner and Bob", got)
@@ -169,6 +173,7 @@ func organizationsActivity(t *testing.T, database e2eDatabase) {
 	app.expect(t, "POST", "/v1/orgs", ada.Token, `{"name":"Analytical Engines"}`, http.StatusCreated, &o)
 	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"bob@example.com","role":"member"}`, http.StatusAccepted, nil)
 	code := mails.nextCode(t, "bob@example.com", "/invitations")
+	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"cy@example.com","role":"member"}`, http.StatusTooManyRequests, nil)
 	app.expect(t, "POST", "/v1/invitations", bob.Token, e2eJSON(t, map[string]string{"code": code}), http.StatusOK, nil)
 	bobPath := "/v1/orgs/" + o.ID.String() + "/members/" + bob.User.ID.String()
 	app.expect(t, "PATCH", bobPath, ada.Token, `{"role":"owner"}`, http.StatusOK, nil)

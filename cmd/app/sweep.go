@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/backend"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/user"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -24,12 +25,12 @@ type sweep struct {
 // link for longer than a link matters; the keys of the addresses that
 // changes of address asked for, once the changes can no longer be
 // confirmed; the rows and keys of invitations into organizations that
-// expired unanswered, which erases their addresses; the mail budgets of mailboxes sent nothing for a
-// MAIL_BUDGET_WINDOW; the code and link of
+// expired unanswered, which erases their addresses; the mail budgets of
+// mailboxes sent nothing for a MAIL_BUDGET_WINDOW; the code and link of
 // each buried mail whose link has expired, so that a buried message keeps
-// nothing that signs in; and buried messages older than
-// OUTBOX_BURIED_RETENTION (kept, when it is 0, until an operator discards
-// them).
+// nothing that signs in or joins an organization; and buried messages
+// older than OUTBOX_BURIED_RETENTION (kept, when it is 0, until an
+// operator discards them).
 func (e env) sweeps(db backend.Backend, svcs services) []sweep {
 	users := svcs.users
 	all := []sweep{
@@ -45,11 +46,19 @@ func (e env) sweeps(db backend.Backend, svcs services) []sweep {
 		}
 		return budget.Sweep(ctx)
 	}})
+	// A buried mail's code is kept as long as it works: an invitation's
+	// for INVITATION_TTL, so that a requeue within it still delivers a
+	// working code, every other's for LINK_TTL.
+	lifetimes := map[string]time.Duration{mail.TopicOrgInvitation: org.Policy(e.cfg.OrgPolicy).WithDefaults().InvitationTTL}
 	linkTTL := user.Policy(e.cfg.Policy).WithDefaults().LinkTTL
 	all = append(all, sweep{name: "codes of buried mail whose link expired", run: func(ctx context.Context) (int64, error) {
 		var n int64
 		for _, topic := range mail.Topics {
-			redacted, err := db.Outbox().RedactBuried(ctx, topic, mail.SecretFields, time.Now().Add(-linkTTL))
+			lifetime, ok := lifetimes[topic]
+			if !ok {
+				lifetime = linkTTL
+			}
+			redacted, err := db.Outbox().RedactBuried(ctx, topic, mail.SecretFields, time.Now().Add(-lifetime))
 			n += redacted
 			if err != nil {
 				return n, fmt.Errorf("%s: %w", topic, err)

@@ -15,10 +15,12 @@ import (
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
 // TestServeSweepsWhatHasExpired: the running app deletes the rows of
-// expired links, the codes of buried mails whose links expired, and
+// expired links, the codes of buried mails whose links expired (an
+// invitation's after INVITATION_TTL, every other's after LINK_TTL), and
 // buried messages past OUTBOX_BURIED_RETENTION, at start and every
 // SWEEP_INTERVAL, and keeps what is live.
 func TestServeSweepsWhatHasExpired(t *testing.T) {
@@ -45,20 +47,35 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		}
 		past.Advance(time.Minute)
 	}
-	// A message that no handler takes; it and the three mails are buried
-	// now, as a relay that could not deliver them would.
+	// A message that no handler takes, and two invitations' mails, one
+	// sent two hours ago, whose code still works, and one sent eight days
+	// ago, whose code expired; they and the three sign-in mails are
+	// buried now, as a relay that could not deliver them would.
+	var added []outbox.Message
 	m, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
+	added = append(added, m)
+	for _, age := range []time.Duration{2 * time.Hour, 8 * 24 * time.Hour} {
+		sent := time.Now().Add(-age)
+		m, err := outbox.NewMessage(mail.TopicOrgInvitation, mail.Link{
+			To: "bob@example.com", URL: "http://accounts.test/invitations?code=x", Code: "x",
+			ExpiresAt: sent.Add(7 * 24 * time.Hour), Organization: "Engines",
+		}, sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, m)
+	}
 	if err := db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
-		return db.Outbox().Add(ctx, tx, m)
+		return db.Outbox().Add(ctx, tx, added...)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := db.Outbox().Claim(t.Context(), time.Now(), time.Minute, 10)
-	if err != nil || len(claimed) != 4 {
-		t.Fatalf("claim: %d messages, %v; want 4", len(claimed), err)
+	if err != nil || len(claimed) != 6 {
+		t.Fatalf("claim: %d messages, %v; want 6", len(claimed), err)
 	}
 	for _, c := range claimed {
 		if err := db.Outbox().Bury(t.Context(), c.ID, "550 refused"); err != nil {
@@ -88,8 +105,8 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 	codes := func() int {
 		return count(`SELECT count(*) FROM outbox_messages WHERE json_extract(payload, '$.code') IS NOT NULL OR json_extract(payload, '$.url') IS NOT NULL`)
 	}
-	if n := codes(); n != 3 {
-		t.Fatalf("%d buried mails carry a code before the app runs, want 3", n)
+	if n := codes(); n != 5 {
+		t.Fatalf("%d buried mails carry a code before the app runs, want 5", n)
 	}
 	await := func(app *e2eApp, what string, done func() bool) {
 		t.Helper()
@@ -110,16 +127,19 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 	}
 
 	// Expired links' rows go; the expired links' buried mails lose their
-	// codes, and the live one keeps its own.
+	// codes, and the live link and invitation keep their own.
 	app := e2eStart(t, env)
 	await(app, "the sweep of expired links and codes", func() bool {
-		return count(`SELECT count(*) FROM signin_codes`) == 1 && codes() == 1
+		return count(`SELECT count(*) FROM signin_codes`) == 1 && codes() == 2
 	})
 	app.stop(t)
-	if n := count(`SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL`); n != 4 {
-		t.Errorf("%d buried messages after a sweep that keeps them, want 4", n)
+	if n := count(`SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL`); n != 6 {
+		t.Errorf("%d buried messages after a sweep that keeps them, want 6", n)
 	}
-	for _, want := range []string{`msg=swept sweep="expired links and sessions" rows=2`, `msg=swept sweep="codes of buried mail whose link expired" rows=2`} {
+	if n := count(`SELECT count(*) FROM outbox_messages WHERE topic = 'mail.org_invitation' AND json_extract(payload, '$.code') IS NOT NULL`); n != 1 {
+		t.Errorf("%d buried invitations keep their codes, want the one sent two hours ago", n)
+	}
+	for _, want := range []string{`msg=swept sweep="expired links and sessions" rows=2`, `msg=swept sweep="codes of buried mail whose link expired" rows=3`} {
 		if !strings.Contains(app.logs.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, app.logs.String())
 		}
@@ -132,7 +152,7 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		return count(`SELECT count(*) FROM outbox_messages`) == 0
 	})
 	app.stop(t)
-	if want := `msg=swept sweep="buried messages past their retention" rows=4`; !strings.Contains(app.logs.String(), want) {
+	if want := `msg=swept sweep="buried messages past their retention" rows=6`; !strings.Contains(app.logs.String(), want) {
 		t.Errorf("the log lacks %q:\n%s", want, app.logs.String())
 	}
 

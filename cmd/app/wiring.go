@@ -225,7 +225,7 @@ func (e env) services(db backend.Backend, keys *keyring.Keyring, meter metric.Me
 		Users:     users,
 		UserViews: db.Views(),
 		Keys:      keys,
-	}, org.Policy{}, e.cfg.BaseURL, org.WithIntegrationEvents(e.integrationEvents()), org.WithTracerProvider(e.tracer), org.WithMeterProvider(meter))
+	}, org.Policy(e.cfg.OrgPolicy), e.cfg.BaseURL, org.WithIntegrationEvents(e.integrationEvents()), org.WithTracerProvider(e.tracer), org.WithMeterProvider(meter))
 	if err != nil {
 		return services{}, err
 	}

@@ -193,6 +193,31 @@ func (c *Commands) Job(ctx context.Context, name string, fn func(ctx context.Con
 	return n, err
 }
 
+// InBatches runs batch, a unit of work of the command name that deletes
+// or forgets up to some bound of something, again and again until it
+// deletes nothing, and returns how many it deleted in all. A sweep goes
+// so through a long backlog without holding SQLite's writer, or
+// PostgreSQL's locks, for long. A batch that fails rolled back: what the
+// batches before it deleted stays deleted and is counted.
+func (c *Commands) InBatches(ctx context.Context, name string, batch func(ctx context.Context, tx uow.Tx) (int64, error)) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := c.Do(ctx, name, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			n, err = batch(ctx, tx)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n == 0 {
+			return total, nil
+		}
+	}
+}
+
 // wrap returns fn run under the context that the configuration's Within
 // gives its unit of work.
 func (c *Commands) wrap(fn func(ctx context.Context, tx uow.Tx) error) func(ctx context.Context, tx uow.Tx) error {

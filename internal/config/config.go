@@ -17,6 +17,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/eventsourced/accounts/internal/keyring"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/publish/webhook"
@@ -92,6 +93,8 @@ type Config struct {
 	ShutdownDelay time.Duration `env:"SHUTDOWN_DELAY" envDefault:"0s" desc:"How long, once stopping, the API goes on serving while /readyz answers 503, so that a load balancer stops sending before the listener closes; part of SHUTDOWN_GRACE."`
 	// Policy holds the limits of sign-in links, sessions and mail.
 	Policy Policy
+	// OrgPolicy holds the limits of invitations into organizations.
+	OrgPolicy OrgPolicy
 	// Outbox tunes the relay.
 	Outbox outbox.RelayConfig `envPrefix:"OUTBOX_"`
 	// Tracing holds the OpenTelemetry variables of tracing, off unless
@@ -163,7 +166,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.HTTPRateLimit < 0 {
 		return Config{}, fmt.Errorf("config: HTTP_RATE_LIMIT must be 0 or more, got %d", c.HTTPRateLimit)
 	}
-	if err := errors.Join(c.Outbox.Validate(), user.Policy(c.Policy).Validate(), c.checkIntegration(), c.checkShutdown(), c.Tracing.Validate()); err != nil {
+	if err := errors.Join(c.Outbox.Validate(), user.Policy(c.Policy).Validate(), org.Policy(c.OrgPolicy).Validate(), c.checkIntegration(), c.checkShutdown(), c.Tracing.Validate()); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
@@ -357,10 +360,11 @@ func Describe() []Var {
 
 // defaults returns the Config that [Load] parses the environment into: the
 // defaults that are not envDefault tags, since they are written where
-// they mean something (the domain's limits, [user.Policy.WithDefaults]).
-// A variable the environment leaves unset keeps its value here.
+// they mean something (the domains' limits, [user.Policy.WithDefaults]
+// and [org.Policy.WithDefaults]). A variable the environment leaves unset
+// keeps its value here.
 func defaults() Config {
-	return Config{Policy: Policy(user.Policy{}.WithDefaults())}
+	return Config{Policy: Policy(user.Policy{}.WithDefaults()), OrgPolicy: OrgPolicy(org.Policy{}.WithDefaults())}
 }
 
 // describe lists the variables of the struct v, whose values are the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventsourced/accounts/internal/config"
+	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/outbox"
 	"github.com/eventsourced/accounts/internal/user"
 )
@@ -52,8 +53,9 @@ func TestLoad(t *testing.T) {
 	t.Run("the domain's defaults", testLoadKeepsTheDomainsDefaults)
 }
 
-// testLoadKeepsTheDomainsDefaults leaves the domain's variables unset and
-// finds the defaults the domain writes, once, in user.Policy.WithDefaults.
+// testLoadKeepsTheDomainsDefaults leaves the domains' variables unset and
+// finds the defaults the domains write, once, in user.Policy.WithDefaults
+// and org.Policy.WithDefaults.
 func testLoadKeepsTheDomainsDefaults(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(getenv(nil))
@@ -63,13 +65,20 @@ func testLoadKeepsTheDomainsDefaults(t *testing.T) {
 	if got, want := user.Policy(c.Policy), (user.Policy{}).WithDefaults(); got != want {
 		t.Errorf("policy %+v, want the domain's defaults %+v", got, want)
 	}
-	c, err = config.Load(getenv(map[string]string{"LINK_LIMIT": "3", "MAIL_BUDGET_WINDOW": "2h"}))
+	if got, want := org.Policy(c.OrgPolicy), (org.Policy{}).WithDefaults(); got != want {
+		t.Errorf("organizations' policy %+v, want the domain's defaults %+v", got, want)
+	}
+	c, err = config.Load(getenv(map[string]string{"LINK_LIMIT": "3", "MAIL_BUDGET_WINDOW": "2h", "INVITATION_LIMIT": "50", "INVITATION_TTL": "48h"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := (user.Policy{LinkLimit: 3, MailBudgetWindow: 2 * time.Hour}).WithDefaults()
 	if got := user.Policy(c.Policy); got != want {
 		t.Errorf("policy %+v, want %+v", got, want)
+	}
+	wantOrg := (org.Policy{InvitationLimit: 50, InvitationTTL: 48 * time.Hour}).WithDefaults()
+	if got := org.Policy(c.OrgPolicy); got != wantOrg {
+		t.Errorf("organizations' policy %+v, want %+v", got, wantOrg)
 	}
 }
 
@@ -193,6 +202,9 @@ func testLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"SMTP_TIMEOUT": "-1s"}, "SMTP_TIMEOUT"},
 		{map[string]string{"MAIL_BUDGET": "0"}, "MAIL_BUDGET"},
 		{map[string]string{"MAIL_BUDGET_WINDOW": "-1h"}, "MAIL_BUDGET_WINDOW"},
+		{map[string]string{"INVITATION_LIMIT": "-1"}, "INVITATION_LIMIT"},
+		{map[string]string{"INVITATION_WINDOW": "-1h"}, "INVITATION_WINDOW"},
+		{map[string]string{"INVITATION_TTL": "-1s"}, "INVITATION_TTL"},
 	} {
 		_, err := config.Load(getenv(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.name) {

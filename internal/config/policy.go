@@ -16,3 +16,12 @@ type Policy struct {
 	MailBudget       int           `env:"MAIL_BUDGET" desc:"Mails one mailbox (every +tag spelling together) may receive within MAIL_BUDGET_WINDOW, every topic counted; past it, mail is held back (acknowledged, not sent), except sign-in links, which LINK_LIMIT caps."`
 	MailBudgetWindow time.Duration `env:"MAIL_BUDGET_WINDOW" desc:"The window MAIL_BUDGET counts in."`
 }
+
+// OrgPolicy is the organizations' [org.Policy] as the environment sets
+// it, as [Policy] is the user domain's: the same fields, so that
+// org.Policy(p) converts it, with no envDefault tags.
+type OrgPolicy struct {
+	InvitationLimit  int           `env:"INVITATION_LIMIT" desc:"Invitations one organization may send within INVITATION_WINDOW, so that its owners cannot flood inboxes through it; each also counts against the invited mailbox's MAIL_BUDGET."`
+	InvitationWindow time.Duration `env:"INVITATION_WINDOW" desc:"The window INVITATION_LIMIT counts in."`
+	InvitationTTL    time.Duration `env:"INVITATION_TTL" desc:"How long an invitation into an organization works; its mail, if buried, keeps its code as long."`
+}

@@ -210,6 +210,24 @@ func (k *Keyring) ExpiredSubjects(ctx context.Context, tx uow.Tx, prefix, after 
 	return subjects, nil
 }
 
+// ForgetExpired forgets up to limit subjects whose names begin with
+// prefix and whose every key expired at now or earlier
+// ([Keyring.ExpiredSubjects]), as part of tx, and returns how many it
+// forgot. It suits the subjects that no later seal revives, such as an
+// invitation's or a change of address's, which are sealed once.
+func (k *Keyring) ForgetExpired(ctx context.Context, tx uow.Tx, prefix string, now time.Time, limit int) (int64, error) {
+	subjects, err := k.ExpiredSubjects(ctx, tx, prefix, "", now, limit)
+	if err != nil {
+		return 0, err
+	}
+	for _, subject := range subjects {
+		if _, err := k.Forget(ctx, tx, subject); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(subjects)), nil
+}
+
 // Expired reports whether subject has keys and all of them expire at or
 // before now, as tx sees them: a sweep asks again, in the unit of work
 // that forgets the subject, whether a seal has kept it since.

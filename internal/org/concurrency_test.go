@@ -13,6 +13,7 @@ import (
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/uow"
 	"github.com/eventsourced/accounts/internal/user"
+	"github.com/eventsourced/accounts/internal/user/mail"
 )
 
 // meetingEvents is an event store whose first loads of an organization's
@@ -192,6 +193,56 @@ func TestAcceptRacingRevoke(t *testing.T) {
 		if _, err := b.svc.Offer(ctx, code); !errors.Is(err, org.ErrInvalidCode) {
 			t.Errorf("Offer after the race: %v, want ErrInvalidCode", err)
 		}
+	})
+}
+
+// lockErrors is an event store that keeps the errors of its locks.
+type lockErrors struct {
+	eventstore.Store
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *lockErrors) Lock(ctx context.Context, tx uow.Tx, stream string) error {
+	err := l.Store.Lock(ctx, tx, stream)
+	if err != nil {
+		l.mu.Lock()
+		l.errs = append(l.errs, err)
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// Two owners who invite each other's addresses at once both invite, and
+// neither waits for the other: each command holds the stream of the
+// account it invites and no other. On PostgreSQL the commands meet once
+// both have loaded their organizations, so that a command holding its
+// caller's stream too would deadlock, which the server breaks by failing
+// one lock.
+func TestOwnersInvitingEachOtherAtOnce(t *testing.T) {
+	t.Parallel()
+	onEach(t, func(t *testing.T, b *bundle) {
+		ctx := t.Context()
+		ada, bob := b.signIn(t, "ada@example.com"), b.signIn(t, "bob@example.com")
+		engines, gears := b.create(t, ada.Token, "Engines"), b.create(t, bob.Token, "Gears")
+		locks := &lockErrors{Store: b.Events()}
+		var events eventstore.Store = locks
+		if b.db.interleaves {
+			events = meeting(locks, 2)
+		}
+		svcs := []*org.Service{b.newService(t, org.Policy{}, events, b.OrgViews()), b.newService(t, org.Policy{}, events, b.OrgViews())}
+		errs := race(
+			func() error { return svcs[0].Invite(ctx, ada.Token, engines.ID, "bob@example.com", org.RoleMember) },
+			func() error { return svcs[1].Invite(ctx, bob.Token, gears.ID, "ada@example.com", org.RoleMember) },
+		)
+		if err := errors.Join(errs...); err != nil {
+			t.Errorf("the invitations: %v", err)
+		}
+		if err := errors.Join(locks.errs...); err != nil {
+			t.Errorf("a lock failed: %v", err)
+		}
+		b.mail(t, mail.TopicOrgInvitation, "bob@example.com")
+		b.mail(t, mail.TopicOrgInvitation, "ada@example.com")
 	})
 }
 

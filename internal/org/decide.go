@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/eventsourced/accounts/internal/aggregate"
 )
 
 // The decisions of the commands: each reads the state of an organization
@@ -124,7 +126,7 @@ func (o organization) decideInvite(by uuid.UUID, in invite, now time.Time, p Pol
 	if in.member {
 		return nil, fmt.Errorf("%w: the address's account is a member of %s", ErrAlreadyMember, o.id)
 	}
-	if wait := retryAfter(o.sent, now, p); wait > 0 {
+	if wait := (aggregate.Window{Limit: p.InvitationLimit, Window: p.InvitationWindow}).RetryAfter(o.sent, now); wait > 0 {
 		return nil, &TooManyInvitationsError{RetryAfter: wait}
 	}
 	var out []any
@@ -137,26 +139,6 @@ func (o organization) decideInvite(by uuid.UUID, in invite, now time.Time, p Pol
 		InvitationID: in.id, Email: in.email, Role: in.role, CodeHash: in.codeHash,
 		ExpiresAt: in.expiresAt, InvitedBy: by,
 	}), nil
-}
-
-// retryAfter returns how long one more invitation must wait at now, when
-// invitations were sent at the given times in order, to keep at most
-// p.InvitationLimit within any p.InvitationWindow; 0 when it may be sent
-// now.
-func retryAfter(sent []time.Time, now time.Time, p Policy) time.Duration {
-	since := now.Add(-p.InvitationWindow)
-	var recent []time.Time
-	for _, t := range sent {
-		if t.After(since) {
-			recent = append(recent, t)
-		}
-	}
-	if len(recent) < p.InvitationLimit {
-		return 0
-	}
-	// The oldest invitation that keeps the count at the limit must leave
-	// the window first.
-	return recent[len(recent)-p.InvitationLimit].Add(p.InvitationWindow).Sub(now)
 }
 
 // decideRevoke revokes the pending invitation id on behalf of the owner

@@ -72,7 +72,13 @@ type InvitationVoided struct {
 // When the address has an account, the command holds that account's
 // stream, as the account's erasure does, so that the invitation is sent
 // either before the erasure, which then voids it, or after it, to an
-// address that has no account any more.
+// address that has no account any more. It holds no other account's
+// stream: the owner's session is read before, in a unit of work of its
+// own ([Authenticator.Me]). An invitation adds nothing to the owner's
+// account, and the owner's erasure appends to the organization's stream,
+// which orders the two; whereas holding the owner's stream and then the
+// invited account's would deadlock two owners inviting each other's
+// addresses at once.
 func (s *Service) Invite(ctx context.Context, token string, id uuid.UUID, address string, role Role) error {
 	email, err := user.NormalizeEmail(address)
 	if err != nil {
@@ -81,11 +87,11 @@ func (s *Service) Invite(ctx context.Context, token string, id uuid.UUID, addres
 	if role, err = ParseRole(string(role)); err != nil {
 		return err
 	}
+	u, err := s.Users.Me(ctx, token)
+	if err != nil {
+		return err
+	}
 	return s.do(ctx, "org.Invite", func(ctx context.Context, tx uow.Tx) error {
-		u, err := s.Users.Authenticate(ctx, tx, token)
-		if err != nil {
-			return err
-		}
 		o, err := s.load(ctx, tx, id)
 		if err != nil {
 			return err

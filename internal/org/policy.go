@@ -34,17 +34,18 @@ func (p Policy) WithDefaults() Policy {
 	return p
 }
 
-// Validate reports values that cannot work.
+// Validate reports values that cannot work, by the names of the
+// variables that set them.
 func (p Policy) Validate() error {
 	var errs []error
 	if p.InvitationLimit < 1 {
-		errs = append(errs, fmt.Errorf("the invitation limit must be at least 1, got %d", p.InvitationLimit))
+		errs = append(errs, fmt.Errorf("INVITATION_LIMIT must be at least 1, got %d", p.InvitationLimit))
 	}
 	if p.InvitationWindow <= 0 {
-		errs = append(errs, fmt.Errorf("the invitation window must be positive, got %s", p.InvitationWindow))
+		errs = append(errs, fmt.Errorf("INVITATION_WINDOW must be positive, got %s", p.InvitationWindow))
 	}
 	if p.InvitationTTL <= 0 {
-		errs = append(errs, fmt.Errorf("the invitation TTL must be positive, got %s", p.InvitationTTL))
+		errs = append(errs, fmt.Errorf("INVITATION_TTL must be positive, got %s", p.InvitationTTL))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("org: invalid policy: %w", err)

@@ -28,9 +28,10 @@ type Authenticator interface {
 	// sees what it wrote. It returns user.ErrUnauthenticated.
 	Authenticate(ctx context.Context, tx uow.Tx, token string) (user.User, error)
 	// Me returns the account of a live session token, in a read-only
-	// unit of work of its own, for the queries, which change nothing
-	// and so need not wait for a command. It returns
-	// user.ErrUnauthenticated.
+	// unit of work of its own, and holds nothing: for the queries,
+	// which change nothing and so need not wait for a command, and for
+	// [Service.Invite], which holds another account's stream. It
+	// returns user.ErrUnauthenticated.
 	Me(ctx context.Context, token string) (user.User, error)
 }
 

@@ -31,45 +31,17 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 }
 
 func (s *Service) sweep(ctx context.Context) (int64, error) {
-	rows, err := s.inBatches(ctx, "org.Sweep rows", func(ctx context.Context, tx uow.Tx) (int64, error) {
+	rows, err := s.commands.InBatches(ctx, "org.Sweep rows", func(ctx context.Context, tx uow.Tx) (int64, error) {
 		return s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
 	})
 	if err != nil {
 		return rows, fmt.Errorf("org: sweep: %w", err)
 	}
-	keys, err := s.inBatches(ctx, "org.Sweep keys", func(ctx context.Context, tx uow.Tx) (int64, error) {
-		subjects, err := s.Keys.ExpiredSubjects(ctx, tx, invitationPrefix, "", tx.Now().Add(-sweepMargin), sweepBatch)
-		for _, subject := range subjects {
-			if err == nil {
-				_, err = s.Keys.Forget(ctx, tx, subject)
-			}
-		}
-		return int64(len(subjects)), err
+	keys, err := s.commands.InBatches(ctx, "org.Sweep keys", func(ctx context.Context, tx uow.Tx) (int64, error) {
+		return s.Keys.ForgetExpired(ctx, tx, invitationPrefix, tx.Now().Add(-sweepMargin), sweepBatch)
 	})
 	if err != nil {
 		return rows + keys, fmt.Errorf("org: sweep: %w", err)
 	}
 	return rows + keys, nil
-}
-
-// inBatches runs batch, a unit of work of the command name that deletes
-// up to sweepBatch of something, until it deletes nothing, and returns how
-// many it deleted.
-func (s *Service) inBatches(ctx context.Context, name string, batch func(ctx context.Context, tx uow.Tx) (int64, error)) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := s.do(ctx, name, func(ctx context.Context, tx uow.Tx) error {
-			var err error
-			n, err = batch(ctx, tx)
-			return err
-		})
-		if err != nil {
-			return total, err // The batch rolled back: it deleted nothing.
-		}
-		total += n
-		if n == 0 {
-			return total, nil
-		}
-	}
 }

@@ -66,27 +66,7 @@ func (s *signInLinks) code(hash string) *signInCode {
 // retryAfter returns how long the address must wait before it may ask for
 // another link at now, or 0 when it may ask now.
 func (s signInLinks) retryAfter(now time.Time, p Policy) time.Duration {
-	return retryAfter(s.requests, now, p)
-}
-
-// retryAfter returns how long one more request must wait at now, when
-// requests were made at the given times in order, to keep at most
-// p.LinkLimit within any p.LinkWindow; 0 when it may be made now.
-func retryAfter(requests []time.Time, now time.Time, p Policy) time.Duration {
-	since := now.Add(-p.LinkWindow)
-	var recent []time.Time
-	for _, t := range requests {
-		if t.After(since) {
-			recent = append(recent, t)
-		}
-	}
-	if len(recent) < p.LinkLimit {
-		return 0
-	}
-	// The oldest request that keeps the count at the limit must leave the
-	// window first.
-	oldest := recent[len(recent)-p.LinkLimit]
-	return oldest.Add(p.LinkWindow).Sub(now)
+	return p.linkWindow().RetryAfter(s.requests, now)
 }
 
 // use checks that the code with hash may sign in at now.

@@ -149,7 +149,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 		if email == acct.email {
 			return fmt.Errorf("%w: %s is the user's own address", ErrEmailTaken, email)
 		}
-		if wait := retryAfter(acct.changeRequests, tx.Now(), s.policy); wait > 0 {
+		if wait := s.policy.linkWindow().RetryAfter(acct.changeRequests, tx.Now()); wait > 0 {
 			return &TooManyRequestsError{RetryAfter: wait}
 		}
 		// Hold the new address's stream, as its account's erasure does,

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/eventsourced/accounts/internal/aggregate"
 )
 
 // Policy holds the limits of the domain. Zero fields take the defaults of
@@ -76,4 +78,10 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("user: invalid policy: %w", err)
 	}
 	return nil
+}
+
+// linkWindow is the limit of LinkLimit requests within LinkWindow that
+// sign-in links and changes of address keep, each from its stream.
+func (p Policy) linkWindow() aggregate.Window {
+	return aggregate.Window{Limit: p.LinkLimit, Window: p.LinkWindow}
 }

@@ -28,35 +28,13 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 }
 
 func (s *Service) sweep(ctx context.Context) (int64, error) {
-	n, err := s.inBatches(ctx, "user.Sweep batch", func(ctx context.Context, tx uow.Tx) (int64, error) {
+	n, err := s.commands.InBatches(ctx, "user.Sweep batch", func(ctx context.Context, tx uow.Tx) (int64, error) {
 		return s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
 	})
 	if err != nil {
 		return n, fmt.Errorf("user: sweep: %w", err)
 	}
 	return n, nil
-}
-
-// inBatches runs batch, a unit of work of the command name that deletes
-// up to sweepBatch of something, until it deletes nothing, and returns how
-// many it deleted.
-func (s *Service) inBatches(ctx context.Context, name string, batch func(ctx context.Context, tx uow.Tx) (int64, error)) (int64, error) {
-	var total int64
-	for {
-		var n int64
-		err := s.do(ctx, name, func(ctx context.Context, tx uow.Tx) error {
-			var err error
-			n, err = batch(ctx, tx)
-			return err
-		})
-		if err != nil {
-			return total, err // The batch rolled back: it deleted nothing.
-		}
-		total += n
-		if n == 0 {
-			return total, nil
-		}
-	}
 }
 
 // ForgetIdleAddresses forgets the keys of each address that has asked for
@@ -116,14 +94,8 @@ func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
 }
 
 func (s *Service) forgetSettledChanges(ctx context.Context) (int64, error) {
-	n, err := s.inBatches(ctx, "user.ForgetSettledChanges batch", func(ctx context.Context, tx uow.Tx) (int64, error) {
-		subjects, err := s.Keys.ExpiredSubjects(ctx, tx, changePrefix, "", tx.Now().Add(-sweepMargin), sweepBatch)
-		for _, subject := range subjects {
-			if err == nil {
-				_, err = s.Keys.Forget(ctx, tx, subject)
-			}
-		}
-		return int64(len(subjects)), err
+	n, err := s.commands.InBatches(ctx, "user.ForgetSettledChanges batch", func(ctx context.Context, tx uow.Tx) (int64, error) {
+		return s.Keys.ForgetExpired(ctx, tx, changePrefix, tx.Now().Add(-sweepMargin), sweepBatch)
 	})
 	if err != nil {
 		return n, fmt.Errorf("user: forget settled changes: %w", err)

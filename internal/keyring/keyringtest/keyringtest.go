@@ -37,6 +37,7 @@ func Run(t *testing.T, setup func(t *testing.T) Harness) {
 		{"Rotate/RewrapsEveryKey", testRotate},
 		{"ReadOnly/SealRefused", testReadOnly},
 		{"SealUntil/ExpiredSubjects", testExpiredSubjects},
+		{"SealUntil/ForgetExpired", testForgetExpired},
 		{"Secret/StableAndSecret", testSecret},
 		{"Within/OneReadPerUnitOfWork", testWithin},
 		{"Check/RefusesMasterKeysThatUnwrapNothing", testCheck},
@@ -589,4 +590,43 @@ func New(t testing.TB, store keyring.Store) *keyring.Keyring {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// ForgetExpired forgets, a batch at a time, the subjects of a prefix all
+// of whose keys' time has come, and no other.
+func testForgetExpired(t *testing.T, h Harness) {
+	k := ring(t, h, "a")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sealed := map[string]string{}
+	do(t, h, func(ctx context.Context, tx uow.Tx) error {
+		for subject, until := range map[string]time.Time{
+			"invitation:a": t0, "invitation:b": t0, "invitation:c": t0,
+			"invitation:later": t0.Add(time.Hour), "change:a": t0,
+		} {
+			var err error
+			if sealed[subject], err = k.SealUntil(ctx, tx, subject, subject+"@example.com", until); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	forget := func() int64 {
+		var n int64
+		do(t, h, func(ctx context.Context, tx uow.Tx) error {
+			var err error
+			n, err = k.ForgetExpired(ctx, tx, "invitation:", t0, 2)
+			return err
+		})
+		return n
+	}
+	if got := []int64{forget(), forget(), forget()}; !slices.Equal(got, []int64{2, 1, 0}) {
+		t.Errorf("ForgetExpired(limit 2), three times, forgot %v, want [2 1 0]", got)
+	}
+	for _, subject := range []string{"invitation:a", "invitation:b", "invitation:c"} {
+		if got, ok, err := open(t, h, k, subject, sealed[subject]); err != nil || ok || got != keyring.Erased {
+			t.Errorf("Open(%s) after ForgetExpired = %q, %v, %v; want erased", subject, got, ok, err)
+		}
+	}
+	wantOpen(t, h, k, "invitation:later", sealed["invitation:later"], "invitation:later@example.com")
+	wantOpen(t, h, k, "change:a", sealed["change:a"], "change:a@example.com")
 }
