@@ -27,7 +27,7 @@ type Orgs interface {
 	Revoke(ctx context.Context, token string, id, invitation uuid.UUID) error
 	Accept(ctx context.Context, token, code string) (org.Membership, error)
 	// Offer tells what an invitation code offers, and uses nothing up,
-	// for the page the mailed link opens.
+	// for the page the mailed link opens and POST /v1/invitations/offer.
 	Offer(ctx context.Context, code string) (org.InvitationOffer, error)
 	ChangeRole(ctx context.Context, token string, id, member uuid.UUID, role org.Role) (org.Member, error)
 	RemoveMember(ctx context.Context, token string, id, member uuid.UUID) error
@@ -284,6 +284,41 @@ func handleAccept(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 			return
 		}
 		writeJSON(w, http.StatusOK, response{Organization: toOrganizationJSON(m.Organization), UserID: m.UserID, JoinedAt: m.JoinedAt.UTC()})
+	}
+}
+
+// handleOffer tells what an invitation's code offers, so that a client
+// can show it before the person accepts: 200, and nothing is used up. It
+// needs no session, as the page of the mailed link does not; the code
+// comes in the body, never the URL, so that no access log holds it.
+func handleOffer(orgs Orgs, log *slog.Logger) http.HandlerFunc {
+	type request struct {
+		Code string `json:"code"`
+	}
+	type organization struct {
+		ID   uuid.UUID `json:"id"`
+		Name string    `json:"name"`
+	}
+	type response struct {
+		Organization organization `json:"organization"`
+		Role         org.Role     `json:"role"`
+		Email        string       `json:"email"`
+		ExpiresAt    time.Time    `json:"expires_at"`
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req request
+		if err := decode(w, r, &req); err != nil {
+			writeError(w, r, log, err, 0)
+			return
+		}
+		o, err := orgs.Offer(r.Context(), req.Code)
+		if err != nil {
+			writeError(w, r, log, err, 0)
+			return
+		}
+		writeJSON(w, http.StatusOK, response{
+			Organization: organization{ID: o.OrgID, Name: o.OrgName}, Role: o.Role, Email: o.Email, ExpiresAt: o.ExpiresAt.UTC(),
+		})
 	}
 }
 
