@@ -16,10 +16,11 @@ import (
 
 // TestOrganizationsThroughTheApp runs the whole app on each backend: an
 // owner creates an organization and invites an address by mail, whose
-// account accepts, and a second invitation is past INVITATION_LIMIT; the owner deletes their account, and the erasure,
-// which the app wires to the organizations, leaves the member as the
-// owner, and no row of the database, the organization's events
-// included, holds the owner's address.
+// account sees what the code offers and accepts, and a second
+// invitation is past INVITATION_LIMIT; the owner deletes their account,
+// and the erasure, which the app wires to the organizations, leaves the
+// member as the owner, and no row of the database, the organization's
+// events included, holds the owner's address.
 func TestOrganizationsThroughTheApp(t *testing.T) {
 	t.Parallel()
 	for name, database := range e2eDatabases {
@@ -74,8 +75,23 @@ func organizations(t *testing.T, database e2eDatabase) {
 	app.expect(t, "POST", "/v1/orgs", ada.Token, `{"name":"Analytical Engines"}`, http.StatusCreated, &o)
 	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"bob@example.com","role":"member"}`, http.StatusAccepted, nil)
 	code := mails.nextCode(t, "bob@example.com", "/invitations")
+	// What the code offers is told without a session, and uses nothing
+	// up; once used, the code offers nothing.
+	var offer struct {
+		Organization struct {
+			ID   uuid.UUID `json:"id"`
+			Name string    `json:"name"`
+		} `json:"organization"`
+		Role  string `json:"role"`
+		Email string `json:"email"`
+	}
+	app.expect(t, "POST", "/v1/invitations/offer", "", e2eJSON(t, map[string]string{"code": code}), http.StatusOK, &offer)
+	if offer.Organization.ID != o.ID || offer.Organization.Name != "Analytical Engines" || offer.Role != "member" || offer.Email != "bob@example.com" {
+		t.Errorf("the invitation offers %+v, want Bob a membership of the new organization", offer)
+	}
 	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"cy@example.com","role":"member"}`, http.StatusTooManyRequests, nil)
 	app.expect(t, "POST", "/v1/invitations", bob.Token, e2eJSON(t, map[string]string{"code": code}), http.StatusOK, nil)
+	app.expect(t, "POST", "/v1/invitations/offer", "", e2eJSON(t, map[string]string{"code": code}), http.StatusBadRequest, nil)
 	if got := members(bob.Token, o.ID); len(got) != 2 || got[0] != (member{"ada@example.com", "owner"}) || got[1] != (member{"bob@example.com", "member"}) {
 		t.Fatalf("the members are %+v, want Ada the owner and Bob", got)
 	}
@@ -173,8 +189,22 @@ func organizationsActivity(t *testing.T, database e2eDatabase) {
 	app.expect(t, "POST", "/v1/orgs", ada.Token, `{"name":"Analytical Engines"}`, http.StatusCreated, &o)
 	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"bob@example.com","role":"member"}`, http.StatusAccepted, nil)
 	code := mails.nextCode(t, "bob@example.com", "/invitations")
-	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"cy@example.com","role":"member"}`, http.StatusTooManyRequests, nil)
+	// What the code offers is told without a session, and uses nothing
+	// up; once used, the code offers nothing.
+	var offer struct {
+		Organization struct {
+			ID   uuid.UUID `json:"id"`
+			Name string    `json:"name"`
+		} `json:"organization"`
+		Role  string `json:"role"`
+		Email string `json:"email"`
+	}
+	app.expect(t, "POST", "/v1/invitations/offer", "", e2eJSON(t, map[string]string{"code": code}), http.StatusOK, &offer)
+	if offer.Organization.ID != o.ID || offer.Organization.Name != "Analytical Engines" || offer.Role != "member" || offer.Email != "bob@example.com" {
+		t.Errorf("the invitation offers %+v, want Bob a membership of the new organization", offer)
+	}
 	app.expect(t, "POST", "/v1/invitations", bob.Token, e2eJSON(t, map[string]string{"code": code}), http.StatusOK, nil)
+	app.expect(t, "POST", "/v1/invitations/offer", "", e2eJSON(t, map[string]string{"code": code}), http.StatusBadRequest, nil)
 	bobPath := "/v1/orgs/" + o.ID.String() + "/members/" + bob.User.ID.String()
 	app.expect(t, "PATCH", bobPath, ada.Token, `{"role":"owner"}`, http.StatusOK, nil)
 	app.expect(t, "DELETE", bobPath, bob.Token, "", http.StatusNoContent, nil)

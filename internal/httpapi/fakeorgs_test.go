@@ -213,7 +213,7 @@ func (fakeOrgs) Offer(_ context.Context, code string) (org.InvitationOffer, erro
 	if !fakeValidCode(code) {
 		return org.InvitationOffer{}, fmt.Errorf("%w: malformed", org.ErrInvalidCode)
 	}
-	offer := org.InvitationOffer{OrgName: fakeOrg.Name, Role: org.RoleMember, Email: fakeUser.Email, ExpiresAt: start.Add(7 * 24 * time.Hour)}
+	offer := org.InvitationOffer{OrgID: fakeOrg.ID, OrgName: fakeOrg.Name, Role: org.RoleMember, Email: fakeUser.Email, ExpiresAt: start.Add(7 * 24 * time.Hour)}
 	if strings.HasPrefix(code, "wrong") {
 		offer.Email = "grace@example.com"
 	}

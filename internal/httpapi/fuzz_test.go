@@ -30,6 +30,7 @@ var fuzzEndpoints = []struct{ method, path, field string }{
 	{"GET", "/v1/orgs", ""},
 	{"POST", "/v1/invitations", "code"},
 	{"PATCH", fuzzMemberPath, "role"},
+	{"POST", "/v1/invitations/offer", "code"},
 }
 
 // fuzzMemberPath is the path of fakeMember in fakeOrg.
@@ -152,6 +153,9 @@ func expected(ep int, jsonType bool, token string, body []byte) []outcome {
 		success.status = 201
 	case "/v1/invitations":
 		_, err = fakeOrgs{}.Accept(context.Background(), token, value)
+		success.status = 200
+	case "/v1/invitations/offer":
+		_, err = fakeOrgs{}.Offer(context.Background(), value)
 		success.status = 200
 	case fuzzMemberPath:
 		_, err = fakeOrgs{}.ChangeRole(context.Background(), token, fakeOrgID, fakeMember.UserID, org.Role(value))

@@ -332,10 +332,11 @@ func (s *site) invitationPage(r *http.Request, code string) (pageData, error) {
 }
 
 // showInvitation serves the page an invitation's link opens. It says
-// what the code offers and for which address; with a session, its button
-// accepts, and without one it leads to sign-in. Unless the browser is
-// signed in as the invited address, the invitation cookie keeps the code,
-// so that the next sign-in comes back here. It uses nothing up.
+// what the code offers and for which address; with a session of that
+// address its button accepts, with another address's it offers to sign
+// out and come back here, and without one it leads to sign-in. Without a
+// session the invitation cookie keeps the code, so that the next sign-in
+// comes back here. It uses nothing up.
 func (s *site) showInvitation(w http.ResponseWriter, r *http.Request) {
 	q, err := query(r)
 	if err != nil {
@@ -358,6 +359,7 @@ func (s *site) showInvitation(w http.ResponseWriter, r *http.Request) {
 		// link not theirs, and would be sent here after every sign-in.
 		s.invitation.set(w, code, d.Offer.ExpiresAt, s.now())
 	}
+	d.Notice = notices[q.Get("notice")]
 	s.render(w, r, http.StatusOK, "invitation", d)
 }
 

@@ -15,7 +15,8 @@ import (
 // Chromium over the fake domains, once with JavaScript and once without:
 // open an invitation's link without a session, sign in, come back to it
 // and accept it, then see the account's organizations, an owner's and a
-// member's page, and an invitation refused. Every page passes axe-core's
+// member's page, an invitation refused, and the invitation of another
+// address, whose sign-out comes back to it. Every page passes axe-core's
 // accessibility check, fits the window and leaves a screenshot in the
 // test's artifact directory; a console error, such as a breach of the
 // Content-Security-Policy, fails it.
@@ -89,9 +90,29 @@ func TestOrgPagesInChromium(t *testing.T) {
 			if errs := browsertest.ConsoleErrors(t, ctx); len(errs) != 1 || !strings.Contains(errs[0].String(), "409") {
 				t.Errorf("the refused invitation logged %v, want its 409", errs)
 			}
+			// The invitation of another address offers no button that can
+			// only be refused, but a sign-out that comes back to it, and a
+			// sign-in from there comes back to it again.
+			wrong := "/invitations?code=wrong" + validCode[5:]
 			step("9-invitation-of-another-address",
-				chromedp.Navigate(s.url+"/invitations?code=wrong"+validCode[5:]),
+				chromedp.Navigate(s.url+wrong),
 				chromedp.WaitVisible(chromedp.ID("signed-in-as")))
+			if n := browsertest.Run(t, ctx, chromedp.Evaluate[int](
+				`document.querySelectorAll('form[action="/invitations"]').length`)); n != 0 {
+				t.Errorf("the invitation of another address has %d forms that accept, want none", n)
+			}
+			step("10-signed-out-at-invitation",
+				chromedp.Click(submit("/sign-out")),
+				chromedp.WaitVisible(chromedp.ID("email")))
+			at(wrong + "&notice=signed-out")
+			step("11-sign-in-link",
+				chromedp.Navigate(s.url+"/sign-in?code="+strings.Repeat("b", 32)),
+				chromedp.WaitVisible(chromedp.ID("code")))
+			step("12-back-at-invitation",
+				chromedp.Click(submit("/sign-in")),
+				chromedp.WaitVisible(chromedp.ID("signed-in-as")))
+			at(wrong)
+			s.wantCalls(t, "the walk through sign-out")
 		})
 	}
 }

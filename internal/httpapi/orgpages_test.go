@@ -84,6 +84,7 @@ func TestOrgPages(t *testing.T) {
 	t.Run("refuse forms from other sites", testOrgPagesRefuseFormsFromOtherSites)
 	t.Run("an invitation through sign-in", testOrgPagesInvitationThroughSignIn)
 	t.Run("an invitation with a session", testOrgPagesInvitationWithASession)
+	t.Run("an invitation through sign-out", testOrgPagesInvitationThroughSignOut)
 	t.Run("an invitation that does not work", testOrgPagesInvitationThatDoesNotWork)
 	t.Run("an outage", testOrgPagesOutage)
 	t.Run("the client limit", testOrgPagesClientLimit)
@@ -374,16 +375,22 @@ func testOrgPagesInvitationThroughSignIn(t *testing.T) {
 }
 
 // testOrgPagesInvitationWithASession: a browser signed in as another
-// address is told so and refused, and the code still works; one whose
-// session has ended, or that has none, is led to sign in.
+// address is told so, offered no button that could only be refused, and
+// offered to sign out instead; one that POSTs anyway is refused, and the
+// code still works; one whose session has ended, or that has none, is led
+// to sign in.
 func testOrgPagesInvitationWithASession(t *testing.T) {
 	t.Parallel()
 	s := newOrgSite(t, httpapi.Deps{})
 	b := s.signedIn()
 	wrong := "wrong" + validCode[5:]
-	wantPage(t, "GET an invitation for another address", b.get(t, "/invitations?code="+wrong), http.StatusOK,
+	p := b.get(t, "/invitations?code="+wrong)
+	wantPage(t, "GET an invitation for another address", p, http.StatusOK,
 		`<strong id="invited">`+shown("grace@example.com")+`</strong>`,
-		"Accepting needs a session of the invited address: sign out, then sign in as it.", `action="/invitations"`)
+		`<p class="hint" id="signed-in-as">You are signed in as `+shown(fakeUser.Email)+` in this browser. Accepting needs a session of the invited address: sign out, then sign in as it.`,
+		`<form method="post" action="/sign-out">`+"\n"+`<input type="hidden" name="code" value="`+wrong+`">`+"\n"+
+			`<button type="submit" data-busy="Signing out…">Sign out</button>`)
+	wantLacks(t, "GET an invitation for another address", p, `action="/invitations"`, "Accept the invitation", "Sign in to accept")
 	// It is not brought back here by its next sign-ins: the cookie
 	// would send whoever signs in next, as any address, to a link
 	// that is not theirs, each time until the invitation ends.
@@ -394,8 +401,10 @@ func testOrgPagesInvitationWithASession(t *testing.T) {
 	if b.cookies["invitation"] != nil {
 		t.Errorf("a browser signed in as the invited address was given the invitation cookie")
 	}
-	wantPage(t, "POST an invitation for another address", b.submit(t, "/invitations", url.Values{"code": {wrong}}), http.StatusForbidden,
-		"The invitation is for another address.", `value="`+wrong+`"`, `aria-invalid="true"`)
+	p = b.submit(t, "/invitations", url.Values{"code": {wrong}})
+	wantPage(t, "POST an invitation for another address", p, http.StatusForbidden,
+		"The invitation is for another address.", `<form method="post" action="/sign-out">`, `name="code" value="`+wrong+`"`)
+	wantLacks(t, "POST an invitation for another address", p, `action="/invitations"`)
 	wantPage(t, "POST an invitation as a member", b.submit(t, "/invitations", url.Values{"code": {"member" + validCode[6:]}}), http.StatusConflict,
 		"You are a member of this organization already.")
 	wantPage(t, "POST an invitation into a full organization", b.submit(t, "/invitations", url.Values{"code": {"full" + validCode[4:]}}), http.StatusConflict,
@@ -407,7 +416,7 @@ func testOrgPagesInvitationWithASession(t *testing.T) {
 	link := "/invitations?code=" + validCode
 	wantRedirect(t, "POST /invitations without a session", newBrowser(s.url).submit(t, "/invitations", url.Values{"code": {validCode}}), link)
 	b.cookies["session"] = &http.Cookie{Name: "session", Value: "ended"}
-	p := b.submit(t, "/invitations", url.Values{"code": {validCode}})
+	p = b.submit(t, "/invitations", url.Values{"code": {validCode}})
 	wantRedirect(t, "POST /invitations with an ended session", p, link)
 	if b.cookies["session"] != nil {
 		t.Errorf("POST /invitations kept an ended session's cookie: %v", p.cookies)
@@ -419,6 +428,52 @@ func testOrgPagesInvitationWithASession(t *testing.T) {
 		t.Errorf("GET %s with an ended session set %v, want its cookie cleared and the invitation kept", link, p.cookies)
 	}
 	s.wantCalls(t, "acceptances without a session")
+}
+
+// testOrgPagesInvitationThroughSignOut: the sign-out of an invitation's
+// page for another address goes back to it, signed out, where the
+// invitation cookie is set, so that the sign-in that follows comes back
+// to the invitation too. A sign-out from anywhere else goes to the start,
+// and sets no invitation cookie.
+func testOrgPagesInvitationThroughSignOut(t *testing.T) {
+	t.Parallel()
+	s := newOrgSite(t, httpapi.Deps{})
+	b := s.signedIn()
+	wrong := "wrong" + validCode[5:]
+	link := "/invitations?code=" + wrong
+	b.get(t, link)
+	signedOut := b.submit(t, "/sign-out", url.Values{"code": {wrong}})
+	wantRedirect(t, "POST /sign-out from an invitation", signedOut, link+"&notice=signed-out")
+	if b.cookies["session"] != nil {
+		t.Errorf("POST /sign-out from an invitation set %v, want the session cookie cleared", signedOut.cookies)
+	}
+	p := b.get(t, link+"&notice=signed-out")
+	wantPage(t, "GET the invitation after signing out", p, http.StatusOK,
+		`<p class="notice" role="status">You have signed out.</p>`, `<strong id="invited">`+shown("grace@example.com")+`</strong>`,
+		"<h2>Sign in to accept</h2>", `required value="grace@example.com">`)
+	wantLacks(t, "GET the invitation after signing out", p, `action="/sign-out"`, `action="/invitations"`)
+	if c := b.cookies["invitation"]; c == nil || c.Value != wrong {
+		t.Fatalf("GET the invitation after signing out set %v, want the invitation cookie holding the code", p.cookies)
+	}
+	wantRedirect(t, "POST /sign-in after signing out", b.submit(t, "/sign-in", url.Values{"code": {strings.Repeat("b", 32)}}), link)
+	s.wantCalls(t, "the round trip")
+
+	// Without a session to end, or from the account page, the sign-out
+	// goes where it always did.
+	wantRedirect(t, "POST /sign-out from an invitation without a session",
+		newBrowser(s.url).submit(t, "/sign-out", url.Values{"code": {wrong}}), link+"&notice=signed-out")
+	other := s.signedIn()
+	p = other.submit(t, "/sign-out", url.Values{})
+	wantRedirect(t, "POST /sign-out from the account page", p, "/?notice=signed-out")
+	if len(p.cookies) != 1 || p.cookies[0].Name != "session" {
+		t.Errorf("POST /sign-out from the account page set %v, want only the session cookie cleared", p.cookies)
+	}
+	// Where there are no organizations there is no invitation to go back
+	// to.
+	plain := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}}))
+	t.Cleanup(plain.Close)
+	wantRedirect(t, "POST /sign-out with a code and no organizations",
+		newBrowser(plain.URL).submit(t, "/sign-out", url.Values{"code": {wrong}}), "/?notice=signed-out")
 }
 
 // testOrgPagesInvitationThatDoesNotWork: an unknown, used or expired code

@@ -27,7 +27,7 @@ type Orgs interface {
 	Revoke(ctx context.Context, token string, id, invitation uuid.UUID) error
 	Accept(ctx context.Context, token, code string) (org.Membership, error)
 	// Offer tells what an invitation code offers, and uses nothing up,
-	// for the page the mailed link opens.
+	// for the page the mailed link opens and POST /v1/invitations/offer.
 	Offer(ctx context.Context, code string) (org.InvitationOffer, error)
 	ChangeRole(ctx context.Context, token string, id, member uuid.UUID, role org.Role) (org.Member, error)
 	RemoveMember(ctx context.Context, token string, id, member uuid.UUID) error
@@ -129,31 +129,69 @@ type invitationJSON struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// noBody is the request of a route that reads no body.
+type noBody struct{}
+
+// session says whether a route of the organizations needs the bearer's
+// session.
+type session bool
+
+const (
+	withSession    session = true
+	withoutSession session = false
+)
+
+// orgRoute returns the handler of a route of the organizations, which
+// differ only in what call asks of the domain and in the status of
+// success. call gets the bearer's token and the request's body decoded
+// into a Req; what it returns is answered as JSON with status, or status
+// alone when it returns nil, and its error as the error's problem. A
+// route [withSession] that reads a body answers 401 without a token
+// before it reads the body; a route whose Req is [noBody] reads none,
+// and leaves the token to the domain, which checks it before anything
+// else.
+func orgRoute[Req any](log *slog.Logger, s session, status int,
+	call func(w http.ResponseWriter, r *http.Request, token string, req Req) (any, error),
+) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token := bearer(r)
+		var req Req
+		if _, none := any(req).(noBody); !none {
+			if s == withSession && token == "" {
+				writeError(w, r, log, user.ErrUnauthenticated, 0)
+				return
+			}
+			if err := decode(w, r, &req); err != nil {
+				writeError(w, r, log, err, 0)
+				return
+			}
+		}
+		out, err := call(w, r, token, req)
+		switch {
+		case err != nil:
+			writeError(w, r, log, err, 0)
+		case out == nil:
+			w.WriteHeader(status)
+		default:
+			writeJSON(w, status, out)
+		}
+	}
+}
+
 // handleCreateOrg creates an organization whose first owner is the
 // bearer: 201 with it, and its address in Location.
 func handleCreateOrg(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	type request struct {
 		Name string `json:"name"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		token := bearer(r)
-		if token == "" {
-			writeError(w, r, log, user.ErrUnauthenticated, 0)
-			return
-		}
-		var req request
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
+	return orgRoute(log, withSession, http.StatusCreated, func(w http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
 		o, err := orgs.Create(r.Context(), token, req.Name)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
 		w.Header().Set("Location", "/v1/orgs/"+o.ID.String())
-		writeJSON(w, http.StatusCreated, toOrganizationJSON(o))
-	}
+		return toOrganizationJSON(o), nil
+	})
 }
 
 // handleListOrgs lists the bearer's organizations, by name.
@@ -161,18 +199,17 @@ func handleListOrgs(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	type response struct {
 		Organizations []organizationJSON `json:"organizations"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		list, err := orgs.List(r.Context(), bearer(r))
+	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		list, err := orgs.List(r.Context(), token)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
 		out := response{Organizations: make([]organizationJSON, 0, len(list))}
 		for _, o := range list {
 			out.Organizations = append(out.Organizations, toOrganizationJSON(o))
 		}
-		writeJSON(w, http.StatusOK, out)
-	}
+		return out, nil
+	})
 }
 
 // handleGetOrg shows an organization with its members to one of them;
@@ -182,18 +219,17 @@ func handleGetOrg(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 		organizationJSON
 		Members []memberJSON `json:"members"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		d, err := orgs.Get(r.Context(), bearer(r), pathID(r, "id"))
+	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		d, err := orgs.Get(r.Context(), token, pathID(r, "id"))
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
 		out := response{organizationJSON: toOrganizationJSON(d.Organization), Members: make([]memberJSON, 0, len(d.Members))}
 		for _, m := range d.Members {
 			out.Members = append(out.Members, toMemberJSON(m))
 		}
-		writeJSON(w, http.StatusOK, out)
-	}
+		return out, nil
+	})
 }
 
 // handleInvite mails an invitation to an address: 202, whether or not the
@@ -203,23 +239,9 @@ func handleInvite(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 		Email string `json:"email"`
 		Role  string `json:"role"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		token := bearer(r)
-		if token == "" {
-			writeError(w, r, log, user.ErrUnauthenticated, 0)
-			return
-		}
-		var req request
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		if err := orgs.Invite(r.Context(), token, pathID(r, "id"), req.Email, org.Role(req.Role)); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	}
+	return orgRoute(log, withSession, http.StatusAccepted, func(_ http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
+		return nil, orgs.Invite(r.Context(), token, pathID(r, "id"), req.Email, org.Role(req.Role))
+	})
 }
 
 // handleInvitations lists an organization's pending invitations to one of
@@ -228,11 +250,10 @@ func handleInvitations(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	type response struct {
 		Invitations []invitationJSON `json:"invitations"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		list, err := orgs.Invitations(r.Context(), bearer(r), pathID(r, "id"))
+	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		list, err := orgs.Invitations(r.Context(), token, pathID(r, "id"))
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
 		out := response{Invitations: make([]invitationJSON, 0, len(list))}
 		for _, i := range list {
@@ -240,51 +261,62 @@ func handleInvitations(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 				ID: i.ID, Email: i.Email, Role: i.Role, InvitedBy: i.InvitedBy, SentAt: i.SentAt.UTC(), ExpiresAt: i.ExpiresAt.UTC(),
 			})
 		}
-		writeJSON(w, http.StatusOK, out)
-	}
+		return out, nil
+	})
 }
 
 // handleRevoke revokes a pending invitation: 204, and its code stops
 // working.
 func handleRevoke(orgs Orgs, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := orgs.Revoke(r.Context(), bearer(r), pathID(r, "id"), pathID(r, "invitation_id")); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}
+	return orgRoute(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		return nil, orgs.Revoke(r.Context(), token, pathID(r, "id"), pathID(r, "invitation_id"))
+	})
+}
+
+// codeRequest is the body of the routes that take an invitation's code.
+type codeRequest struct {
+	Code string `json:"code"`
 }
 
 // handleAccept uses an invitation's code with the bearer's session, whose
 // address must be the invited one: 200 with the membership it made.
 func handleAccept(orgs Orgs, log *slog.Logger) http.HandlerFunc {
-	type request struct {
-		Code string `json:"code"`
-	}
 	type response struct {
 		Organization organizationJSON `json:"organization"`
 		UserID       uuid.UUID        `json:"user_id"`
 		JoinedAt     time.Time        `json:"joined_at"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		token := bearer(r)
-		if token == "" {
-			writeError(w, r, log, user.ErrUnauthenticated, 0)
-			return
-		}
-		var req request
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
+	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, req codeRequest) (any, error) {
 		m, err := orgs.Accept(r.Context(), token, req.Code)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, response{Organization: toOrganizationJSON(m.Organization), UserID: m.UserID, JoinedAt: m.JoinedAt.UTC()})
+		return response{Organization: toOrganizationJSON(m.Organization), UserID: m.UserID, JoinedAt: m.JoinedAt.UTC()}, nil
+	})
+}
+
+// handleOffer tells what an invitation's code offers, so that a client
+// can show it before the person accepts: 200, and nothing is used up. It
+// needs no session, as the page of the mailed link does not; the code
+// comes in the body, never the URL, so that no access log holds it.
+func handleOffer(orgs Orgs, log *slog.Logger) http.HandlerFunc {
+	type organization struct {
+		ID   uuid.UUID `json:"id"`
+		Name string    `json:"name"`
 	}
+	type response struct {
+		Organization organization `json:"organization"`
+		Role         org.Role     `json:"role"`
+		Email        string       `json:"email"`
+		ExpiresAt    time.Time    `json:"expires_at"`
+	}
+	return orgRoute(log, withoutSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, _ string, req codeRequest) (any, error) {
+		o, err := orgs.Offer(r.Context(), req.Code)
+		if err != nil {
+			return nil, err
+		}
+		return response{Organization: organization{ID: o.OrgID, Name: o.OrgName}, Role: o.Role, Email: o.Email, ExpiresAt: o.ExpiresAt.UTC()}, nil
+	})
 }
 
 // handleChangeRole changes a member's role: 200 with the member.
@@ -292,46 +324,27 @@ func handleChangeRole(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	type request struct {
 		Role string `json:"role"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		token := bearer(r)
-		if token == "" {
-			writeError(w, r, log, user.ErrUnauthenticated, 0)
-			return
-		}
-		var req request
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
+	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
 		m, err := orgs.ChangeRole(r.Context(), token, pathID(r, "id"), pathID(r, "user_id"), org.Role(req.Role))
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, toMemberJSON(m))
-	}
+		return toMemberJSON(m), nil
+	})
 }
 
 // handleRemoveMember removes a member (owners), or the bearer itself
 // (leaving): 204. It ends nothing of the member's account.
 func handleRemoveMember(orgs Orgs, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := orgs.RemoveMember(r.Context(), bearer(r), pathID(r, "id"), pathID(r, "user_id")); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}
+	return orgRoute(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		return nil, orgs.RemoveMember(r.Context(), token, pathID(r, "id"), pathID(r, "user_id"))
+	})
 }
 
 // handleDeleteOrg deletes an organization: 204; its members and pending
 // invitations go.
 func handleDeleteOrg(orgs Orgs, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := orgs.Delete(r.Context(), bearer(r), pathID(r, "id")); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}
+	return orgRoute(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		return nil, orgs.Delete(r.Context(), token, pathID(r, "id"))
+	})
 }

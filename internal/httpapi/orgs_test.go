@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -96,6 +97,7 @@ func TestOrgsOverTheAPI(t *testing.T) {
 	t.Run("strict input", testOrgsStrictInput)
 	t.Run("wrong methods", testOrgsWrongMethods)
 	t.Run("an outage", testOrgsOutage)
+	t.Run("the client limit", testOrgsClientLimit)
 	t.Run("left out without Orgs", testOrgsLeftOut)
 }
 
@@ -180,6 +182,25 @@ func testOrgsSuccesses(t *testing.T) {
 		t.Errorf("POST /v1/invitations answered %s", r.body)
 	}
 
+	// What a code offers is told without a session, and uses nothing up.
+	r = a.send(t, "POST", "/v1/invitations/offer", "", codeBody(validCode))
+	wantStatus(t, "POST /v1/invitations/offer", r, http.StatusOK)
+	wantKeys(t, "POST /v1/invitations/offer", r.body, "organization", "role", "email", "expires_at")
+	var offer struct {
+		Organization struct {
+			ID   uuid.UUID `json:"id"`
+			Name string    `json:"name"`
+		} `json:"organization"`
+		Role      string    `json:"role"`
+		Email     string    `json:"email"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	decodeStrict(t, "POST /v1/invitations/offer", r.body, &offer)
+	if offer.Organization.ID != fakeOrgID || offer.Organization.Name != fakeOrg.Name || offer.Role != "member" ||
+		offer.Email != fakeUser.Email || !offer.ExpiresAt.Equal(start.Add(7*24*time.Hour)) || offer.ExpiresAt.Location() != time.UTC {
+		t.Errorf("POST /v1/invitations/offer answered %s", r.body)
+	}
+
 	r = a.send(t, "PATCH", bobPath, fakeToken, roleBody("owner"))
 	wantStatus(t, "PATCH /v1/orgs/{id}/members/{user_id}", r, http.StatusOK)
 	var changed member
@@ -249,6 +270,8 @@ func testOrgsRefusals(t *testing.T) {
 		{"accepting into a full organization", "POST", "/v1/invitations", fakeToken, codeBody("full" + validCode[4:]), 409, httpapi.TypeOrganizationFull, ""},
 		{"accepting one organization too many", "POST", "/v1/invitations", fakeToken, codeBody("many" + validCode[4:]), 409, httpapi.TypeTooManyOrganizations, ""},
 		{"accepting without a session", "POST", "/v1/invitations", "nope", codeBody(validCode), 401, httpapi.TypeUnauthenticated, ""},
+		{"the offer of a bad code", "POST", "/v1/invitations/offer", "", codeBody("nope"), 400, httpapi.TypeInvalidCode, ""},
+		{"the offer of no code", "POST", "/v1/invitations/offer", "", codeBody(""), 400, httpapi.TypeInvalidCode, ""},
 		{"a bad role", "PATCH", bobPath, fakeToken, roleBody("Owner"), 400, httpapi.TypeInvalidRole, `invalid role: "Owner" is neither owner nor member`},
 		{"demoting the last owner", "PATCH", adaPath, fakeToken, roleBody("member"), 409, httpapi.TypeLastOwner, ""},
 		{"changing a role as a member", "PATCH", otherOrgPath + "/members/" + fakeMember.UserID.String(), fakeToken, roleBody("owner"), 403, httpapi.TypeNotOwner, ""},
@@ -284,6 +307,25 @@ func testOrgsRefusals(t *testing.T) {
 	if got := log.take(); len(got) != 0 {
 		t.Errorf("refused requests did %q", got)
 	}
+
+	// A code that does not work is answered by the offer exactly as by
+	// the acceptance, so that neither tells more of it than the other.
+	for _, code := range []string{"nope", "", strings.ToUpper(validCode) + "x"} {
+		accepted := parseOrgProblem(t, "accepting "+jsonString(code), a.send(t, "POST", "/v1/invitations", fakeToken, codeBody(code)))
+		offered := parseOrgProblem(t, "the offer of "+jsonString(code), a.send(t, "POST", "/v1/invitations/offer", "", codeBody(code)))
+		if offered != accepted {
+			t.Errorf("the offer of %s answered %+v, the acceptance %+v", jsonString(code), offered, accepted)
+		}
+	}
+}
+
+// parseOrgProblem returns r's problem without its request ID, which is
+// each request's own.
+func parseOrgProblem(t *testing.T, what string, r response) httpapi.Problem {
+	t.Helper()
+	p, _ := parseProblem(t, what, r)
+	p.RequestID = ""
+	return p
 }
 
 // testOrgsMalformedIDs: an ID in the path that is no UUID names nothing:
@@ -319,16 +361,21 @@ func testOrgsMalformedIDs(t *testing.T) {
 
 // testOrgsStrictInput: the bodies of the organizations' routes are decoded
 // as every other body of the API, and a request without a token is 401
-// before its body is read.
+// before its body is read, but for the offer, which needs no session.
 func testOrgsStrictInput(t *testing.T) {
 	t.Parallel()
 	var log calls
 	a := newOrgAPI(fakeOrgs{calls: &log})
-	for _, c := range []struct{ method, path, good string }{
-		{"POST", "/v1/orgs", nameBody("Acme")},
-		{"POST", orgPath + "/invitations", inviteBody("grace@example.com", "member")},
-		{"POST", "/v1/invitations", codeBody(validCode)},
-		{"PATCH", bobPath, roleBody("owner")},
+	for _, c := range []struct {
+		method, path, good string
+		// open says that the route needs no session.
+		open bool
+	}{
+		{"POST", "/v1/orgs", nameBody("Acme"), false},
+		{"POST", orgPath + "/invitations", inviteBody("grace@example.com", "member"), false},
+		{"POST", "/v1/invitations", codeBody(validCode), false},
+		{"POST", "/v1/invitations/offer", codeBody(validCode), true},
+		{"PATCH", bobPath, roleBody("owner"), false},
 	} {
 		what := c.method + " " + c.path
 		inner := strings.TrimSuffix(strings.TrimPrefix(c.good, "{"), "}")
@@ -351,8 +398,14 @@ func testOrgsStrictInput(t *testing.T) {
 		big := strings.Replace(c.good, `":"`, `":"`+strings.Repeat(" ", 5000), 1)
 		r = serve(t, a.h, c.method, c.path, "", map[string]string{"Authorization": "Bearer " + fakeToken, "Content-Type": "application/json"}, []byte(big))
 		wantProblem(t, what+" over 4 KiB", r, http.StatusRequestEntityTooLarge, httpapi.TypeBodyTooLarge)
-		// Without a token the body is not read.
-		wantUnauthenticated(t, what+" without a token", serve(t, a.h, c.method, c.path, "", map[string]string{"Content-Type": "text/plain"}, []byte("x")))
+		if c.open {
+			// Without a token the body is read all the same.
+			wantProblem(t, what+" without a token", serve(t, a.h, c.method, c.path, "", map[string]string{"Content-Type": "text/plain"}, []byte("x")),
+				http.StatusUnsupportedMediaType, httpapi.TypeUnsupportedMediaType)
+		} else {
+			// Without a token the body is not read.
+			wantUnauthenticated(t, what+" without a token", serve(t, a.h, c.method, c.path, "", map[string]string{"Content-Type": "text/plain"}, []byte("x")))
+		}
 		wantProblem(t, what+" with a malformed query", a.send(t, c.method, c.path+"?%zz", fakeToken, c.good), http.StatusBadRequest, httpapi.TypeBadRequest)
 	}
 	if got := log.take(); len(got) != 0 {
@@ -372,6 +425,7 @@ func testOrgsWrongMethods(t *testing.T) {
 		{invitationPath, "DELETE"},
 		{bobPath, "PATCH, DELETE"},
 		{"/v1/invitations", "POST"},
+		{"/v1/invitations/offer", "POST"},
 	} {
 		for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 			if slices.Contains(strings.Split(c.allowed, ", "), method) {
@@ -421,8 +475,32 @@ func testOrgsOutage(t *testing.T) {
 		{"GET", "/v1/orgs", ""},
 		{"GET", orgPath, ""},
 		{"POST", "/v1/invitations", codeBody(validCode)},
+		{"POST", "/v1/invitations/offer", codeBody(validCode)},
 	} {
 		wantUnavailable(t, c.method+" "+c.path, a.send(t, c.method, c.path, fakeToken, c.body))
+	}
+}
+
+// testOrgsClientLimit: the offer counts against a client's limit as the
+// acceptance does, so that neither lets a client try codes faster than
+// the other; over it each answers 429 with Retry-After, and the domain is
+// not asked.
+func testOrgsClientLimit(t *testing.T) {
+	t.Parallel()
+	var log calls
+	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}, Orgs: fakeOrgs{calls: &log}, RateLimit: 1, Now: func() time.Time { return start }})
+	header := map[string]string{"Authorization": "Bearer " + fakeToken, "Content-Type": "application/json"}
+	for i, path := range []string{"/v1/invitations", "/v1/invitations/offer"} {
+		remote := fmt.Sprintf("192.0.2.%d:1000", i+1)
+		if r := serve(t, h, "POST", path, remote, header, []byte(codeBody("nope"))); r.status != http.StatusBadRequest {
+			t.Errorf("POST %s within the limit: %d, want 400 of the code (%s)", path, r.status, r)
+		}
+		r := serve(t, h, "POST", path, remote, header, []byte(codeBody(validCode)))
+		wantProblem(t, "POST "+path+" over the limit", r, http.StatusTooManyRequests, httpapi.TypeTooManyRequests)
+		wantRetryAfter(t, "POST "+path+" over the limit", r)
+	}
+	if got := log.take(); len(got) != 0 {
+		t.Errorf("requests over the limit did %q", got)
 	}
 }
 
@@ -432,7 +510,7 @@ func testOrgsLeftOut(t *testing.T) {
 	t.Parallel()
 	h := httpapi.NewServer(httpapi.Deps{Users: fakeUsers{}})
 	for _, c := range []struct{ method, path string }{
-		{"GET", "/v1/orgs"}, {"POST", "/v1/orgs"}, {"GET", orgPath}, {"POST", "/v1/invitations"},
+		{"GET", "/v1/orgs"}, {"POST", "/v1/orgs"}, {"GET", orgPath}, {"POST", "/v1/invitations"}, {"POST", "/v1/invitations/offer"},
 		{"GET", "/orgs/" + fakeOrgID.String()}, {"GET", "/invitations?code=" + validCode}, {"POST", "/account/orgs"},
 	} {
 		// The document gives these routes, which this service does not

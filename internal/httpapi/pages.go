@@ -711,9 +711,19 @@ func (s *site) deleteAccount(w http.ResponseWriter, r *http.Request) {
 // signOut ends the browser's session. The cookie is cleared whatever the
 // service answers, so a person who signs out on a shared computer is
 // signed out of it; when the service could not end the session, the page
-// says so, and the session ends when it expires.
+// says so, and the session ends when it expires. A sign-out from an
+// invitation's page, whose form sends the invitation's code, goes back to
+// that page, which leads to sign-in as the invited address
+// ([site.showInvitation]); any other goes to the start.
 func (s *site) signOut(w http.ResponseWriter, r *http.Request) {
 	s.cookie.clear(w)
+	next, back, label := "/?notice=signed-out", "/", "Go to the start"
+	// The code is only where to go next: a form that cannot be read signs
+	// out all the same.
+	if code, err := form(w, r, "code"); err == nil && code != "" && s.orgs != nil {
+		back, label = invitationPath(code), "Back to the invitation"
+		next = back + "&notice=signed-out"
+	}
 	if token := s.cookie.token(r); token != "" {
 		// A session that has ended already is as good as ended now.
 		if err := s.users.SignOut(r.Context(), token); err != nil && !errors.Is(err, user.ErrUnauthenticated) {
@@ -725,12 +735,12 @@ func (s *site) signOut(w http.ResponseWriter, r *http.Request) {
 			s.render(w, r, f.status, "message", pageData{
 				Title: "This browser is signed out",
 				Lead:  "The service could not end the session itself just now; it ends when it expires.",
-				Next:  "/", NextLabel: "Go to the start",
+				Next:  back, NextLabel: label,
 			})
 			return
 		}
 	}
-	seeOther(w, "/?notice=signed-out")
+	seeOther(w, next)
 }
 
 // refuseTooMany answers a page's request over the client's limit.

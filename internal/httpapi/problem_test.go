@@ -80,6 +80,7 @@ func TestProblemDetails(t *testing.T) {
 		{"too many organizations", orgs, "POST", "/v1/orgs", authJSON, nameBody("too many"), httpapi.TypeTooManyOrganizations, ""},
 		{"a full organization", orgs, "POST", "/v1/invitations", authJSON, codeBody("full" + strings.Repeat("a", 28)), httpapi.TypeOrganizationFull, ""},
 		{"an invalid invitation code", orgs, "POST", "/v1/invitations", authJSON, codeBody("x"), httpapi.TypeInvalidCode, ""},
+		{"the offer of an invalid invitation code", orgs, "POST", "/v1/invitations/offer", asJSON, codeBody("x"), httpapi.TypeInvalidCode, ""},
 	} {
 		r := serve(t, c.h, c.method, c.target, "192.0.2.9:1000", c.header, []byte(c.body))
 		p, ok := parseProblem(t, c.name, r)

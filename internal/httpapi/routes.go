@@ -61,6 +61,7 @@ func addRoutes(mux *http.ServeMux, d Deps, declared func(pattern string)) http.H
 		v1("PATCH", "/v1/orgs/{id}/members/{user_id}", handleChangeRole(d.Orgs, d.Log))
 		v1("DELETE", "/v1/orgs/{id}/members/{user_id}", handleRemoveMember(d.Orgs, d.Log))
 		v1("POST", "/v1/invitations", handleAccept(d.Orgs, d.Log))
+		v1("POST", "/v1/invitations/offer", handleOffer(d.Orgs, d.Log))
 	}
 	for _, path := range paths {
 		mux.Handle(path, methodNotAllowed(strings.Join(methods[path], ", ")))

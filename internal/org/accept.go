@@ -85,10 +85,10 @@ func (s *Service) invitationOf(ctx context.Context, tx uow.Tx, hash string) (Inv
 }
 
 // Offer returns what the invitation with the code offers, for the page its
-// link opens, and uses nothing up: the organization's name, the role, the
-// invited address and the expiry. It needs no session, since the code is
-// the secret of whoever holds the mail. It returns [ErrInvalidCode] as
-// [Service.Accept] does.
+// link opens, and uses nothing up: the organization's ID and name, the
+// role, the invited address and the expiry. It needs no session, since
+// the code is the secret of whoever holds the mail. It returns
+// [ErrInvalidCode] as [Service.Accept] does.
 func (s *Service) Offer(ctx context.Context, code string) (InvitationOffer, error) {
 	if !validCode(code) {
 		return InvitationOffer{}, fmt.Errorf("%w: malformed", ErrInvalidCode)
@@ -107,7 +107,7 @@ func (s *Service) Offer(ctx context.Context, code string) (InvitationOffer, erro
 		if !ok {
 			return fmt.Errorf("%w: no pending invitation of the code", ErrInvalidCode)
 		}
-		offer = InvitationOffer{OrgName: o.Name, Role: row.Role, Email: row.Email, ExpiresAt: row.ExpiresAt}
+		offer = InvitationOffer{OrgID: o.ID, OrgName: o.Name, Role: row.Role, Email: row.Email, ExpiresAt: row.ExpiresAt}
 		return nil
 	})
 	return offer, err

@@ -127,8 +127,10 @@ type Invitation struct {
 }
 
 // InvitationOffer is what an invitation code offers, as the page its link
-// opens shows it before it is accepted.
+// opens shows it before it is accepted: the organization, by its ID and
+// name, the role, the invited address and the expiry.
 type InvitationOffer struct {
+	OrgID     uuid.UUID
 	OrgName   string
 	Role      Role
 	Email     string

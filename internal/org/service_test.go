@@ -161,7 +161,7 @@ func TestInvite(t *testing.T) {
 			t.Errorf("Invitations = %+v (%v), want %+v, its ID the mail's", invs, err, want)
 		}
 		offer, err := b.svc.Offer(ctx, strings.ToUpper(m.Link.Code))
-		if err != nil || offer != (org.InvitationOffer{OrgName: "Engines", Role: org.RoleOwner, Email: "cy@example.com", ExpiresAt: m.Link.ExpiresAt}) {
+		if err != nil || offer != (org.InvitationOffer{OrgID: o.ID, OrgName: "Engines", Role: org.RoleOwner, Email: "cy@example.com", ExpiresAt: m.Link.ExpiresAt}) {
 			t.Errorf("Offer = %+v (%v)", offer, err)
 		}
 
