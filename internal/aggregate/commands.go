@@ -193,8 +193,19 @@ func (c *Commands) Job(ctx context.Context, name string, fn func(ctx context.Con
 	return n, err
 }
 
+// The bounds of the domains' sweeps, which delete what has expired.
+const (
+	// SweepMargin is how long after its expiry a sweep deletes something:
+	// an instance whose clock runs ahead of the others' must not sweep
+	// what they still take as live.
+	SweepMargin = 5 * time.Minute
+	// SweepBatch bounds the rows, or keys, that one unit of work of a
+	// sweep deletes ([Commands.InBatches]).
+	SweepBatch = 1000
+)
+
 // InBatches runs batch, a unit of work of the command name that deletes
-// or forgets up to some bound of something, again and again until it
+// or forgets up to [SweepBatch] of something, again and again until it
 // deletes nothing, and returns how many it deleted in all. A sweep goes
 // so through a long backlog without holding SQLite's writer, or
 // PostgreSQL's locks, for long. A batch that fails rolled back: what the

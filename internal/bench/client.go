@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// keepAliveClient posts JSON bodies to one URL over one HTTP/1.1
+// keepAliveClient posts JSON bodies to one host over one HTTP/1.1
 // connection that it keeps open between requests, and dials again when
 // the server closes it. It is not safe for concurrent use: each of a
 // benchmark's clients has its own.
@@ -46,10 +46,20 @@ func newKeepAliveClient(rawURL string, timeout time.Duration) (*keepAliveClient,
 	return &keepAliveClient{host: u.Host, path: u.RequestURI(), timeout: timeout}, nil
 }
 
-// Post sends body as application/json and returns the status of the
-// answer, whose body it reads to the end. A request ctx cuts short fails
-// with ctx's error.
+// Post sends body as application/json to the client's path and returns
+// the status of the answer, whose body it reads to the end. A request ctx
+// cuts short fails with ctx's error.
 func (c *keepAliveClient) Post(ctx context.Context, body []byte) (int, error) {
+	return c.call(ctx, c.path, "", body, nil)
+}
+
+// call posts body as application/json to path on the client's host, with
+// the bearer token when it is not empty, and returns the status of the
+// answer, whose body it writes to answer (nil: discards it), for a
+// benchmark that calls more than one route, as a person does: on the same
+// kept connection, written in one call, read in the caller's goroutine. A
+// request ctx cuts short fails with ctx's error.
+func (c *keepAliveClient) call(ctx context.Context, path, token string, body []byte, answer *bytes.Buffer) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -63,7 +73,7 @@ func (c *keepAliveClient) Post(ctx context.Context, body []byte) (int, error) {
 	}
 	// Closing the connection is what ends a read or a write at once.
 	stop := context.AfterFunc(ctx, func() { _ = c.conn.Close() })
-	status, keep, err := c.roundTrip(body)
+	status, keep, err := c.exchange(path, token, body, answer)
 	if !stop() {
 		err = ctx.Err()
 	}
@@ -74,15 +84,18 @@ func (c *keepAliveClient) Post(ctx context.Context, body []byte) (int, error) {
 	return status, err
 }
 
-// roundTrip writes one request for body on the open connection and reads
-// its answer, and reports whether the connection may carry the next one.
-func (c *keepAliveClient) roundTrip(body []byte) (status int, keep bool, err error) {
+// exchange writes one request on the open connection and reads its
+// answer, and reports whether the connection may carry the next one.
+func (c *keepAliveClient) exchange(path, token string, body []byte, answer *bytes.Buffer) (status int, keep bool, err error) {
 	if err := c.conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
 		return 0, false, fmt.Errorf("client: %w", err)
 	}
 	c.req.Reset()
-	fmt.Fprintf(&c.req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
-		c.path, c.host, len(body))
+	fmt.Fprintf(&c.req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", path, c.host, len(body))
+	if token != "" {
+		fmt.Fprintf(&c.req, "Authorization: Bearer %s\r\n", token)
+	}
+	c.req.WriteString("\r\n")
 	c.req.Write(body)
 	if _, err := c.conn.Write(c.req.Bytes()); err != nil {
 		return 0, false, fmt.Errorf("client: write: %w", err)
@@ -91,7 +104,12 @@ func (c *keepAliveClient) roundTrip(body []byte) (status int, keep bool, err err
 	if err != nil {
 		return 0, false, fmt.Errorf("client: read: %w", err)
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
+	var into io.Writer = io.Discard
+	if answer != nil {
+		answer.Reset()
+		into = answer
+	}
+	_, err = io.Copy(into, resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
 		return 0, false, fmt.Errorf("client: read body: %w", err)

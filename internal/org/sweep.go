@@ -3,28 +3,18 @@ package org
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/eventsourced/accounts/internal/aggregate"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// sweepMargin is how long after its expiry an invitation is swept: an
-// instance whose clock runs ahead of the others' must not sweep what they
-// still take as live.
-const sweepMargin = 5 * time.Minute
-
-// sweepBatch bounds the rows, or keys, that one unit of work of a sweep
-// deletes, so that a sweep of a long backlog does not hold SQLite's
-// writer, or PostgreSQL's locks, for long.
-const sweepBatch = 1000
-
 // Sweep deletes the rows of the invitations that expired more than a few
-// minutes ago (sweepMargin) from the views ([Views.Sweep]), and forgets
-// their keys ("invitation-ID"), which erases their addresses from the
-// log: nobody accepted, revoked or voided them, and no decision needs
-// them any more. It goes a batch per unit of work, and returns how many
-// rows and keys it deleted. The app runs it every SWEEP_INTERVAL, beside
-// the user domain's sweeps. An expired invitation stays in its
+// minutes ago ([aggregate.SweepMargin]) from the views ([Views.Sweep]),
+// and forgets their keys ("invitation-ID"), which erases their addresses
+// from the log: nobody accepted, revoked or voided them, and no decision
+// needs them any more. It goes a batch per unit of work, and returns how
+// many rows and keys it deleted. The app runs it every SWEEP_INTERVAL,
+// beside the user domain's sweeps. An expired invitation stays in its
 // organization's state, where it can no longer be accepted or revoked.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	return s.job(ctx, "org.Sweep", s.sweep)
@@ -32,13 +22,13 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 
 func (s *Service) sweep(ctx context.Context) (int64, error) {
 	rows, err := s.commands.InBatches(ctx, "org.Sweep rows", func(ctx context.Context, tx uow.Tx) (int64, error) {
-		return s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
+		return s.Views.Sweep(ctx, tx, tx.Now().Add(-aggregate.SweepMargin), aggregate.SweepBatch)
 	})
 	if err != nil {
 		return rows, fmt.Errorf("org: sweep: %w", err)
 	}
 	keys, err := s.commands.InBatches(ctx, "org.Sweep keys", func(ctx context.Context, tx uow.Tx) (int64, error) {
-		return s.Keys.ForgetExpired(ctx, tx, invitationPrefix, tx.Now().Add(-sweepMargin), sweepBatch)
+		return s.Keys.ForgetExpired(ctx, tx, invitationPrefix, tx.Now().Add(-aggregate.SweepMargin), aggregate.SweepBatch)
 	})
 	if err != nil {
 		return rows + keys, fmt.Errorf("org: sweep: %w", err)

@@ -3,33 +3,23 @@ package user
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/eventsourced/accounts/internal/aggregate"
 	"github.com/eventsourced/accounts/internal/uow"
 )
 
-// sweepMargin is how long after its expiry a row is swept: an instance
-// whose clock runs ahead of the others' must not sweep what they still
-// take as live.
-const sweepMargin = 5 * time.Minute
-
-// sweepBatch bounds the rows of each table that one unit of work of a
-// sweep deletes, so that a sweep of a long backlog does not hold SQLite's
-// writer, or PostgreSQL's locks, for long.
-const sweepBatch = 1000
-
 // Sweep deletes the rows of links and sessions that expired more than a
-// few minutes ago (sweepMargin) from the views ([Views.Sweep]), a batch
-// per unit of work, and returns how many it deleted. The app runs it every
-// SWEEP_INTERVAL, so that the views stay as small as what is live however
-// many links are asked for and never used.
+// few minutes ago ([aggregate.SweepMargin]) from the views
+// ([Views.Sweep]), a batch per unit of work, and returns how many it
+// deleted. The app runs it every SWEEP_INTERVAL, so that the views stay as
+// small as what is live however many links are asked for and never used.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	return s.job(ctx, "user.Sweep", s.sweep)
 }
 
 func (s *Service) sweep(ctx context.Context) (int64, error) {
 	n, err := s.commands.InBatches(ctx, "user.Sweep batch", func(ctx context.Context, tx uow.Tx) (int64, error) {
-		return s.Views.Sweep(ctx, tx, tx.Now().Add(-sweepMargin), sweepBatch)
+		return s.Views.Sweep(ctx, tx, tx.Now().Add(-aggregate.SweepMargin), aggregate.SweepBatch)
 	})
 	if err != nil {
 		return n, fmt.Errorf("user: sweep: %w", err)
@@ -39,12 +29,13 @@ func (s *Service) sweep(ctx context.Context) (int64, error) {
 
 // ForgetIdleAddresses forgets the keys of each address that has asked for
 // no link for longer than a link can count against its limit or sign in,
-// and a few minutes more (sweepMargin), which erases the address wherever
-// its sign-in stream holds it; it appends [SignInForgotten] to that stream
-// and drops the events before it ([eventstore.Store.Truncate]), which no
-// decision needs any more. It returns how many addresses it forgot. The
-// app runs it every SWEEP_INTERVAL, so that the log keeps an address that
-// only ever asked for a link no longer than that link mattered.
+// and a few minutes more ([aggregate.SweepMargin]), which erases the
+// address wherever its sign-in stream holds it; it appends
+// [SignInForgotten] to that stream and drops the events before it
+// ([eventstore.Store.Truncate]), which no decision needs any more. It
+// returns how many addresses it forgot. The app runs it every
+// SWEEP_INTERVAL, so that the log keeps an address that only ever asked
+// for a link no longer than that link mattered.
 //
 // Each address is forgotten in a unit of work of its own, which holds its
 // stream ([eventstore.Store.Lock]) as a sign-in and an erasure do, and
@@ -62,7 +53,7 @@ func (s *Service) forgetIdleAddresses(ctx context.Context) (int64, error) {
 		var streams []string
 		err := s.read(ctx, "user.ForgetIdleAddresses batch", func(ctx context.Context, tx uow.Tx) error {
 			var err error
-			streams, err = s.Keys.ExpiredSubjects(ctx, tx, signInPrefix, after, tx.Now().Add(-sweepMargin), sweepBatch)
+			streams, err = s.Keys.ExpiredSubjects(ctx, tx, signInPrefix, after, tx.Now().Add(-aggregate.SweepMargin), aggregate.SweepBatch)
 			return err
 		})
 		if err != nil {
@@ -85,17 +76,17 @@ func (s *Service) forgetIdleAddresses(ctx context.Context) (int64, error) {
 }
 
 // ForgetSettledChanges forgets the keys of the changes of address that can
-// no longer be confirmed, a few minutes past (sweepMargin), which erases
-// the addresses they asked for: those may be other people's, and no
-// decision needs them any more. It goes a batch per unit of work and
-// returns how many it forgot; the app runs it every SWEEP_INTERVAL.
+// no longer be confirmed, a few minutes past ([aggregate.SweepMargin]),
+// which erases the addresses they asked for: those may be other people's,
+// and no decision needs them any more. It goes a batch per unit of work
+// and returns how many it forgot; the app runs it every SWEEP_INTERVAL.
 func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
 	return s.job(ctx, "user.ForgetSettledChanges", s.forgetSettledChanges)
 }
 
 func (s *Service) forgetSettledChanges(ctx context.Context) (int64, error) {
 	n, err := s.commands.InBatches(ctx, "user.ForgetSettledChanges batch", func(ctx context.Context, tx uow.Tx) (int64, error) {
-		return s.Keys.ForgetExpired(ctx, tx, changePrefix, tx.Now().Add(-sweepMargin), sweepBatch)
+		return s.Keys.ForgetExpired(ctx, tx, changePrefix, tx.Now().Add(-aggregate.SweepMargin), aggregate.SweepBatch)
 	})
 	if err != nil {
 		return n, fmt.Errorf("user: forget settled changes: %w", err)
@@ -118,7 +109,7 @@ func (s *Service) forgetIdle(ctx context.Context, stream string) (bool, error) {
 		}
 		// Read after the version: a link asked for since has a key
 		// that has not expired, or appends past the version.
-		idle, err := s.Keys.Expired(ctx, tx, stream, tx.Now().Add(-sweepMargin))
+		idle, err := s.Keys.Expired(ctx, tx, stream, tx.Now().Add(-aggregate.SweepMargin))
 		if err != nil || !idle {
 			return err
 		}
