@@ -33,28 +33,12 @@ func TestOrganizationsThroughTheApp(t *testing.T) {
 
 func organizations(t *testing.T, database e2eDatabase) {
 	mx := smtptest.NewServer(t)
-	app := e2eStart(t, database.env(map[string]string{
-		"DATA_KEY":        testDataKey,
-		"HTTP_ADDR":       "127.0.0.1:0",
-		"SMTP_URL":        mx.URL(),
-		"BASE_URL":        "http://accounts.test",
-		"MAIL_FROM":       "accounts@accounts.test",
-		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
+	app := e2eStart(t, database.mailing(mx, map[string]string{
 		// One invitation an organization a day: the second is refused.
 		"INVITATION_LIMIT":  "1",
 		"INVITATION_WINDOW": "24h",
 	}))
 	mails := &e2eMails{mx: mx}
-	type session struct {
-		Token string `json:"token"`
-	}
-	signIn := func(email string) session {
-		t.Helper()
-		app.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
-		var s session
-		app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
-		return s
-	}
 	type member struct {
 		Email string `json:"email"`
 		Role  string `json:"role"`
@@ -68,7 +52,7 @@ func organizations(t *testing.T, database e2eDatabase) {
 		return d.Members
 	}
 
-	ada, bob := signIn("ada@example.com"), signIn("bob@example.com")
+	ada, bob := app.signIn(t, mails, "ada@example.com"), app.signIn(t, mails, "bob@example.com")
 	var o struct {
 		ID uuid.UUID `json:"id"`
 	}
@@ -123,30 +107,11 @@ func TestOrganizationsActivityThroughTheApp(t *testing.T) {
 
 func organizationsActivity(t *testing.T, database e2eDatabase) {
 	mx := smtptest.NewServer(t)
-	env := database.env(map[string]string{
-		"DATA_KEY":        testDataKey,
-		"HTTP_ADDR":       "127.0.0.1:0",
-		"SMTP_URL":        mx.URL(),
-		"BASE_URL":        "http://accounts.test",
-		"MAIL_FROM":       "accounts@accounts.test",
-		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
-		"HTTP_RATE_LIMIT": "0",  // The activity is polled.
+	env := database.mailing(mx, map[string]string{
+		"HTTP_RATE_LIMIT": "0", // The activity is polled.
 	})
 	app := e2eStart(t, env)
 	mails := &e2eMails{mx: mx}
-	type session struct {
-		Token string `json:"token"`
-		User  struct {
-			ID uuid.UUID `json:"id"`
-		} `json:"user"`
-	}
-	signIn := func(email string) session {
-		t.Helper()
-		app.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
-		var s session
-		app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
-		return s
-	}
 	type item struct {
 		Type   string    `json:"type"`
 		At     time.Time `json:"at"`
@@ -182,7 +147,7 @@ func organizationsActivity(t *testing.T, database e2eDatabase) {
 		}
 	}
 
-	ada, bob := signIn("ada@example.com"), signIn("bob@example.com")
+	ada, bob := app.signIn(t, mails, "ada@example.com"), app.signIn(t, mails, "bob@example.com")
 	var o struct {
 		ID uuid.UUID `json:"id"`
 	}

@@ -54,13 +54,8 @@ func personalData(t *testing.T, database e2eDatabase) {
 		"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
 		"OTEL_TRACES_SAMPLER":         "always_on",
 	}
-	vars := database.env(map[string]string{
-		"DATA_KEY":            testDataKey,
-		"HTTP_ADDR":           "127.0.0.1:0",
-		"SMTP_URL":            mx.URL(),
+	vars := database.mailing(mx, map[string]string{
 		"SMTP_TIMEOUT":        "2s",
-		"BASE_URL":            "http://accounts.test",
-		"MAIL_FROM":           "accounts@accounts.test",
 		"LOG_FORMAT":          "json",
 		"LOG_LEVEL":           "DEBUG-4", // Watermill's trace level, its lowest.
 		"OUTBOX_INTERVAL":     "100ms",
