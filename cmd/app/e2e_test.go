@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -68,6 +69,22 @@ func (d e2eDatabase) env(vars map[string]string) map[string]string {
 	return vars
 }
 
+// mailing returns the variables of an app on d that mails through mx,
+// from accounts@accounts.test, with its links to http://accounts.test,
+// and vars, which add to these or replace them.
+func (d e2eDatabase) mailing(mx *smtptest.Server, vars map[string]string) map[string]string {
+	env := map[string]string{
+		"DATA_KEY":        testDataKey,
+		"HTTP_ADDR":       "127.0.0.1:0",
+		"SMTP_URL":        mx.URL(),
+		"BASE_URL":        "http://accounts.test",
+		"MAIL_FROM":       "accounts@accounts.test",
+		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
+	}
+	maps.Copy(env, vars)
+	return d.env(env)
+}
+
 // e2eBehindPgBouncer makes a fresh PostgreSQL schema reached through a
 // PgBouncer of its own in mode.
 func e2eBehindPgBouncer(mode postgres.Pooler) func(testing.TB) e2eDatabase {
@@ -95,14 +112,7 @@ func TestEndToEnd(t *testing.T) {
 
 func endToEnd(t *testing.T, database e2eDatabase) {
 	mx := smtptest.NewServer(t)
-	app := e2eStart(t, database.env(map[string]string{
-		"DATA_KEY":        testDataKey,
-		"HTTP_ADDR":       "127.0.0.1:0",
-		"SMTP_URL":        mx.URL(),
-		"BASE_URL":        "http://accounts.test",
-		"MAIL_FROM":       "accounts@accounts.test",
-		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
-	}))
+	app := e2eStart(t, database.mailing(mx, nil))
 
 	// Ask for a sign-in link; the address is normalised.
 	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"Ada@Example.com"}`, http.StatusAccepted, nil)
@@ -542,6 +552,25 @@ func (m *e2eMails) nextCode(t *testing.T, to, path string) string {
 		t.Fatalf("mail %d went to %v, want %s", m.read, mail.To, to)
 	}
 	return e2eLinkCode(t, mail, "http://accounts.test"+path+"?code=")
+}
+
+// e2eSession is what POST /v1/sessions answers, as far as the tests read
+// it.
+type e2eSession struct {
+	Token string `json:"token"`
+	User  struct {
+		ID uuid.UUID `json:"id"`
+	} `json:"user"`
+}
+
+// signIn asks for a link to email, signs in with the code of the next
+// mail, which must be that link, and returns the session.
+func (a *e2eApp) signIn(t *testing.T, mails *e2eMails, email string) e2eSession {
+	t.Helper()
+	a.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
+	var s e2eSession
+	a.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
+	return s
 }
 
 func e2eJSON(t *testing.T, v any) string {

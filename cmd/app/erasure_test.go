@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/eventsourced/accounts/internal/config"
 	"github.com/eventsourced/accounts/internal/smtp/smtptest"
 	"github.com/eventsourced/accounts/internal/testclock"
@@ -38,32 +36,13 @@ func TestErasureLeavesNoAddressInTheDatabase(t *testing.T) {
 func erasure(t *testing.T, database e2eDatabase) {
 	databaseURL := database.Direct
 	mx := smtptest.NewServer(t)
-	vars := database.env(map[string]string{
-		"DATA_KEY":        testDataKey,
-		"HTTP_ADDR":       "127.0.0.1:0",
-		"SMTP_URL":        mx.URL(),
-		"BASE_URL":        "http://accounts.test",
-		"MAIL_FROM":       "accounts@accounts.test",
-		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
-		"SWEEP_INTERVAL":  "0",  // The test sweeps, on a clock an hour on.
+	vars := database.mailing(mx, map[string]string{
+		"SWEEP_INTERVAL": "0", // The test sweeps, on a clock an hour on.
 	})
 	app := e2eStart(t, vars)
 	mails := &e2eMails{mx: mx}
-	type session struct {
-		Token string `json:"token"`
-		User  struct {
-			ID uuid.UUID `json:"id"`
-		} `json:"user"`
-	}
-	signIn := func(a *e2eApp, email string) session {
-		t.Helper()
-		a.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
-		var s session
-		a.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
-		return s
-	}
 
-	ada := signIn(app, "ada@example.com")
+	ada := app.signIn(t, mails, "ada@example.com")
 	app.expect(t, "POST", "/v1/me/email-change", ada.Token, `{"new_email":"ada.lovelace@example.com"}`, http.StatusAccepted, nil)
 	app.expect(t, "POST", "/v1/email-changes", ada.Token, e2eJSON(t, map[string]string{"code": mails.nextCode(t, "ada.lovelace@example.com", "/confirm-email")}), http.StatusOK, nil)
 	mails.nextCode(t, "ada@example.com", "/undo-email")
@@ -73,7 +52,7 @@ func erasure(t *testing.T, database e2eDatabase) {
 	unused := mails.nextCode(t, "ada.lovelace@example.com", "/sign-in")
 	app.expect(t, "POST", "/v1/sign-in-links", "", `{"email":"link.only@example.com"}`, http.StatusAccepted, nil)
 	mails.nextCode(t, "link.only@example.com", "/sign-in")
-	bob := signIn(app, "bob@example.com")
+	bob := app.signIn(t, mails, "bob@example.com")
 	dump := dumpDatabase(t, databaseURL)
 	for _, address := range []string{"ada.lovelace@example.com", "bob@example.com"} {
 		if !strings.Contains(dump, address) {
@@ -108,7 +87,7 @@ func erasure(t *testing.T, database e2eDatabase) {
 	app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": unused}), http.StatusUnauthorized, nil)
 	app.expect(t, "POST", "/v1/email-changes", "", e2eJSON(t, map[string]string{"code": pending}), http.StatusBadRequest, nil)
 	for _, email := range []string{"ada.lovelace@example.com", "link.only@example.com"} {
-		if again := signIn(app, email); again.User.ID == ada.User.ID || again.User.ID == bob.User.ID {
+		if again := app.signIn(t, mails, email); again.User.ID == ada.User.ID || again.User.ID == bob.User.ID {
 			t.Errorf("%s signed in to an account that was there before", email)
 		}
 	}
@@ -136,7 +115,7 @@ func erasure(t *testing.T, database e2eDatabase) {
 		t.Errorf("Bob's change after the rotation moved him to %q", moved.Email)
 	}
 	mails.nextCode(t, "bob@example.com", "/undo-email")
-	if again := signIn(app, "bob.new@example.com"); again.User.ID != bob.User.ID {
+	if again := app.signIn(t, mails, "bob.new@example.com"); again.User.ID != bob.User.ID {
 		t.Errorf("Bob signs in to %s after the rotation, want his account %s", again.User.ID, bob.User.ID)
 	}
 	app.stop(t)

@@ -39,13 +39,7 @@ func flooding(t *testing.T, database e2eDatabase) {
 		strangers = 4
 	)
 	mx := smtptest.NewServer(t)
-	app := e2eStart(t, database.env(map[string]string{
-		"DATA_KEY":           testDataKey,
-		"HTTP_ADDR":          "127.0.0.1:0",
-		"SMTP_URL":           mx.URL(),
-		"BASE_URL":           "http://accounts.test",
-		"MAIL_FROM":          "accounts@accounts.test",
-		"OUTBOX_INTERVAL":    "1h", // Only wake-ups on commit can deliver in time.
+	app := e2eStart(t, database.mailing(mx, map[string]string{
 		"SWEEP_INTERVAL":     "0",
 		"HTTP_RATE_LIMIT":    "0", // Not the per-client limit: the mailbox's.
 		"LINK_LIMIT":         fmt.Sprint(linkLimit),
@@ -57,13 +51,8 @@ func flooding(t *testing.T, database e2eDatabase) {
 	accepted := 0 // messages added to the outbox, by the 202s
 	signIn := func(email string) string {
 		t.Helper()
-		app.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
 		accepted++
-		var s struct {
-			Token string `json:"token"`
-		}
-		app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
-		return s.Token
+		return app.signIn(t, mails, email).Token
 	}
 	// The owner of the mailbox has an account; the strangers have theirs.
 	signIn("victim@example.com")

@@ -33,28 +33,12 @@ func TestOrganizationsThroughTheApp(t *testing.T) {
 
 func organizations(t *testing.T, database e2eDatabase) {
 	mx := smtptest.NewServer(t)
-	app := e2eStart(t, database.env(map[string]string{
-		"DATA_KEY":        testDataKey,
-		"HTTP_ADDR":       "127.0.0.1:0",
-		"SMTP_URL":        mx.URL(),
-		"BASE_URL":        "http://accounts.test",
-		"MAIL_FROM":       "accounts@accounts.test",
-		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
+	app := e2eStart(t, database.mailing(mx, map[string]string{
 		// One invitation an organization a day: the second is refused.
 		"INVITATION_LIMIT":  "1",
 		"INVITATION_WINDOW": "24h",
 	}))
 	mails := &e2eMails{mx: mx}
-	type session struct {
-		Token string `json:"token"`
-	}
-	signIn := func(email string) session {
-		t.Helper()
-		app.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
-		var s session
-		app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
-		return s
-	}
 	type member struct {
 		Email string `json:"email"`
 		Role  string `json:"role"`
@@ -68,15 +52,38 @@ func organizations(t *testing.T, database e2eDatabase) {
 		return d.Members
 	}
 
-	ada, bob := signIn("ada@example.com"), signIn("bob@example.com")
+	ada, bob, id, code := inviteBob(t, app, mails)
+	app.expect(t, "POST", "/v1/orgs/"+id.String()+"/invitations", ada.Token, `{"email":"cy@example.com","role":"member"}`, http.StatusTooManyRequests, nil)
+	app.expect(t, "POST", "/v1/invitations", bob.Token, e2eJSON(t, map[string]string{"code": code}), http.StatusOK, nil)
+	// Once used, the code offers nothing.
+	app.expect(t, "POST", "/v1/invitations/offer", "", e2eJSON(t, map[string]string{"code": code}), http.StatusBadRequest, nil)
+	if got := members(bob.Token, id); len(got) != 2 || got[0] != (member{"ada@example.com", "owner"}) || got[1] != (member{"bob@example.com", "member"}) {
+		t.Fatalf("the members are %+v, want Ada the owner and Bob", got)
+	}
+	if !strings.Contains(dumpDatabase(t, database.Direct), "ada@example.com") {
+		t.Fatal("the dump holds no ada@example.com before the erasure: it cannot tell")
+	}
+
+	app.expect(t, "DELETE", "/v1/me", ada.Token, "", http.StatusNoContent, nil)
+	if got := members(bob.Token, id); len(got) != 1 || got[0] != (member{"bob@example.com", "owner"}) {
+		t.Errorf("the members after the owner's erasure are %+v, want Bob, its owner now", got)
+	}
+	awaitDump(t, database.Direct, "the activity to drop Ada's", func(d string) bool { return !strings.Contains(d, "ada@") })
+}
+
+// inviteBob signs Ada and Bob in, has Ada create Analytical Engines and
+// invite Bob as a member, and checks what the mailed code offers, which
+// is told without a session and uses nothing up. It returns both
+// sessions, the organization's ID and the code, unused.
+func inviteBob(t *testing.T, app *e2eApp, mails *e2eMails) (ada, bob e2eSession, id uuid.UUID, code string) {
+	t.Helper()
+	ada, bob = app.signIn(t, mails, "ada@example.com"), app.signIn(t, mails, "bob@example.com")
 	var o struct {
 		ID uuid.UUID `json:"id"`
 	}
 	app.expect(t, "POST", "/v1/orgs", ada.Token, `{"name":"Analytical Engines"}`, http.StatusCreated, &o)
 	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"bob@example.com","role":"member"}`, http.StatusAccepted, nil)
-	code := mails.nextCode(t, "bob@example.com", "/invitations")
-	// What the code offers is told without a session, and uses nothing
-	// up; once used, the code offers nothing.
+	code = mails.nextCode(t, "bob@example.com", "/invitations")
 	var offer struct {
 		Organization struct {
 			ID   uuid.UUID `json:"id"`
@@ -89,21 +96,7 @@ func organizations(t *testing.T, database e2eDatabase) {
 	if offer.Organization.ID != o.ID || offer.Organization.Name != "Analytical Engines" || offer.Role != "member" || offer.Email != "bob@example.com" {
 		t.Errorf("the invitation offers %+v, want Bob a membership of the new organization", offer)
 	}
-	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"cy@example.com","role":"member"}`, http.StatusTooManyRequests, nil)
-	app.expect(t, "POST", "/v1/invitations", bob.Token, e2eJSON(t, map[string]string{"code": code}), http.StatusOK, nil)
-	app.expect(t, "POST", "/v1/invitations/offer", "", e2eJSON(t, map[string]string{"code": code}), http.StatusBadRequest, nil)
-	if got := members(bob.Token, o.ID); len(got) != 2 || got[0] != (member{"ada@example.com", "owner"}) || got[1] != (member{"bob@example.com", "member"}) {
-		t.Fatalf("the members are %+v, want Ada the owner and Bob", got)
-	}
-	if !strings.Contains(dumpDatabase(t, database.Direct), "ada@example.com") {
-		t.Fatal("the dump holds no ada@example.com before the erasure: it cannot tell")
-	}
-
-	app.expect(t, "DELETE", "/v1/me", ada.Token, "", http.StatusNoContent, nil)
-	if got := members(bob.Token, o.ID); len(got) != 1 || got[0] != (member{"bob@example.com", "owner"}) {
-		t.Errorf("the members after the owner's erasure are %+v, want Bob, its owner now", got)
-	}
-	awaitDump(t, database.Direct, "the activity to drop Ada's", func(d string) bool { return !strings.Contains(d, "ada@") })
+	return ada, bob, o.ID, code
 }
 
 // TestOrganizationsActivityThroughTheApp runs the whole app on each
@@ -123,30 +116,11 @@ func TestOrganizationsActivityThroughTheApp(t *testing.T) {
 
 func organizationsActivity(t *testing.T, database e2eDatabase) {
 	mx := smtptest.NewServer(t)
-	env := database.env(map[string]string{
-		"DATA_KEY":        testDataKey,
-		"HTTP_ADDR":       "127.0.0.1:0",
-		"SMTP_URL":        mx.URL(),
-		"BASE_URL":        "http://accounts.test",
-		"MAIL_FROM":       "accounts@accounts.test",
-		"OUTBOX_INTERVAL": "1h", // Only wake-ups on commit can deliver in time.
-		"HTTP_RATE_LIMIT": "0",  // The activity is polled.
+	env := database.mailing(mx, map[string]string{
+		"HTTP_RATE_LIMIT": "0", // The activity is polled.
 	})
 	app := e2eStart(t, env)
 	mails := &e2eMails{mx: mx}
-	type session struct {
-		Token string `json:"token"`
-		User  struct {
-			ID uuid.UUID `json:"id"`
-		} `json:"user"`
-	}
-	signIn := func(email string) session {
-		t.Helper()
-		app.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
-		var s session
-		app.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": mails.nextCode(t, email, "/sign-in")}), http.StatusCreated, &s)
-		return s
-	}
 	type item struct {
 		Type   string    `json:"type"`
 		At     time.Time `json:"at"`
@@ -182,34 +156,15 @@ func organizationsActivity(t *testing.T, database e2eDatabase) {
 		}
 	}
 
-	ada, bob := signIn("ada@example.com"), signIn("bob@example.com")
-	var o struct {
-		ID uuid.UUID `json:"id"`
-	}
-	app.expect(t, "POST", "/v1/orgs", ada.Token, `{"name":"Analytical Engines"}`, http.StatusCreated, &o)
-	app.expect(t, "POST", "/v1/orgs/"+o.ID.String()+"/invitations", ada.Token, `{"email":"bob@example.com","role":"member"}`, http.StatusAccepted, nil)
-	code := mails.nextCode(t, "bob@example.com", "/invitations")
-	// What the code offers is told without a session, and uses nothing
-	// up; once used, the code offers nothing.
-	var offer struct {
-		Organization struct {
-			ID   uuid.UUID `json:"id"`
-			Name string    `json:"name"`
-		} `json:"organization"`
-		Role  string `json:"role"`
-		Email string `json:"email"`
-	}
-	app.expect(t, "POST", "/v1/invitations/offer", "", e2eJSON(t, map[string]string{"code": code}), http.StatusOK, &offer)
-	if offer.Organization.ID != o.ID || offer.Organization.Name != "Analytical Engines" || offer.Role != "member" || offer.Email != "bob@example.com" {
-		t.Errorf("the invitation offers %+v, want Bob a membership of the new organization", offer)
-	}
+	ada, bob, id, code := inviteBob(t, app, mails)
 	app.expect(t, "POST", "/v1/invitations", bob.Token, e2eJSON(t, map[string]string{"code": code}), http.StatusOK, nil)
+	// Once used, the code offers nothing.
 	app.expect(t, "POST", "/v1/invitations/offer", "", e2eJSON(t, map[string]string{"code": code}), http.StatusBadRequest, nil)
-	bobPath := "/v1/orgs/" + o.ID.String() + "/members/" + bob.User.ID.String()
+	bobPath := "/v1/orgs/" + id.String() + "/members/" + bob.User.ID.String()
 	app.expect(t, "PATCH", bobPath, ada.Token, `{"role":"owner"}`, http.StatusOK, nil)
 	app.expect(t, "DELETE", bobPath, bob.Token, "", http.StatusNoContent, nil)
 
-	engines := o.ID.String()
+	engines := id.String()
 	types := func(items []item) []string {
 		var out []string
 		for _, it := range items {

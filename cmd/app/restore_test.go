@@ -45,29 +45,16 @@ func TestLogicalRestoreIntoAnotherCluster(t *testing.T) {
 
 	mx := smtptest.NewServer(t)
 	vars := func(databaseURL string, projections bool) map[string]string {
-		return map[string]string{
-			"DATABASE_URL":    databaseURL,
-			"DATA_KEY":        testDataKey,
-			"HTTP_ADDR":       "127.0.0.1:0",
-			"SMTP_URL":        mx.URL(),
-			"BASE_URL":        "http://accounts.test",
-			"MAIL_FROM":       "accounts@accounts.test",
-			"OUTBOX_INTERVAL": "1h",
+		return e2eDatabase{URL: databaseURL}.mailing(mx, map[string]string{
 			"SWEEP_INTERVAL":  "0",
 			"HTTP_RATE_LIMIT": "0",
 			"PROJECTIONS":     fmt.Sprint(projections),
-		}
+		})
 	}
 	mails := &e2eMails{mx: mx}
 	signIn := func(a *e2eApp, email string) string {
 		t.Helper()
-		a.expect(t, "POST", "/v1/sign-in-links", "", e2eJSON(t, map[string]string{"email": email}), http.StatusAccepted, nil)
-		code := mails.nextCode(t, email, "/sign-in")
-		var s struct {
-			Token string `json:"token"`
-		}
-		a.expect(t, "POST", "/v1/sessions", "", e2eJSON(t, map[string]string{"code": code}), http.StatusCreated, &s)
-		return s.Token
+		return a.signIn(t, mails, email).Token
 	}
 	status := func(databaseURL string) (string, error) {
 		t.Helper()

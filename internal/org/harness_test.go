@@ -2,7 +2,6 @@ package org_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -12,9 +11,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/eventsourced/accounts/internal/backend"
+	"github.com/eventsourced/accounts/internal/dbdump"
 	"github.com/eventsourced/accounts/internal/eventstore"
 	"github.com/eventsourced/accounts/internal/keyring"
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
@@ -40,118 +39,22 @@ type database struct {
 	name string
 	// open returns a fresh, migrated database, closed and removed when
 	// t ends, and a function that lists every row of every table of it.
-	open func(t *testing.T) (backend.Backend, func(t *testing.T) []row)
+	open func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row)
 	// interleaves says that two units of work that write can run at
 	// once, as on PostgreSQL; on SQLite they take turns.
 	interleaves bool
 }
 
-// row is one row of a table, its values as text.
-type row struct {
-	table, text string
-}
-
 var databases = []database{
-	{name: "postgres", interleaves: true, open: func(t *testing.T) (backend.Backend, func(t *testing.T) []row) {
+	{name: "postgres", interleaves: true, open: func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row) {
 		db := pgtest.New(t)
-		return db, func(t *testing.T) []row {
-			t.Helper()
-			conn, err := db.Pool().Acquire(t.Context())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Release()
-			rows, err := conn.Query(t.Context(), `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out []row
-			for _, table := range tables {
-				rows, err := conn.Query(t.Context(), fmt.Sprintf(`SELECT t::text FROM %s AS t ORDER BY 1`, pgx.Identifier{table}.Sanitize()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, text := range texts {
-					out = append(out, row{table, text})
-				}
-			}
-			return out
-		}
+		return db, func(t *testing.T) []dbdump.Row { return dbdump.Postgres(t, db.Pool()) }
 	}},
-	{name: "sqlite", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []row) {
+	{name: "sqlite", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row) {
 		path := filepath.Join(t.TempDir(), "test.db")
 		db := sqlitetest.NewAt(t, path)
-		return db, func(t *testing.T) []row {
-			t.Helper()
-			conn, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			var out []row
-			for _, table := range sqliteStrings(t, conn, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1`) {
-				rows, err := conn.QueryContext(t.Context(), fmt.Sprintf(`SELECT * FROM %q`, table))
-				if err != nil {
-					t.Fatal(err)
-				}
-				cols, err := rows.Columns()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for rows.Next() {
-					vals, ptrs := make([]any, len(cols)), make([]any, len(cols))
-					for i := range vals {
-						ptrs[i] = &vals[i]
-					}
-					if err := rows.Scan(ptrs...); err != nil {
-						t.Fatal(err)
-					}
-					texts := make([]string, len(vals))
-					for i, v := range vals {
-						if b, ok := v.([]byte); ok {
-							v = string(b)
-						}
-						texts[i] = fmt.Sprint(v)
-					}
-					out = append(out, row{table, "(" + strings.Join(texts, ",") + ")"})
-				}
-				if err := rows.Err(); err != nil {
-					t.Fatal(err)
-				}
-				rows.Close()
-			}
-			return out
-		}
+		return db, func(t *testing.T) []dbdump.Row { return dbdump.SQLite(t, path) }
 	}},
-}
-
-func sqliteStrings(t *testing.T, db *sql.DB, q string) []string {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // bundle is one test's services on a database of their own, with a
@@ -159,7 +62,7 @@ func sqliteStrings(t *testing.T, db *sql.DB, q string) []string {
 type bundle struct {
 	backend.Backend
 	db    database
-	rows  func(t *testing.T) []row
+	rows  func(t *testing.T) []dbdump.Row
 	users *user.Service
 	svc   *org.Service
 	keys  *keyring.Keyring
@@ -376,14 +279,10 @@ func (b *bundle) types(t *testing.T, mark eventstore.Position) []string {
 }
 
 // dump returns every row of every table of the database, one a line,
-// each after its table's name.
+// as [dbdump.Text] renders them.
 func (b *bundle) dump(t *testing.T) string {
 	t.Helper()
-	var sb strings.Builder
-	for _, r := range b.rows(t) {
-		sb.WriteString(r.table + "\t" + r.text + "\n")
-	}
-	return sb.String()
+	return dbdump.Text(b.rows(t))
 }
 
 // domainTables are the tables whose rows a refused command must leave as
@@ -391,23 +290,23 @@ func (b *bundle) dump(t *testing.T) string {
 // session's last use, which any command may write, is not among them.
 var domainTables = []string{"event_streams", "events", "outbox_messages", "data_keys", "organizations", "org_members", "org_invitations"}
 
-// snapshot returns the rows of domainTables.
-func (b *bundle) snapshot(t *testing.T) []row {
+// snapshot returns the rows of domainTables, as [bundle.dump] does.
+func (b *bundle) snapshot(t *testing.T) string {
 	t.Helper()
-	var out []row
+	var out []dbdump.Row
 	for _, r := range b.rows(t) {
-		if slices.Contains(domainTables, r.table) {
+		if slices.Contains(domainTables, r.Table) {
 			out = append(out, r)
 		}
 	}
-	return out
+	return dbdump.Text(out)
 }
 
 // unchanged checks that the rows of domainTables are those of before.
-func (b *bundle) unchanged(t *testing.T, what string, before []row) {
+func (b *bundle) unchanged(t *testing.T, what string, before string) {
 	t.Helper()
-	if after := b.snapshot(t); !slices.Equal(after, before) {
-		t.Errorf("%s changed the database:\nbefore %v\nafter  %v", what, before, after)
+	if after := b.snapshot(t); after != before {
+		t.Errorf("%s changed the database:\nbefore\n%s\nafter\n%s", what, before, after)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventsourced/accounts/internal/dbdump"
 	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/projections"
 )
@@ -74,13 +75,13 @@ func TestRebuildGivesTheSameViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		views := func() string {
-			var sb strings.Builder
+			var rows []dbdump.Row
 			for _, r := range b.rows(t) {
-				if strings.HasPrefix(r.table, "org") {
-					sb.WriteString(r.table + "\t" + r.text + "\n")
+				if strings.HasPrefix(r.Table, "org") {
+					rows = append(rows, r)
 				}
 			}
-			return sb.String()
+			return dbdump.Text(rows)
 		}
 		before := views()
 		if strings.Count(before, "\n") != 4 {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/backend"
+	"github.com/eventsourced/accounts/internal/dbdump"
 	"github.com/eventsourced/accounts/internal/org"
 	"github.com/eventsourced/accounts/internal/postgres"
 	"github.com/eventsourced/accounts/internal/postgres/pgtest"
@@ -60,7 +61,7 @@ type timingDatabase struct {
 }
 
 var timingDatabases = []timingDatabase{
-	{samples: 800, database: database{name: "postgres", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []row) {
+	{samples: 800, database: database{name: "postgres", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row) {
 		u, err := url.Parse(pgtest.NewURL(t))
 		if err != nil {
 			t.Fatal(err)
@@ -78,7 +79,7 @@ var timingDatabases = []timingDatabase{
 		}
 		return db, nil
 	}}},
-	{samples: 300, database: database{name: "sqlite", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []row) {
+	{samples: 300, database: database{name: "sqlite", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row) {
 		dir := t.TempDir()
 		if memory, err := os.MkdirTemp("/dev/shm", "timing-"); err == nil {
 			dir = memory
