@@ -33,7 +33,7 @@ func (s *Service) Accept(ctx context.Context, token, code string) (Membership, e
 	}
 	hash := hashCode(code)
 	var m Membership
-	err := s.do(ctx, "org.Accept", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Do(ctx, "org.Accept", func(ctx context.Context, tx uow.Tx) error {
 		u, err := s.Users.Authenticate(ctx, tx, token)
 		if err != nil {
 			return err
@@ -95,7 +95,7 @@ func (s *Service) Offer(ctx context.Context, code string) (InvitationOffer, erro
 	}
 	hash := hashCode(code)
 	var offer InvitationOffer
-	err := s.read(ctx, "org.Offer", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Read(ctx, "org.Offer", func(ctx context.Context, tx uow.Tx) error {
 		row, err := s.invitationOf(ctx, tx, hash)
 		if err != nil {
 			return err

@@ -91,7 +91,7 @@ func (s *Service) Invite(ctx context.Context, token string, id uuid.UUID, addres
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, "org.Invite", func(ctx context.Context, tx uow.Tx) error {
+	return s.commands.Do(ctx, "org.Invite", func(ctx context.Context, tx uow.Tx) error {
 		o, err := s.load(ctx, tx, id)
 		if err != nil {
 			return err
@@ -194,7 +194,7 @@ func (s *Service) Invitations(ctx context.Context, token string, id uuid.UUID) (
 		return nil, err
 	}
 	var out []Invitation
-	err = s.read(ctx, "org.Invitations", func(ctx context.Context, tx uow.Tx) error {
+	err = s.commands.Read(ctx, "org.Invitations", func(ctx context.Context, tx uow.Tx) error {
 		_, self, err := s.membersAs(ctx, tx, id, u.ID)
 		if err != nil {
 			return err

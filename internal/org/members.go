@@ -64,7 +64,7 @@ func (s *Service) ChangeRole(ctx context.Context, token string, id, member uuid.
 		return Member{}, err
 	}
 	var m Member
-	err = s.do(ctx, "org.ChangeRole", func(ctx context.Context, tx uow.Tx) error {
+	err = s.commands.Do(ctx, "org.ChangeRole", func(ctx context.Context, tx uow.Tx) error {
 		u, err := s.Users.Authenticate(ctx, tx, token)
 		if err != nil {
 			return err

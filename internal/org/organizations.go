@@ -52,7 +52,7 @@ func (s *Service) Create(ctx context.Context, token, name string) (Organization,
 		return Organization{}, err
 	}
 	var o Organization
-	err = s.do(ctx, "org.Create", func(ctx context.Context, tx uow.Tx) error {
+	err = s.commands.Do(ctx, "org.Create", func(ctx context.Context, tx uow.Tx) error {
 		u, err := s.Users.Authenticate(ctx, tx, token)
 		if err != nil {
 			return err
@@ -98,7 +98,7 @@ func (s *Service) List(ctx context.Context, token string) ([]Organization, error
 		return nil, err
 	}
 	var out []Organization
-	err = s.read(ctx, "org.List", func(ctx context.Context, tx uow.Tx) error {
+	err = s.commands.Read(ctx, "org.List", func(ctx context.Context, tx uow.Tx) error {
 		out, err = s.Views.OrganizationsOf(ctx, tx, u.ID)
 		return err
 	})
@@ -113,7 +113,7 @@ func (s *Service) Get(ctx context.Context, token string, id uuid.UUID) (Details,
 		return Details{}, err
 	}
 	var d Details
-	err = s.read(ctx, "org.Get", func(ctx context.Context, tx uow.Tx) error {
+	err = s.commands.Read(ctx, "org.Get", func(ctx context.Context, tx uow.Tx) error {
 		var self Member
 		if d.Members, self, err = s.membersAs(ctx, tx, id, u.ID); err != nil {
 			return err

@@ -120,24 +120,6 @@ func NewService(d Deps, p Policy, baseURL string, opts ...Option) (*Service, err
 	return s, nil
 }
 
-// do runs fn, the command name, in a unit of work, again on fresh state
-// when it lost a race ([aggregate.Commands.Do]).
-func (s *Service) do(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
-	return s.commands.Do(ctx, name, fn)
-}
-
-// read runs fn, the query name, in a read-only unit of work
-// ([aggregate.Commands.Read]).
-func (s *Service) read(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
-	return s.commands.Read(ctx, name, fn)
-}
-
-// job runs fn, a job of many units of work such as a sweep, as one span
-// ([aggregate.Commands.Job]).
-func (s *Service) job(ctx context.Context, name string, fn func(ctx context.Context) (int64, error)) (int64, error) {
-	return s.commands.Job(ctx, name, fn)
-}
-
 // load returns the state of the organization id, from its whole stream.
 func (s *Service) load(ctx context.Context, tx uow.Tx, id uuid.UUID) (organization, error) {
 	events, err := s.Events.Load(ctx, tx, streamOf(id), 0)
@@ -155,7 +137,7 @@ func (s *Service) load(ctx context.Context, tx uow.Tx, id uuid.UUID) (organizati
 // outbox ([WithIntegrationEvents]). It returns the events as appended. The append
 // may reach the database only with the unit of work's next statement or
 // its commit ([eventstore.Store.AppendLater]): a race it loses then fails
-// the unit of work, which [Service.do] runs again.
+// the unit of work, which [aggregate.Commands.Do] runs again.
 func (s *Service) apply(ctx context.Context, tx uow.Tx, o organization, data ...any) ([]eventstore.Event, error) {
 	if len(data) == 0 {
 		return nil, nil
@@ -205,7 +187,7 @@ func (s *Service) apply(ctx context.Context, tx uow.Tx, o organization, data ...
 // folds the stream, decides with decide, given the account and the unit
 // of work's time, and appends what it decided with what follows from it.
 func (s *Service) decideAs(ctx context.Context, name, token string, id uuid.UUID, decide func(o organization, by uuid.UUID, now time.Time) ([]any, error)) error {
-	return s.do(ctx, name, func(ctx context.Context, tx uow.Tx) error {
+	return s.commands.Do(ctx, name, func(ctx context.Context, tx uow.Tx) error {
 		u, err := s.Users.Authenticate(ctx, tx, token)
 		if err != nil {
 			return err

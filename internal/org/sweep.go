@@ -17,7 +17,7 @@ import (
 // beside the user domain's sweeps. An expired invitation stays in its
 // organization's state, where it can no longer be accepted or revoked.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
-	return s.job(ctx, "org.Sweep", s.sweep)
+	return s.commands.Job(ctx, "org.Sweep", s.sweep)
 }
 
 func (s *Service) sweep(ctx context.Context) (int64, error) {

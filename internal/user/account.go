@@ -189,7 +189,7 @@ func (s *Service) Me(ctx context.Context, token string) (User, error) {
 		r     SessionRow
 		stale bool
 	)
-	err := s.read(ctx, "user.Me", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Read(ctx, "user.Me", func(ctx context.Context, tx uow.Tx) error {
 		var err error
 		if r, err = s.liveSession(ctx, tx, token); err != nil {
 			return err
@@ -207,7 +207,7 @@ func (s *Service) Me(ctx context.Context, token string) (User, error) {
 
 // SignOut ends the session of token. It returns [ErrUnauthenticated].
 func (s *Service) SignOut(ctx context.Context, token string) error {
-	return s.do(ctx, "user.SignOut", func(ctx context.Context, tx uow.Tx) error {
+	return s.commands.Do(ctx, "user.SignOut", func(ctx context.Context, tx uow.Tx) error {
 		acct, hash, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err

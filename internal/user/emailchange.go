@@ -112,7 +112,7 @@ func (s *Service) EmailChangeOf(ctx context.Context, code string) (from, to stri
 		return "", "", fmt.Errorf("%w: malformed", ErrInvalidCode)
 	}
 	hash := hashSecret(code)
-	err = s.read(ctx, "user.EmailChangeOf", func(ctx context.Context, tx uow.Tx) error {
+	err = s.commands.Read(ctx, "user.EmailChangeOf", func(ctx context.Context, tx uow.Tx) error {
 		acct, c, err := s.liveChange(ctx, tx, hash)
 		if err != nil {
 			return err
@@ -141,7 +141,7 @@ func (s *Service) RequestEmailChange(ctx context.Context, token, newAddress stri
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, "user.RequestEmailChange", func(ctx context.Context, tx uow.Tx) error {
+	return s.commands.Do(ctx, "user.RequestEmailChange", func(ctx context.Context, tx uow.Tx) error {
 		acct, _, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err
@@ -208,7 +208,7 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code, token string) (U
 	}
 	hash := hashSecret(code)
 	var u User
-	err := s.do(ctx, "user.ConfirmEmailChange", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Do(ctx, "user.ConfirmEmailChange", func(ctx context.Context, tx uow.Tx) error {
 		acct, c, err := s.liveChange(ctx, tx, hash)
 		if err != nil {
 			return err
@@ -330,7 +330,7 @@ func (s *Service) UndoEmailAddress(ctx context.Context, code string) (string, er
 		return "", fmt.Errorf("%w: malformed", ErrInvalidCode)
 	}
 	var old string
-	err := s.read(ctx, "user.UndoEmailAddress", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Read(ctx, "user.UndoEmailAddress", func(ctx context.Context, tx uow.Tx) error {
 		var err error
 		_, old, err = s.liveUndo(ctx, tx, hashSecret(code))
 		return err
@@ -354,7 +354,7 @@ func (s *Service) UndoEmailChange(ctx context.Context, code string) (User, error
 	}
 	hash := hashSecret(code)
 	var u User
-	err := s.do(ctx, "user.UndoEmailChange", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Do(ctx, "user.UndoEmailChange", func(ctx context.Context, tx uow.Tx) error {
 		acct, old, err := s.liveUndo(ctx, tx, hash)
 		if err != nil {
 			return err

@@ -90,7 +90,7 @@ func (s *Service) DeleteAccount(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	return s.do(ctx, "user.DeleteAccount", func(ctx context.Context, tx uow.Tx) error {
+	return s.commands.Do(ctx, "user.DeleteAccount", func(ctx context.Context, tx uow.Tx) error {
 		// Hold the account's stream before reading or writing anything
 		// of the account, as the commands of other domains do
 		// (Authenticate): one under way finishes first, and the erasure

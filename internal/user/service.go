@@ -128,31 +128,6 @@ func NewService(d Deps, p Policy, baseURL string, opts ...Option) (*Service, err
 	return s, nil
 }
 
-// do runs fn, the command name, in a unit of work, again on fresh state
-// when it lost a race ([aggregate.Commands.Do]).
-func (s *Service) do(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
-	return s.commands.Do(ctx, name, fn)
-}
-
-// doPresuming runs the command name first as presumed, deciding without
-// loading its stream, and as fn when the presumption fails
-// ([aggregate.Commands.DoPresuming]).
-func (s *Service) doPresuming(ctx context.Context, name string, presumed, fn func(ctx context.Context, tx uow.Tx) error) error {
-	return s.commands.DoPresuming(ctx, name, presumed, fn)
-}
-
-// read runs fn, the query name, in a read-only unit of work
-// ([aggregate.Commands.Read]).
-func (s *Service) read(ctx context.Context, name string, fn func(ctx context.Context, tx uow.Tx) error) error {
-	return s.commands.Read(ctx, name, fn)
-}
-
-// job runs fn, a job of many units of work such as a sweep, as one span
-// ([aggregate.Commands.Job]).
-func (s *Service) job(ctx context.Context, name string, fn func(ctx context.Context) (int64, error)) (int64, error) {
-	return s.commands.Job(ctx, name, fn)
-}
-
 // event returns a new event of data, whose Go type names its type in
 // the domain's registry, with the metadata of the command ctx runs
 // ([aggregate.Metadata]).
@@ -164,7 +139,7 @@ func event(ctx context.Context, data any) (eventstore.Event, error) {
 // and returns the events as appended, with their versions. The append may
 // reach the database only with the unit of work's next statement or its
 // commit ([eventstore.Store.AppendLater]): a race it loses then fails the
-// unit of work, which [Service.do] runs again as it does any lost race.
+// unit of work, which [aggregate.Commands.Do] runs again as it does any lost race.
 func (s *Service) appendAndApply(ctx context.Context, tx uow.Tx, stream string, expected eventstore.Expected, events ...eventstore.Event) ([]eventstore.Event, error) {
 	appended, err := s.Events.AppendLater(ctx, tx, stream, expected, events...)
 	if err != nil {

@@ -86,7 +86,7 @@ func (s *Service) Sessions(ctx context.Context, token string) ([]SessionInfo, er
 		current SessionRow
 		stale   bool
 	)
-	err := s.read(ctx, "user.Sessions", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Read(ctx, "user.Sessions", func(ctx context.Context, tx uow.Tx) error {
 		var err error
 		if current, err = s.liveSession(ctx, tx, token); err != nil {
 			return err
@@ -123,7 +123,7 @@ func (s *Service) Sessions(ctx context.Context, token string) ([]SessionInfo, er
 // of the owner's sessions, or the caller's own, which is then a sign-out.
 // It returns [ErrUnauthenticated] or [ErrNoSuchSession].
 func (s *Service) EndSession(ctx context.Context, token string, id uuid.UUID) error {
-	return s.do(ctx, "user.EndSession", func(ctx context.Context, tx uow.Tx) error {
+	return s.commands.Do(ctx, "user.EndSession", func(ctx context.Context, tx uow.Tx) error {
 		acct, hash, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err
@@ -154,7 +154,7 @@ func (s *Service) EndSession(ctx context.Context, token string, id uuid.UUID) er
 // [ErrUnauthenticated].
 func (s *Service) EndOtherSessions(ctx context.Context, token string) (int, error) {
 	var n int
-	err := s.do(ctx, "user.EndOtherSessions", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Do(ctx, "user.EndOtherSessions", func(ctx context.Context, tx uow.Tx) error {
 		acct, hash, err := s.authenticate(ctx, tx, token)
 		if err != nil {
 			return err

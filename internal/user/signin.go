@@ -111,7 +111,7 @@ func (s *Service) RequestSignInLink(ctx context.Context, address string) error {
 			return s.Events.AppendLaterIf(ctx, tx, stream, s.belowLinkLimit(tx), e)
 		})
 	}
-	return s.doPresuming(ctx, "user.RequestSignInLink", presumed, func(ctx context.Context, tx uow.Tx) error {
+	return s.commands.DoPresuming(ctx, "user.RequestSignInLink", presumed, func(ctx context.Context, tx uow.Tx) error {
 		links, err := s.loadSignInLinks(ctx, tx, stream)
 		if err != nil {
 			return err
@@ -178,7 +178,7 @@ func (s *Service) SignIn(ctx context.Context, code string) (Session, error) {
 		return Session{}, err
 	}
 	var session Session
-	err = s.do(ctx, "user.SignIn", func(ctx context.Context, tx uow.Tx) error {
+	err = s.commands.Do(ctx, "user.SignIn", func(ctx context.Context, tx uow.Tx) error {
 		// Queue the sign-ins of this address, so that a crowd of them
 		// (one link opened on several devices at once) wait their turn
 		// instead of failing each other's appends.
@@ -285,7 +285,7 @@ func (s *Service) SignInAddress(ctx context.Context, code string) (string, error
 		return "", err
 	}
 	var email string
-	err = s.read(ctx, "user.SignInAddress", func(ctx context.Context, tx uow.Tx) error {
+	err = s.commands.Read(ctx, "user.SignInAddress", func(ctx context.Context, tx uow.Tx) error {
 		var err error
 		email, _, _, err = s.liveSignIn(ctx, tx, secret, hash, false)
 		return err

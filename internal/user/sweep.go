@@ -14,7 +14,7 @@ import (
 // deleted. The app runs it every SWEEP_INTERVAL, so that the views stay as
 // small as what is live however many links are asked for and never used.
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
-	return s.job(ctx, "user.Sweep", s.sweep)
+	return s.commands.Job(ctx, "user.Sweep", s.sweep)
 }
 
 func (s *Service) sweep(ctx context.Context) (int64, error) {
@@ -43,7 +43,7 @@ func (s *Service) sweep(ctx context.Context) (int64, error) {
 // since keeps its stream and its keys, and one asked for while the unit of
 // work runs fails the marker's append, which is then tried again.
 func (s *Service) ForgetIdleAddresses(ctx context.Context) (int64, error) {
-	return s.job(ctx, "user.ForgetIdleAddresses", s.forgetIdleAddresses)
+	return s.commands.Job(ctx, "user.ForgetIdleAddresses", s.forgetIdleAddresses)
 }
 
 func (s *Service) forgetIdleAddresses(ctx context.Context) (int64, error) {
@@ -51,7 +51,7 @@ func (s *Service) forgetIdleAddresses(ctx context.Context) (int64, error) {
 	after := ""
 	for {
 		var streams []string
-		err := s.read(ctx, "user.ForgetIdleAddresses batch", func(ctx context.Context, tx uow.Tx) error {
+		err := s.commands.Read(ctx, "user.ForgetIdleAddresses batch", func(ctx context.Context, tx uow.Tx) error {
 			var err error
 			streams, err = s.Keys.ExpiredSubjects(ctx, tx, signInPrefix, after, tx.Now().Add(-aggregate.SweepMargin), aggregate.SweepBatch)
 			return err
@@ -81,7 +81,7 @@ func (s *Service) forgetIdleAddresses(ctx context.Context) (int64, error) {
 // and no decision needs them any more. It goes a batch per unit of work
 // and returns how many it forgot; the app runs it every SWEEP_INTERVAL.
 func (s *Service) ForgetSettledChanges(ctx context.Context) (int64, error) {
-	return s.job(ctx, "user.ForgetSettledChanges", s.forgetSettledChanges)
+	return s.commands.Job(ctx, "user.ForgetSettledChanges", s.forgetSettledChanges)
 }
 
 func (s *Service) forgetSettledChanges(ctx context.Context) (int64, error) {
@@ -98,7 +98,7 @@ func (s *Service) forgetSettledChanges(ctx context.Context) (int64, error) {
 // was asked for since its keys expired, and reports whether it did.
 func (s *Service) forgetIdle(ctx context.Context, stream string) (bool, error) {
 	var forgot bool
-	err := s.do(ctx, "user.ForgetIdleAddresses forget", func(ctx context.Context, tx uow.Tx) error {
+	err := s.commands.Do(ctx, "user.ForgetIdleAddresses forget", func(ctx context.Context, tx uow.Tx) error {
 		forgot = false
 		if err := s.Events.Lock(ctx, tx, stream); err != nil {
 			return err
