@@ -222,7 +222,7 @@ func orgsInTheBrowser(t *testing.T, database e2eDatabase, scripts bool, opts []b
 	}
 
 	// Ada sees Bob and makes him an owner.
-	ada.step("10-member-joined", chromedp.Navigate(app.base+orgPage), onOrgPage)
+	ada.step("09-member-joined", chromedp.Navigate(app.base+orgPage), onOrgPage)
 	ada.checkMembers("the organization Bob joined", "ada@example.com (you) | Owner", "bob@example.com | Member")
 	if n := ada.count("ul.invitations"); n != 0 {
 		t.Errorf("the accepted invitation is still listed as pending")
@@ -230,7 +230,7 @@ func orgsInTheBrowser(t *testing.T, database e2eDatabase, scripts bool, opts []b
 	bobID := ada.eval(`[...document.querySelectorAll("ul.members > li")]
 		.find(li => li.querySelector(".who").textContent.startsWith("bob@"))
 		.querySelector('input[name="user_id"]').value`)
-	ada.send("11-role-changed", http.StatusOK,
+	ada.send("10-role-changed", http.StatusOK,
 		chromedp.SetValue(chromedp.ID("role-"+bobID), "owner"),
 		chromedp.Click(chromedp.CSS("#role-"+bobID+" ~ button")),
 	)
@@ -256,15 +256,15 @@ func orgsInTheBrowser(t *testing.T, database e2eDatabase, scripts bool, opts []b
 	}
 
 	// Ada, the last owner, cannot leave; she deletes the organization.
-	ada.step("12-member-left", chromedp.Navigate(app.base+orgPage), onOrgPage)
+	ada.step("11-member-left", chromedp.Navigate(app.base+orgPage), onOrgPage)
 	ada.checkMembers("the organization Bob left", "ada@example.com (you) | Owner")
-	ada.send("13-last-owner", http.StatusConflict, chromedp.Click(button("/leave")))
+	ada.send("12-last-owner", http.StatusConflict, chromedp.Click(button("/leave")))
 	if got := ada.text("#error"); got != "The organization's last owner cannot leave, be removed or stop being an owner." {
 		t.Errorf("the last owner's leaving says %q", got)
 	}
 	ada.takeStatusError(http.StatusConflict, app.base+orgPage+"/leave")
 	ada.checkMembers("the organization its last owner tried to leave", "ada@example.com (you) | Owner")
-	ada.send("14-org-deleted", http.StatusOK,
+	ada.send("13-org-deleted", http.StatusOK,
 		chromedp.Click(chromedp.ID("confirm-delete-org")),
 		chromedp.Click(button("/delete")),
 	)
