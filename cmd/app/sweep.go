@@ -46,10 +46,14 @@ func (e env) sweeps(db backend.Backend, svcs services) []sweep {
 		}
 		return budget.Sweep(ctx)
 	}})
-	// A buried mail's code is kept as long as it works: an invitation's
-	// for INVITATION_TTL, so that a requeue within it still delivers a
-	// working code, every other's for LINK_TTL.
-	lifetimes := map[string]time.Duration{mail.TopicOrgInvitation: org.Policy(e.cfg.OrgPolicy).WithDefaults().InvitationTTL}
+	// A buried mail's code is kept as long as it works, so that a
+	// requeue within that time still delivers a working code: an
+	// invitation's for INVITATION_TTL, the undo link of a notice of a
+	// changed address for user.UndoTTL, every other's for LINK_TTL.
+	lifetimes := map[string]time.Duration{
+		mail.TopicOrgInvitation: org.Policy(e.cfg.OrgPolicy).WithDefaults().InvitationTTL,
+		mail.TopicEmailChanged:  user.UndoTTL,
+	}
 	linkTTL := user.Policy(e.cfg.Policy).WithDefaults().LinkTTL
 	all = append(all, sweep{name: "codes of buried mail whose link expired", run: func(ctx context.Context) (int64, error) {
 		var n int64

@@ -20,7 +20,8 @@ import (
 
 // TestServeSweepsWhatHasExpired: the running app deletes the rows of
 // expired links, the codes of buried mails whose links expired (an
-// invitation's after INVITATION_TTL, every other's after LINK_TTL), and
+// invitation's after INVITATION_TTL, the undo link of a changed address
+// after user.UndoTTL, every other's after LINK_TTL), and
 // buried messages past OUTBOX_BURIED_RETENTION, at start and every
 // SWEEP_INTERVAL, and keeps what is live.
 func TestServeSweepsWhatHasExpired(t *testing.T) {
@@ -47,10 +48,11 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		}
 		past.Advance(time.Minute)
 	}
-	// A message that no handler takes, and two invitations' mails, one
-	// sent two hours ago, whose code still works, and one sent eight days
-	// ago, whose code expired; they and the three sign-in mails are
-	// buried now, as a relay that could not deliver them would.
+	// A message that no handler takes; two invitations' mails, one sent
+	// two hours ago, whose code still works, and one sent eight days ago,
+	// whose code expired; and the notice of a changed address sent two
+	// hours ago, whose undo link still works. They and the three sign-in
+	// mails are buried now, as a relay that could not deliver them would.
 	var added []outbox.Message
 	m, err := outbox.NewMessage("sms.login_code", map[string]string{"to": "+15550100"}, time.Now())
 	if err != nil {
@@ -68,14 +70,22 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		}
 		added = append(added, m)
 	}
+	notice, err := outbox.NewMessage(mail.TopicEmailChanged, mail.Link{
+		To: "ada@example.com", URL: "http://accounts.test/email-change/undo?code=y", Code: "y",
+		ExpiresAt: time.Now().Add(user.UndoTTL - 2*time.Hour), NewAddress: "a***@example.net",
+	}, time.Now().Add(-2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added = append(added, notice)
 	if err := db.Runner(nil).Do(t.Context(), func(ctx context.Context, tx uow.Tx) error {
 		return db.Outbox().Add(ctx, tx, added...)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := db.Outbox().Claim(t.Context(), time.Now(), time.Minute, 10)
-	if err != nil || len(claimed) != 6 {
-		t.Fatalf("claim: %d messages, %v; want 6", len(claimed), err)
+	if err != nil || len(claimed) != 7 {
+		t.Fatalf("claim: %d messages, %v; want 7", len(claimed), err)
 	}
 	for _, c := range claimed {
 		if err := db.Outbox().Bury(t.Context(), c.ID, "550 refused"); err != nil {
@@ -105,8 +115,8 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 	codes := func() int {
 		return count(`SELECT count(*) FROM outbox_messages WHERE json_extract(payload, '$.code') IS NOT NULL OR json_extract(payload, '$.url') IS NOT NULL`)
 	}
-	if n := codes(); n != 5 {
-		t.Fatalf("%d buried mails carry a code before the app runs, want 5", n)
+	if n := codes(); n != 6 {
+		t.Fatalf("%d buried mails carry a code before the app runs, want 6", n)
 	}
 	await := func(app *e2eApp, what string, done func() bool) {
 		t.Helper()
@@ -127,14 +137,17 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 	}
 
 	// Expired links' rows go; the expired links' buried mails lose their
-	// codes, and the live link and invitation keep their own.
+	// codes, and the live link, invitation and undo link keep their own.
 	app := e2eStart(t, env)
 	await(app, "the sweep of expired links and codes", func() bool {
-		return count(`SELECT count(*) FROM signin_codes`) == 1 && codes() == 2
+		return count(`SELECT count(*) FROM signin_codes`) == 1 && codes() == 3
 	})
 	app.stop(t)
-	if n := count(`SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL`); n != 6 {
-		t.Errorf("%d buried messages after a sweep that keeps them, want 6", n)
+	if n := count(`SELECT count(*) FROM outbox_messages WHERE buried_at IS NOT NULL`); n != 7 {
+		t.Errorf("%d buried messages after a sweep that keeps them, want 7", n)
+	}
+	if n := count(`SELECT count(*) FROM outbox_messages WHERE topic = 'mail.email_changed' AND json_extract(payload, '$.code') IS NOT NULL`); n != 1 {
+		t.Errorf("the buried notice of a changed address lost its undo link within user.UndoTTL")
 	}
 	if n := count(`SELECT count(*) FROM outbox_messages WHERE topic = 'mail.org_invitation' AND json_extract(payload, '$.code') IS NOT NULL`); n != 1 {
 		t.Errorf("%d buried invitations keep their codes, want the one sent two hours ago", n)
@@ -152,7 +165,7 @@ func TestServeSweepsWhatHasExpired(t *testing.T) {
 		return count(`SELECT count(*) FROM outbox_messages`) == 0
 	})
 	app.stop(t)
-	if want := `msg=swept sweep="buried messages past their retention" rows=6`; !strings.Contains(app.logs.String(), want) {
+	if want := `msg=swept sweep="buried messages past their retention" rows=7`; !strings.Contains(app.logs.String(), want) {
 		t.Errorf("the log lacks %q:\n%s", want, app.logs.String())
 	}
 

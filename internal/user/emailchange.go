@@ -20,8 +20,9 @@ const (
 	TypeEmailChangeUndone    = "user.email_change_undone"
 )
 
-// undoTTL is how long the link that undoes a change of address works.
-const undoTTL = 7 * 24 * time.Hour
+// UndoTTL is how long the link that undoes a change of address works,
+// which the notice to the old address carries.
+const UndoTTL = 7 * 24 * time.Hour
 
 // EmailChangeRequested records a request to move to a new address: a
 // confirmation link mailed to it, or, when the address had an account of
@@ -223,7 +224,7 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, code, token string) (U
 			return err
 		}
 		undo, undoHash := newSecret()
-		undoExpires := tx.Now().Add(undoTTL)
+		undoExpires := tx.Now().Add(UndoTTL)
 		change := EmailChanged{
 			UserID: acct.id, OldEmail: oldSealed, NewEmail: newSealed, CodeHash: hash,
 			UndoCodeHash: undoHash, UndoExpiresAt: undoExpires,
