@@ -14,5 +14,12 @@
 // [Commands] runs a domain's commands: each one unit of work, run again
 // when it loses a race on its stream's version, one span and one
 // measurement of its duration and outcome, its events carrying the
-// request and the command that caused them ([Metadata]).
+// request and the command that caused them ([Metadata]). Its queries run
+// read-only ([Commands.Read]), and its sweeps a batch per unit of work
+// ([Commands.InBatches]) within the bounds both domains keep
+// ([SweepMargin], [SweepBatch]).
+//
+// A limit on how often something may be asked for within a sliding span
+// of time is kept in the stream of what it limits, from the times of the
+// events there ([Window]).
 package aggregate

@@ -3,19 +3,19 @@ package aggregate
 import "time"
 
 // Window is a limit a decision keeps from its stream's history: at most
-// Limit requests within any Window, sliding. The times of the earlier
-// requests are in the events, so the limit needs no table of its own and
-// holds as exactly as the stream's version does.
+// Limit requests, at least 1, within any span of time Per, sliding. The
+// times of the earlier requests are in the events, so the limit needs no
+// table of its own and holds as exactly as the stream's version does.
 type Window struct {
-	Limit  int
-	Window time.Duration
+	Limit int
+	Per   time.Duration
 }
 
 // RetryAfter returns how long one more request must wait at now, after
 // requests made at the given times, oldest first; 0 when it may be made
 // now.
 func (w Window) RetryAfter(requests []time.Time, now time.Time) time.Duration {
-	since := now.Add(-w.Window)
+	since := now.Add(-w.Per)
 	var recent []time.Time
 	for _, t := range requests {
 		if t.After(since) {
@@ -27,5 +27,5 @@ func (w Window) RetryAfter(requests []time.Time, now time.Time) time.Duration {
 	}
 	// The oldest request that keeps the count at the limit must leave the
 	// window first.
-	return recent[len(recent)-w.Limit].Add(w.Window).Sub(now)
+	return recent[len(recent)-w.Limit].Add(w.Per).Sub(now)
 }

@@ -10,7 +10,7 @@ import (
 func TestWindowRetryAfter(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
-	w := aggregate.Window{Limit: 2, Window: time.Hour}
+	w := aggregate.Window{Limit: 2, Per: time.Hour}
 	at := func(minutes ...int) []time.Time {
 		var out []time.Time
 		for _, m := range minutes {

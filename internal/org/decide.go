@@ -126,7 +126,7 @@ func (o organization) decideInvite(by uuid.UUID, in invite, now time.Time, p Pol
 	if in.member {
 		return nil, fmt.Errorf("%w: the address's account is a member of %s", ErrAlreadyMember, o.id)
 	}
-	if wait := (aggregate.Window{Limit: p.InvitationLimit, Window: p.InvitationWindow}).RetryAfter(o.sent, now); wait > 0 {
+	if wait := (aggregate.Window{Limit: p.InvitationLimit, Per: p.InvitationWindow}).RetryAfter(o.sent, now); wait > 0 {
 		return nil, &TooManyInvitationsError{RetryAfter: wait}
 	}
 	var out []any

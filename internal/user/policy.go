@@ -83,5 +83,5 @@ func (p Policy) Validate() error {
 // linkWindow is the limit of LinkLimit requests within LinkWindow that
 // sign-in links and changes of address keep, each from its stream.
 func (p Policy) linkWindow() aggregate.Window {
-	return aggregate.Window{Limit: p.LinkLimit, Window: p.LinkWindow}
+	return aggregate.Window{Limit: p.LinkLimit, Per: p.LinkWindow}
 }
