@@ -6,9 +6,10 @@
 // A measurement times n calls of each kind in pairs, one of each kind in a
 // random order, after [WarmUp] pairs that are not timed ([Pairs]), so that
 // whatever else the machine does meanwhile slows both kinds alike. Two
-// kinds are alike ([Compare]) when their medians are within a factor of
-// [MaxRatio] of each other and a two-sided Mann-Whitney U test
-// ([MannWhitneyP]) finds no difference at the level [Alpha]. A machine
+// kinds are alike ([Result.Err] of [Compare]) when their medians are
+// within a factor of [MaxRatio] of each other and a two-sided
+// Mann-Whitney U test ([MannWhitneyP]) finds no difference at the level
+// [Alpha]. A machine
 // busy with other work can still move the medians of one measurement apart
 // by chance, so [Measure] measures again, with calls of its own, up to
 // [Tries] times, and fails the test when no measurement meets both

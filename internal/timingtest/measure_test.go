@@ -106,7 +106,11 @@ func TestMeasure(t *testing.T) {
 		if failed := len(rec.errors) > 0; failed != tc.failed {
 			t.Errorf("%s: failed %v (%q), want %v", tc.name, failed, rec.errors, tc.failed)
 		}
-		if tc.failed && len(rec.errors) == 1 {
+		if tc.failed {
+			if len(rec.errors) != 1 {
+				t.Errorf("%s: %d errors, want one that names each measurement", tc.name, len(rec.errors))
+				continue
+			}
 			for i := range timingtest.Tries {
 				if !strings.Contains(rec.errors[0], fmt.Sprintf("measurement %d: ", i+1)) {
 					t.Errorf("%s: %q does not name measurement %d", tc.name, rec.errors[0], i+1)

@@ -3,6 +3,7 @@ package timingtest
 import (
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -23,7 +24,14 @@ func RerunWithoutRaceDetector(t *testing.T) bool {
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	pattern := "^" + strings.ReplaceAll(t.Name(), "/", "$/^") + "$"
+	// go test splits -run at each slash and matches each level's name
+	// as a regular expression: each is quoted, so that a name with a
+	// dot or a bracket matches itself.
+	levels := strings.Split(t.Name(), "/")
+	for i, name := range levels {
+		levels[i] = "^" + regexp.QuoteMeta(name) + "$"
+	}
+	pattern := strings.Join(levels, "/")
 	cmd := exec.CommandContext(t.Context(), goTool, "test", "-race=false", "-count=1", "-v", "-run", pattern, ".")
 	out, err := cmd.CombinedOutput()
 	// A loop over a slice, not an iterator, whose body would be a
