@@ -78,7 +78,10 @@ type InvitationVoided struct {
 // account, and the owner's erasure appends to the organization's stream,
 // which orders the two; whereas holding the owner's stream and then the
 // invited account's would deadlock two owners inviting each other's
-// addresses at once.
+// addresses at once. So a session that ends between the two reads
+// (a sign-out) still sends the invitation it was asked for, as if it
+// had been sent a moment before; an owner erased in between is no
+// member any more, and Invite returns [ErrNotFound] or [ErrNotOwner].
 func (s *Service) Invite(ctx context.Context, token string, id uuid.UUID, address string, role Role) error {
 	email, err := user.NormalizeEmail(address)
 	if err != nil {
