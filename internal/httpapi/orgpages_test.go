@@ -458,8 +458,8 @@ func testOrgPagesInvitationThroughSignOut(t *testing.T) {
 	wantRedirect(t, "POST /sign-in after signing out", b.submit(t, "/sign-in", url.Values{"code": {strings.Repeat("b", 32)}}), link)
 	s.wantCalls(t, "the round trip")
 
-	// Without a session to end, or from the account page, the sign-out
-	// goes where it always did.
+	// Without a session to end, the sign-out of an invitation's page
+	// still goes back to it; from the account page it goes to the start.
 	wantRedirect(t, "POST /sign-out from an invitation without a session",
 		newBrowser(s.url).submit(t, "/sign-out", url.Values{"code": {wrong}}), link+"&notice=signed-out")
 	other := s.signedIn()
