@@ -211,11 +211,6 @@ func handleRevoke(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	})
 }
 
-// codeRequest is the body of the routes that take an invitation's code.
-type codeRequest struct {
-	Code string `json:"code"`
-}
-
 // handleAccept uses an invitation's code with the bearer's session, whose
 // address must be the invited one: 200 with the membership it made.
 func handleAccept(orgs Orgs, log *slog.Logger) http.HandlerFunc {

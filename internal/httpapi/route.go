@@ -12,6 +12,12 @@ import (
 // noBody is the request of a route that reads no body.
 type noBody struct{}
 
+// codeRequest is the body of the routes that take a mailed code: an
+// invitation's, or one that moves an account's address.
+type codeRequest struct {
+	Code string `json:"code"`
+}
+
 // session says whether a route needs the bearer's session.
 type session bool
 
@@ -24,10 +30,11 @@ const (
 // in what call asks of the domain and in the status of success. call gets
 // the bearer's token and the request's body decoded into a Req; what it
 // returns is answered as JSON with status, or status alone when it
-// returns nil, and its error as the error's problem. A route
-// [withSession] that reads a body answers 401 without a token before it
-// reads the body; a route whose Req is [noBody] reads none, and leaves the
-// token to the domain, which checks it before anything else.
+// returns nil, and its error as the error's problem, a code that does not
+// work ([user.ErrInvalidCode]) being a 400. A route [withSession] that
+// reads a body answers 401 without a token before it reads the body; a
+// route whose Req is [noBody] reads none, and leaves the token to the
+// domain, which checks it before anything else.
 func route[Req any](log *slog.Logger, s session, status int,
 	call func(w http.ResponseWriter, r *http.Request, token string, req Req) (any, error),
 ) http.HandlerFunc {
@@ -47,7 +54,7 @@ func route[Req any](log *slog.Logger, s session, status int,
 		out, err := call(w, r, token, req)
 		switch {
 		case err != nil:
-			writeError(w, r, log, err, 0)
+			writeError(w, r, log, err, http.StatusBadRequest)
 		case out == nil:
 			w.WriteHeader(status)
 		default:
