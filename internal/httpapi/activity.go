@@ -47,24 +47,21 @@ type activityPage struct {
 }
 
 func handleActivity(users Users, activity ActivityReader, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
 		q, err := query(r)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
 		for name := range q {
 			if name != "limit" && name != "before" {
-				writeProblem(w, r, http.StatusBadRequest, TypeBadRequest, "unknown parameter "+strconv.Quote(name)+"; want limit and before")
-				return
+				return nil, badQuery("unknown parameter " + strconv.Quote(name) + "; want limit and before")
 			}
 		}
 		limit := defaultActivityLimit
 		if vs, ok := q["limit"]; ok {
 			n, err := strconv.Atoi(vs[0])
 			if len(vs) > 1 || err != nil || n < 1 || n > maxActivityLimit || vs[0] != strconv.Itoa(n) {
-				writeProblem(w, r, http.StatusBadRequest, TypeBadRequest, "limit must be a whole number from 1 to 100")
-				return
+				return nil, badQuery("limit must be a whole number from 1 to 100")
 			}
 			limit = n
 		}
@@ -72,25 +69,21 @@ func handleActivity(users Users, activity ActivityReader, log *slog.Logger) http
 		if vs, ok := q["before"]; ok {
 			p, err := user.ParseActivityCursor(vs[0])
 			if len(vs) > 1 || err != nil {
-				writeProblem(w, r, http.StatusBadRequest, TypeBadRequest, "before must be the next cursor of a page")
-				return
+				return nil, badQuery("before must be the next cursor of a page")
 			}
 			before = &p
 		}
-		u, err := users.Me(r.Context(), bearer(r))
+		u, err := users.Me(r.Context(), token)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
 		behind, err := activity.Behind(r.Context())
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
 		items, more, err := activity.Page(r.Context(), u.ID, before, limit)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
 		page := activityPage{Items: make([]activityJSON, len(items)), Behind: behind}
 		for i, it := range items {
@@ -100,6 +93,6 @@ func handleActivity(users Users, activity ActivityReader, log *slog.Logger) http
 			next := user.ActivityCursor(items[len(items)-1].Position)
 			page.Next = &next
 		}
-		writeJSON(w, http.StatusOK, page)
-	}
+		return page, nil
+	})
 }

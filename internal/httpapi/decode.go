@@ -19,7 +19,8 @@ import (
 // maxBody is the largest request body the API reads.
 const maxBody = 4 << 10
 
-// decodeError is a request body the API refuses, with its problem.
+// decodeError is a request body or query string the API refuses, with its
+// problem.
 type decodeError struct {
 	status int
 	typ    string

@@ -109,20 +109,14 @@ func handleRequestSignInLink(users Users, log *slog.Logger) http.HandlerFunc {
 	type request struct {
 		Email string `json:"email"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req request
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		if err := users.RequestSignInLink(r.Context(), req.Email); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	}
+	return route(log, withoutSession, http.StatusAccepted, func(_ http.ResponseWriter, r *http.Request, _ string, req request) (any, error) {
+		return nil, users.RequestSignInLink(r.Context(), req.Email)
+	})
 }
 
+// handleSignIn uses a sign-in code: 201 with a new session and its user.
+// It is no [route], as it alone answers a code that does not work with a
+// 401 and its challenge.
 func handleSignIn(users Users, log *slog.Logger) http.HandlerFunc {
 	type request struct {
 		Code string `json:"code"`
@@ -148,89 +142,50 @@ func handleSignIn(users Users, log *slog.Logger) http.HandlerFunc {
 }
 
 func handleMe(users Users, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		u, err := users.Me(r.Context(), bearer(r))
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		u, err := users.Me(r.Context(), token)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, toJSON(u, true))
-	}
+		return toJSON(u, true), nil
+	})
 }
 
 func handleRequestEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
 	type request struct {
 		NewEmail string `json:"new_email"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		token := bearer(r)
-		if token == "" {
-			writeError(w, r, log, user.ErrUnauthenticated, 0)
-			return
-		}
-		var req request
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		if err := users.RequestEmailChange(r.Context(), token, req.NewEmail); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	}
-}
-
-func handleConfirmEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
-	return handleAddressCode(log, func(r *http.Request, code string) (user.User, error) {
-		// The session that confirms, if any, is the one that stays.
-		return users.ConfirmEmailChange(r.Context(), code, bearer(r))
+	return route(log, withSession, http.StatusAccepted, func(_ http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
+		return nil, users.RequestEmailChange(r.Context(), token, req.NewEmail)
 	})
 }
 
-// handleAddressCode answers a POST of {"code"} that use spends on a move
-// of the account's address: 200 with the user at its address now, or the
-// problem of use's error, a code that does not work being a 400.
-func handleAddressCode(log *slog.Logger, use func(r *http.Request, code string) (user.User, error)) http.HandlerFunc {
-	type request struct {
-		Code string `json:"code"`
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req request
-		if err := decode(w, r, &req); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		u, err := use(r, req.Code)
+// handleConfirmEmailChange uses the code mailed to the new address: 200
+// with the user at that address. The session that confirms, if any, is
+// the one that stays.
+func handleConfirmEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
+	return route(log, withoutSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, req codeRequest) (any, error) {
+		u, err := users.ConfirmEmailChange(r.Context(), req.Code, token)
 		if err != nil {
-			writeError(w, r, log, err, http.StatusBadRequest)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, toJSON(u, true))
-	}
+		return toJSON(u, true), nil
+	})
 }
 
 func handleSignOut(users Users, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := users.SignOut(r.Context(), bearer(r)); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}
+	return route(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		return nil, users.SignOut(r.Context(), token)
+	})
 }
 
 // handleDeleteAccount erases the account of the bearer's session
 // ([user.Service.DeleteAccount]): 204, and the token, and every other of
 // the account, stops working.
 func handleDeleteAccount(users Users, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := users.DeleteAccount(r.Context(), bearer(r)); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}
+	return route(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		return nil, users.DeleteAccount(r.Context(), token)
+	})
 }
 
 // ErrStopping is what a [Deps.Ready] returns once the service has begun to

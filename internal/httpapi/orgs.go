@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventsourced/accounts/internal/org"
-	"github.com/eventsourced/accounts/internal/user"
 )
 
 // Orgs is what the API needs of the organizations domain; *org.Service
@@ -83,18 +82,6 @@ func reason(err, sentinel error) string {
 	return publicDetail(s)
 }
 
-// pathID returns the UUID of r's path value name. A malformed one is
-// uuid.Nil, which names no organization, member or invitation, so that
-// the domain checks the token first for it too and then answers
-// [org.ErrNotFound], as a well-formed ID of nothing.
-func pathID(r *http.Request, name string) uuid.UUID {
-	id, err := uuid.Parse(r.PathValue(name))
-	if err != nil {
-		return uuid.Nil
-	}
-	return id
-}
-
 // organizationJSON is an organization as one of its members sees it.
 type organizationJSON struct {
 	ID        uuid.UUID `json:"id"`
@@ -129,62 +116,13 @@ type invitationJSON struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// noBody is the request of a route that reads no body.
-type noBody struct{}
-
-// session says whether a route of the organizations needs the bearer's
-// session.
-type session bool
-
-const (
-	withSession    session = true
-	withoutSession session = false
-)
-
-// orgRoute returns the handler of a route of the organizations, which
-// differ only in what call asks of the domain and in the status of
-// success. call gets the bearer's token and the request's body decoded
-// into a Req; what it returns is answered as JSON with status, or status
-// alone when it returns nil, and its error as the error's problem. A
-// route [withSession] that reads a body answers 401 without a token
-// before it reads the body; a route whose Req is [noBody] reads none,
-// and leaves the token to the domain, which checks it before anything
-// else.
-func orgRoute[Req any](log *slog.Logger, s session, status int,
-	call func(w http.ResponseWriter, r *http.Request, token string, req Req) (any, error),
-) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		token := bearer(r)
-		var req Req
-		if _, none := any(req).(noBody); !none {
-			if s == withSession && token == "" {
-				writeError(w, r, log, user.ErrUnauthenticated, 0)
-				return
-			}
-			if err := decode(w, r, &req); err != nil {
-				writeError(w, r, log, err, 0)
-				return
-			}
-		}
-		out, err := call(w, r, token, req)
-		switch {
-		case err != nil:
-			writeError(w, r, log, err, 0)
-		case out == nil:
-			w.WriteHeader(status)
-		default:
-			writeJSON(w, status, out)
-		}
-	}
-}
-
 // handleCreateOrg creates an organization whose first owner is the
 // bearer: 201 with it, and its address in Location.
 func handleCreateOrg(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	type request struct {
 		Name string `json:"name"`
 	}
-	return orgRoute(log, withSession, http.StatusCreated, func(w http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
+	return route(log, withSession, http.StatusCreated, func(w http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
 		o, err := orgs.Create(r.Context(), token, req.Name)
 		if err != nil {
 			return nil, err
@@ -199,7 +137,7 @@ func handleListOrgs(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	type response struct {
 		Organizations []organizationJSON `json:"organizations"`
 	}
-	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
 		list, err := orgs.List(r.Context(), token)
 		if err != nil {
 			return nil, err
@@ -219,7 +157,7 @@ func handleGetOrg(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 		organizationJSON
 		Members []memberJSON `json:"members"`
 	}
-	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
 		d, err := orgs.Get(r.Context(), token, pathID(r, "id"))
 		if err != nil {
 			return nil, err
@@ -239,7 +177,7 @@ func handleInvite(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 		Email string `json:"email"`
 		Role  string `json:"role"`
 	}
-	return orgRoute(log, withSession, http.StatusAccepted, func(_ http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
+	return route(log, withSession, http.StatusAccepted, func(_ http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
 		return nil, orgs.Invite(r.Context(), token, pathID(r, "id"), req.Email, org.Role(req.Role))
 	})
 }
@@ -250,7 +188,7 @@ func handleInvitations(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	type response struct {
 		Invitations []invitationJSON `json:"invitations"`
 	}
-	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
 		list, err := orgs.Invitations(r.Context(), token, pathID(r, "id"))
 		if err != nil {
 			return nil, err
@@ -268,14 +206,9 @@ func handleInvitations(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 // handleRevoke revokes a pending invitation: 204, and its code stops
 // working.
 func handleRevoke(orgs Orgs, log *slog.Logger) http.HandlerFunc {
-	return orgRoute(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+	return route(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
 		return nil, orgs.Revoke(r.Context(), token, pathID(r, "id"), pathID(r, "invitation_id"))
 	})
-}
-
-// codeRequest is the body of the routes that take an invitation's code.
-type codeRequest struct {
-	Code string `json:"code"`
 }
 
 // handleAccept uses an invitation's code with the bearer's session, whose
@@ -286,7 +219,7 @@ func handleAccept(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 		UserID       uuid.UUID        `json:"user_id"`
 		JoinedAt     time.Time        `json:"joined_at"`
 	}
-	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, req codeRequest) (any, error) {
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, req codeRequest) (any, error) {
 		m, err := orgs.Accept(r.Context(), token, req.Code)
 		if err != nil {
 			return nil, err
@@ -310,7 +243,7 @@ func handleOffer(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 		Email        string       `json:"email"`
 		ExpiresAt    time.Time    `json:"expires_at"`
 	}
-	return orgRoute(log, withoutSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, _ string, req codeRequest) (any, error) {
+	return route(log, withoutSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, _ string, req codeRequest) (any, error) {
 		o, err := orgs.Offer(r.Context(), req.Code)
 		if err != nil {
 			return nil, err
@@ -324,7 +257,7 @@ func handleChangeRole(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 	type request struct {
 		Role string `json:"role"`
 	}
-	return orgRoute(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, req request) (any, error) {
 		m, err := orgs.ChangeRole(r.Context(), token, pathID(r, "id"), pathID(r, "user_id"), org.Role(req.Role))
 		if err != nil {
 			return nil, err
@@ -336,7 +269,7 @@ func handleChangeRole(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 // handleRemoveMember removes a member (owners), or the bearer itself
 // (leaving): 204. It ends nothing of the member's account.
 func handleRemoveMember(orgs Orgs, log *slog.Logger) http.HandlerFunc {
-	return orgRoute(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+	return route(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
 		return nil, orgs.RemoveMember(r.Context(), token, pathID(r, "id"), pathID(r, "user_id"))
 	})
 }
@@ -344,7 +277,7 @@ func handleRemoveMember(orgs Orgs, log *slog.Logger) http.HandlerFunc {
 // handleDeleteOrg deletes an organization: 204; its members and pending
 // invitations go.
 func handleDeleteOrg(orgs Orgs, log *slog.Logger) http.HandlerFunc {
-	return orgRoute(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+	return route(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
 		return nil, orgs.Delete(r.Context(), token, pathID(r, "id"))
 	})
 }

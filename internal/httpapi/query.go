@@ -18,6 +18,12 @@ func query(r *http.Request) (url.Values, error) {
 	return q, nil
 }
 
+// badQuery is the 400 of a query parameter that a route refuses; detail
+// says which and why.
+func badQuery(detail string) error {
+	return &decodeError{http.StatusBadRequest, TypeBadRequest, detail}
+}
+
 // wellFormedQuery refuses, as [query] does, a request whose query string
 // cannot be parsed, before h sees it: a route that reads no parameter
 // would otherwise act on a request that its client built wrongly.

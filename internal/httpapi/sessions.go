@@ -69,32 +69,22 @@ func handleSessions(users Users, log *slog.Logger) http.HandlerFunc {
 	type response struct {
 		Sessions []sessionJSON `json:"sessions"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		list, err := users.Sessions(r.Context(), bearer(r))
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		list, err := users.Sessions(r.Context(), token)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, response{Sessions: sessionsJSON(list)})
-	}
+		return response{Sessions: sessionsJSON(list)}, nil
+	})
 }
 
 // handleEndSession ends one session of the bearer's account: 204, 401
 // for a token of no session, or 404 for an ID that names no live session
-// of the account. A malformed ID is no session's (uuid.Nil names none), so
-// the token is checked first for it too.
+// of the account.
 func handleEndSession(users Users, log *slog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := uuid.Parse(r.PathValue("id"))
-		if err != nil {
-			id = uuid.Nil
-		}
-		if err := users.EndSession(r.Context(), bearer(r), id); err != nil {
-			writeError(w, r, log, err, 0)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}
+	return route(log, withSession, http.StatusNoContent, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		return nil, users.EndSession(r.Context(), token, pathID(r, "id"))
+	})
 }
 
 // handleEndOtherSessions ends every session of the bearer's account but
@@ -103,21 +93,24 @@ func handleEndOtherSessions(users Users, log *slog.Logger) http.HandlerFunc {
 	type response struct {
 		Ended int `json:"ended"`
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		n, err := users.EndOtherSessions(r.Context(), bearer(r))
+	return route(log, withSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, token string, _ noBody) (any, error) {
+		n, err := users.EndOtherSessions(r.Context(), token)
 		if err != nil {
-			writeError(w, r, log, err, 0)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, response{Ended: n})
-	}
+		return response{Ended: n}, nil
+	})
 }
 
 // handleUndoEmailChange uses the code mailed to the address a change left:
 // 200 with the user at that address again.
 func handleUndoEmailChange(users Users, log *slog.Logger) http.HandlerFunc {
-	return handleAddressCode(log, func(r *http.Request, code string) (user.User, error) {
-		return users.UndoEmailChange(r.Context(), code)
+	return route(log, withoutSession, http.StatusOK, func(_ http.ResponseWriter, r *http.Request, _ string, req codeRequest) (any, error) {
+		u, err := users.UndoEmailChange(r.Context(), req.Code)
+		if err != nil {
+			return nil, err
+		}
+		return toJSON(u, true), nil
 	})
 }
 
