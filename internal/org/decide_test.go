@@ -290,12 +290,15 @@ func TestValidName(t *testing.T) {
 		"  Ада и партнёры \t":              "Ада и партнёры",
 		"株式会社":                             "株式会社",
 		strings.Repeat("é", MaxNameLength): strings.Repeat("é", MaxNameLength),
+		"👩\u200d💻 Team":                    "👩\u200d💻 Team",
+		"می\u200cخواهم":                    "می\u200cخواهم",
 	} {
 		if got, err := ValidName(in); err != nil || got != want {
 			t.Errorf("ValidName(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "   ", strings.Repeat("x", MaxNameLength+1), "a\x00b", "a\nb", "bell\a", "\xff\xfe", "del\x7f"} {
+	for _, in := range []string{"", "   ", strings.Repeat("x", MaxNameLength+1), "a\x00b", "a\nb", "bell\a", "\xff\xfe", "del\x7f",
+		"evil\u202egpj.exe", "\u2066isolate\u2069", "a\u200bb", "\u200b", "\u200d", "\u00a0\u3000", "a\u2028b", "a\u2029b", "\ufeffBOM"} {
 		if got, err := ValidName(in); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("ValidName(%q) = %q, %v; want ErrInvalidName", in, got, err)
 		}
