@@ -95,6 +95,9 @@ func (s *Service) Invite(ctx context.Context, token string, id uuid.UUID, addres
 		return err
 	}
 	return s.commands.Do(ctx, "org.Invite", func(ctx context.Context, tx uow.Tx) error {
+		if err := s.memberOf(ctx, tx, id, u.ID); err != nil {
+			return err
+		}
 		o, err := s.load(ctx, tx, id)
 		if err != nil {
 			return err

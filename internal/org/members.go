@@ -69,6 +69,9 @@ func (s *Service) ChangeRole(ctx context.Context, token string, id, member uuid.
 		if err != nil {
 			return err
 		}
+		if err := s.memberOf(ctx, tx, id, u.ID); err != nil {
+			return err
+		}
 		o, err := s.load(ctx, tx, id)
 		if err != nil {
 			return err

@@ -131,10 +131,34 @@ func (s *Service) Get(ctx context.Context, token string, id uuid.UUID) (Details,
 	return d, err
 }
 
+// memberOf returns [ErrNotFound] unless the account user is a member of
+// the organization id, as the views say. It reads the account's own
+// organizations, at most [MaxOrganizations], and nothing of id's, so
+// that it takes as long whether or not an organization id exists: a
+// stranger neither learns that from the time of an answer nor makes the
+// service read a large organization's stream or members. Every command
+// and query that names an organization asks it first; the organization's
+// stream has the last word.
+func (s *Service) memberOf(ctx context.Context, tx uow.Tx, id, user uuid.UUID) error {
+	orgs, err := s.Views.OrganizationsOf(ctx, tx, user)
+	if err != nil {
+		return err
+	}
+	for _, o := range orgs {
+		if o.ID == id {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no organization %s of which the account is a member", ErrNotFound, id)
+}
+
 // membersAs returns the members of the organization id, from the views,
 // and the membership of the account user among them, or [ErrNotFound]
-// when it is not one of them.
+// when it is not one of them ([Service.memberOf]).
 func (s *Service) membersAs(ctx context.Context, tx uow.Tx, id, user uuid.UUID) ([]Member, Member, error) {
+	if err := s.memberOf(ctx, tx, id, user); err != nil {
+		return nil, Member{}, err
+	}
 	members, err := s.Views.Members(ctx, tx, id)
 	if err != nil {
 		return nil, Member{}, err

@@ -183,13 +183,17 @@ func (s *Service) apply(ctx context.Context, tx uow.Tx, o organization, data ...
 }
 
 // decideAs runs the command name on the organization id for the account
-// of token: it authenticates the token in the unit of work, loads and
-// folds the stream, decides with decide, given the account and the unit
-// of work's time, and appends what it decided with what follows from it.
+// of token: it authenticates the token in the unit of work, checks that
+// the account is a member ([Service.memberOf]), loads and folds the
+// stream, decides with decide, given the account and the unit of work's
+// time, and appends what it decided with what follows from it.
 func (s *Service) decideAs(ctx context.Context, name, token string, id uuid.UUID, decide func(o organization, by uuid.UUID, now time.Time) ([]any, error)) error {
 	return s.commands.Do(ctx, name, func(ctx context.Context, tx uow.Tx) error {
 		u, err := s.Users.Authenticate(ctx, tx, token)
 		if err != nil {
+			return err
+		}
+		if err := s.memberOf(ctx, tx, id, u.ID); err != nil {
 			return err
 		}
 		o, err := s.load(ctx, tx, id)
