@@ -205,6 +205,8 @@ func testLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"INVITATION_LIMIT": "-1"}, "INVITATION_LIMIT"},
 		{map[string]string{"INVITATION_WINDOW": "-1h"}, "INVITATION_WINDOW"},
 		{map[string]string{"INVITATION_TTL": "-1s"}, "INVITATION_TTL"},
+		{map[string]string{"INVITATION_TTL": "1s"}, "INVITATION_TTL"},
+		{map[string]string{"INVITATION_WINDOW": "1ns"}, "INVITATION_WINDOW"},
 	} {
 		_, err := config.Load(getenv(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.name) {

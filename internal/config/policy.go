@@ -22,6 +22,6 @@ type Policy struct {
 // org.Policy(p) converts it, with no envDefault tags.
 type OrgPolicy struct {
 	InvitationLimit  int           `env:"INVITATION_LIMIT" desc:"Invitations one organization may send within INVITATION_WINDOW, so that its owners cannot flood inboxes through it; each also counts against the invited mailbox's MAIL_BUDGET."`
-	InvitationWindow time.Duration `env:"INVITATION_WINDOW" desc:"The window INVITATION_LIMIT counts in."`
-	InvitationTTL    time.Duration `env:"INVITATION_TTL" desc:"How long an invitation into an organization works; its mail, if buried, keeps its code as long."`
+	InvitationWindow time.Duration `env:"INVITATION_WINDOW" desc:"The window INVITATION_LIMIT counts in; at least 1m."`
+	InvitationTTL    time.Duration `env:"INVITATION_TTL" desc:"How long an invitation into an organization works, at least 1h; its mail, if buried, keeps its code as long."`
 }

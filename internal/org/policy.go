@@ -34,6 +34,17 @@ func (p Policy) WithDefaults() Policy {
 	return p
 }
 
+// The floors of a [Policy]: below them a setting starts but cannot work
+// as meant.
+const (
+	// MinInvitationWindow keeps INVITATION_LIMIT a limit: a window of a
+	// few nanoseconds counts nothing.
+	MinInvitationWindow = time.Minute
+	// MinInvitationTTL leaves time for the mail to arrive and the
+	// invited address to sign in before the code expires.
+	MinInvitationTTL = time.Hour
+)
+
 // Validate reports values that cannot work, by the names of the
 // variables that set them.
 func (p Policy) Validate() error {
@@ -41,11 +52,11 @@ func (p Policy) Validate() error {
 	if p.InvitationLimit < 1 {
 		errs = append(errs, fmt.Errorf("INVITATION_LIMIT must be at least 1, got %d", p.InvitationLimit))
 	}
-	if p.InvitationWindow <= 0 {
-		errs = append(errs, fmt.Errorf("INVITATION_WINDOW must be positive, got %s", p.InvitationWindow))
+	if p.InvitationWindow < MinInvitationWindow {
+		errs = append(errs, fmt.Errorf("INVITATION_WINDOW must be at least %s, got %s", MinInvitationWindow, p.InvitationWindow))
 	}
-	if p.InvitationTTL <= 0 {
-		errs = append(errs, fmt.Errorf("INVITATION_TTL must be positive, got %s", p.InvitationTTL))
+	if p.InvitationTTL < MinInvitationTTL {
+		errs = append(errs, fmt.Errorf("INVITATION_TTL must be at least %s, got %s", MinInvitationTTL, p.InvitationTTL))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("org: invalid policy: %w", err)
