@@ -42,6 +42,9 @@ type invitation struct {
 	role      Role
 	sentAt    time.Time
 	expiresAt time.Time
+	// invitedBy is the owner who sent it: it works only while that
+	// member is an owner.
+	invitedBy uuid.UUID
 }
 
 // newOrganization is the state of the stream of id before its first
@@ -86,7 +89,9 @@ var orgFold = func() *aggregate.Fold[organization] {
 		return o
 	})
 	aggregate.On(f, func(o organization, e eventstore.Event, d InvitationSent) organization {
-		o.invitations[d.InvitationID] = invitation{codeHash: d.CodeHash, role: d.Role, sentAt: e.RecordedAt, expiresAt: d.ExpiresAt}
+		o.invitations[d.InvitationID] = invitation{
+			codeHash: d.CodeHash, role: d.Role, sentAt: e.RecordedAt, expiresAt: d.ExpiresAt, invitedBy: d.InvitedBy,
+		}
 		o.sent = append(o.sent, e.RecordedAt)
 		return o
 	})

@@ -75,6 +75,22 @@ func (o organization) open() []uuid.UUID {
 	return ids
 }
 
+// voidSentBy voids the invitations that the member by sent and that are
+// pending at now, for by is no longer an owner: an invitation works only
+// while the owner who sent it is one. Those that expired can no longer
+// be accepted, and the sweep forgets their keys. It leaves out the
+// invitations of except, which the decision voids already.
+func (o organization) voidSentBy(by uuid.UUID, now time.Time, except []uuid.UUID) []any {
+	var out []any
+	for _, id := range o.open() {
+		inv := o.invitations[id]
+		if inv.invitedBy == by && now.Before(inv.expiresAt) && !slices.Contains(except, id) {
+			out = append(out, InvitationVoided{InvitationID: id, Reason: VoidedInviterNotOwner})
+		}
+	}
+	return out
+}
+
 // longestStanding returns the member other than except who joined first,
 // and false when there is none.
 func (o organization) longestStanding(except uuid.UUID) (uuid.UUID, bool) {
@@ -167,7 +183,8 @@ type acceptance struct {
 
 // decideAccept makes the account a.user a member by the code of the
 // invitation a.invitation. It refuses, in this order, a code that is not
-// that of a pending invitation ([ErrInvalidCode]), an account of another
+// that of a pending invitation, or of one whose inviter is no longer an
+// owner ([ErrInvalidCode]), an account of another
 // address ([ErrWrongAddress]), a member ([ErrAlreadyMember]), a full
 // organization ([ErrFull]) and an account in too many
 // ([ErrTooManyOrganizations]); a refusal uses nothing up.
@@ -175,6 +192,12 @@ func (o organization) decideAccept(a acceptance, now time.Time) ([]any, error) {
 	inv, ok := o.pending(a.invitation, now)
 	if !o.exists() || !ok || !sameHash(inv.codeHash, a.codeHash) {
 		return nil, fmt.Errorf("%w: no pending invitation of the code", ErrInvalidCode)
+	}
+	// The end of the inviter's ownership voids its invitations
+	// ([organization.voidSentBy]); a stream appended to before it did
+	// may still hold one.
+	if o.members[inv.invitedBy].role != RoleOwner {
+		return nil, fmt.Errorf("%w: the inviter is no longer an owner of %s", ErrInvalidCode, o.id)
 	}
 	if !a.sameAddress {
 		return nil, ErrWrongAddress
@@ -196,8 +219,9 @@ func (o organization) decideAccept(a acceptance, now time.Time) ([]any, error) {
 
 // decideChangeRole gives the member target the role on behalf of the
 // owner by; the role it has already changes nothing. The last owner
-// cannot be demoted ([ErrLastOwner]).
-func (o organization) decideChangeRole(by, target uuid.UUID, role Role) ([]any, error) {
+// cannot be demoted ([ErrLastOwner]). A demoted owner's invitations
+// pending at now are voided first.
+func (o organization) decideChangeRole(by, target uuid.UUID, role Role, now time.Time) ([]any, error) {
 	if err := o.ownerOf(by); err != nil {
 		return nil, err
 	}
@@ -211,13 +235,18 @@ func (o organization) decideChangeRole(by, target uuid.UUID, role Role) ([]any, 
 	if m.role == RoleOwner && o.owners() == 1 {
 		return nil, fmt.Errorf("%w: %s would have no owner", ErrLastOwner, o.id)
 	}
-	return []any{RoleChanged{UserID: target, Role: role, By: by}}, nil
+	var out []any
+	if role != RoleOwner {
+		out = o.voidSentBy(target, now, nil)
+	}
+	return append(out, RoleChanged{UserID: target, Role: role, By: by}), nil
 }
 
 // decideRemove removes the member target: on behalf of an owner by, or
 // of target itself, which leaves. The last owner can neither leave nor
-// be removed ([ErrLastOwner]).
-func (o organization) decideRemove(by, target uuid.UUID) ([]any, error) {
+// be removed ([ErrLastOwner]). The member's invitations pending at now
+// are voided first.
+func (o organization) decideRemove(by, target uuid.UUID, now time.Time) ([]any, error) {
 	reason := RemovedLeft
 	if by != target {
 		if err := o.ownerOf(by); err != nil {
@@ -232,7 +261,7 @@ func (o organization) decideRemove(by, target uuid.UUID) ([]any, error) {
 	if m.role == RoleOwner && o.owners() == 1 {
 		return nil, fmt.Errorf("%w: %s would have no owner", ErrLastOwner, o.id)
 	}
-	return []any{MemberRemoved{UserID: target, Reason: reason, By: by}}, nil
+	return append(o.voidSentBy(target, now, nil), MemberRemoved{UserID: target, Reason: reason, By: by}), nil
 }
 
 // decideDelete deletes the organization on behalf of the owner by,
@@ -257,12 +286,13 @@ func (o organization) voidOpen(reason string) []any {
 // decideErase takes the erased account u out of the organization: it
 // voids the invitations to its address that are still open, expired or
 // not (invitations, found by the command), and, when u is a member,
-// removes it. Where u was the last owner, the longest-standing other
-// member becomes owner first, so that the organization never lacks one;
-// where u was the last member, the organization is deleted, its other
-// invitations voided. It decides nothing for an organization that is
-// gone.
-func (o organization) decideErase(u uuid.UUID, invitations []uuid.UUID) []any {
+// removes it, voiding first the invitations it sent that are pending at
+// now. Where u was the last owner, the longest-standing other member
+// becomes owner first, so that the organization never lacks one; where
+// u was the last member, the organization is deleted, its other
+// invitations voided with it. It decides nothing for an organization
+// that is gone.
+func (o organization) decideErase(u uuid.UUID, invitations []uuid.UUID, now time.Time) []any {
 	if !o.exists() {
 		return nil
 	}
@@ -289,5 +319,6 @@ func (o organization) decideErase(u uuid.UUID, invitations []uuid.UUID) []any {
 	if m.role == RoleOwner && o.owners() == 1 {
 		out = append(out, RoleChanged{UserID: next, Role: RoleOwner})
 	}
+	out = append(out, o.voidSentBy(u, now, invitations)...)
 	return append(out, MemberRemoved{UserID: u, Reason: RemovedErased})
 }

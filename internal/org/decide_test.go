@@ -190,8 +190,8 @@ func TestDecideAccept(t *testing.T) {
 		wantErr(t, "accepting with "+c.what, err, c.want)
 	}
 	full := o
-	full.members = map[uuid.UUID]member{}
-	for range MaxMembers {
+	full.members = map[uuid.UUID]member{ada: o.members[ada]}
+	for range MaxMembers - 1 {
 		full.members[uuid.New()] = member{role: RoleOwner}
 	}
 	_, err := full.decideAccept(ok, s.now)
@@ -200,46 +200,97 @@ func TestDecideAccept(t *testing.T) {
 	wantEvents(t, "accepting", got, err, InvitationAccepted{InvitationID: id, UserID: dee}, MemberAdded{UserID: dee, Role: RoleMember, InvitationID: id})
 	_, err = s.then(got...).state().decideAccept(ok, s.now)
 	wantErr(t, "accepting again", err, ErrInvalidCode)
+
+	// A stream may hold an invitation pending from a member who is no
+	// longer an owner, appended before such invitations were voided.
+	demoted := created(t).then(RoleChanged{UserID: bob, Role: RoleOwner, By: ada}).
+		then(sent(id, "hash", t0.Add(time.Hour))).then(RoleChanged{UserID: ada, Role: RoleMember, By: bob})
+	_, err = demoted.state().decideAccept(ok, demoted.now)
+	wantErr(t, "accepting the invitation of a demoted owner", err, ErrInvalidCode)
 }
 
 func TestDecideChangeRole(t *testing.T) {
 	s := created(t)
 	o := s.state()
-	_, err := o.decideChangeRole(bob, cy, RoleOwner)
+	_, err := o.decideChangeRole(bob, cy, RoleOwner, s.now)
 	wantErr(t, "a member promoting", err, ErrNotOwner)
-	_, err = o.decideChangeRole(dee, cy, RoleOwner)
+	_, err = o.decideChangeRole(dee, cy, RoleOwner, s.now)
 	wantErr(t, "a stranger promoting", err, ErrNotFound)
-	_, err = o.decideChangeRole(ada, dee, RoleOwner)
+	_, err = o.decideChangeRole(ada, dee, RoleOwner, s.now)
 	wantErr(t, "promoting a stranger", err, ErrNotFound)
-	_, err = o.decideChangeRole(ada, ada, RoleMember)
+	_, err = o.decideChangeRole(ada, ada, RoleMember, s.now)
 	wantErr(t, "the last owner demoting itself", err, ErrLastOwner)
-	got, err := o.decideChangeRole(ada, cy, RoleMember)
+	got, err := o.decideChangeRole(ada, cy, RoleMember, s.now)
 	wantEvents(t, "giving a member its own role", got, err)
-	got, err = o.decideChangeRole(ada, bob, RoleOwner)
+	got, err = o.decideChangeRole(ada, bob, RoleOwner, s.now)
 	wantEvents(t, "promoting", got, err, RoleChanged{UserID: bob, Role: RoleOwner, By: ada})
-	got, err = s.then(got...).state().decideChangeRole(bob, ada, RoleMember)
+	got, err = s.then(got...).state().decideChangeRole(bob, ada, RoleMember, s.now)
 	wantEvents(t, "demoting one of two owners", got, err, RoleChanged{UserID: ada, Role: RoleMember, By: bob})
-	_, err = s.then(got...).state().decideChangeRole(ada, bob, RoleMember)
+	_, err = s.then(got...).state().decideChangeRole(ada, bob, RoleMember, s.now)
 	wantErr(t, "the demoted owner demoting the other", err, ErrNotOwner)
+}
+
+// An invitation works only while the owner who sent it is one: each
+// decision by which a member stops being an owner voids the invitations
+// it sent that are still pending, and no other.
+func TestDecideVoidsTheInvitationsOfAnOwnerNoMore(t *testing.T) {
+	// Ada and Bob own Engines, and each sent an invitation still
+	// pending; Ada sent one more, which expired.
+	mine, theirs, expired := uuid.New(), uuid.New(), uuid.New()
+	s := created(t).then(RoleChanged{UserID: bob, Role: RoleOwner, By: ada}).
+		then(sent(expired, "h0", t0.Add(time.Second))).
+		then(sent(mine, "h1", t0.Add(time.Hour))).
+		then(InvitationSent{InvitationID: theirs, Role: RoleOwner, CodeHash: "h2", ExpiresAt: t0.Add(time.Hour), InvitedBy: bob})
+	o := s.state()
+	voided := InvitationVoided{InvitationID: mine, Reason: VoidedInviterNotOwner}
+
+	got, err := o.decideChangeRole(bob, ada, RoleMember, s.now)
+	wantEvents(t, "demoting Ada", got, err, voided, RoleChanged{UserID: ada, Role: RoleMember, By: bob})
+	got, err = o.decideRemove(bob, ada, s.now)
+	wantEvents(t, "removing Ada", got, err, voided, MemberRemoved{UserID: ada, Reason: RemovedByOwner, By: bob})
+	got, err = o.decideRemove(ada, ada, s.now)
+	wantEvents(t, "Ada leaving", got, err, voided, MemberRemoved{UserID: ada, Reason: RemovedLeft, By: ada})
+	wantEvents(t, "erasing Ada", o.decideErase(ada, nil, s.now), nil, voided, MemberRemoved{UserID: ada, Reason: RemovedErased})
+	// Where Ada's address was invited too, the erasure voids that
+	// invitation once, as the address's.
+	wantEvents(t, "erasing Ada, whose address Ada invited", o.decideErase(ada, []uuid.UUID{mine}, s.now), nil,
+		InvitationVoided{InvitationID: mine, Reason: VoidedErased}, MemberRemoved{UserID: ada, Reason: RemovedErased})
+
+	// Once pending no more, an invitation is not voided.
+	got, err = o.decideChangeRole(bob, ada, RoleMember, t0.Add(time.Hour))
+	wantEvents(t, "demoting Ada once her invitations expired", got, err, RoleChanged{UserID: ada, Role: RoleMember, By: bob})
+	got, err = s.then(InvitationRevoked{InvitationID: mine, By: ada}).state().decideRemove(bob, ada, s.now)
+	wantEvents(t, "removing Ada once her invitation is revoked", got, err, MemberRemoved{UserID: ada, Reason: RemovedByOwner, By: bob})
+
+	// Bob's invitation stays, and a member who was no owner voids
+	// nothing; nor does a promotion.
+	after := s.then(voided, RoleChanged{UserID: ada, Role: RoleMember, By: bob}).state()
+	if _, ok := after.pending(theirs, s.now); !ok || len(after.invitations) != 2 {
+		t.Errorf("after Ada's demotion the invitations are %+v, want Bob's pending and the expired one", after.invitations)
+	}
+	got, err = after.decideRemove(bob, cy, s.now)
+	wantEvents(t, "removing a member", got, err, MemberRemoved{UserID: cy, Reason: RemovedByOwner, By: bob})
+	got, err = after.decideChangeRole(bob, ada, RoleOwner, s.now)
+	wantEvents(t, "promoting Ada again", got, err, RoleChanged{UserID: ada, Role: RoleOwner, By: bob})
 }
 
 func TestDecideRemove(t *testing.T) {
 	s := created(t)
 	o := s.state()
-	_, err := o.decideRemove(bob, cy)
+	_, err := o.decideRemove(bob, cy, s.now)
 	wantErr(t, "a member removing another", err, ErrNotOwner)
-	_, err = o.decideRemove(dee, dee)
+	_, err = o.decideRemove(dee, dee, s.now)
 	wantErr(t, "a stranger leaving", err, ErrNotFound)
-	_, err = o.decideRemove(ada, dee)
+	_, err = o.decideRemove(ada, dee, s.now)
 	wantErr(t, "removing a stranger", err, ErrNotFound)
-	_, err = o.decideRemove(ada, ada)
+	_, err = o.decideRemove(ada, ada, s.now)
 	wantErr(t, "the last owner leaving", err, ErrLastOwner)
-	got, err := o.decideRemove(bob, bob)
+	got, err := o.decideRemove(bob, bob, s.now)
 	wantEvents(t, "a member leaving", got, err, MemberRemoved{UserID: bob, Reason: RemovedLeft, By: bob})
-	got, err = o.decideRemove(ada, cy)
+	got, err = o.decideRemove(ada, cy, s.now)
 	wantEvents(t, "an owner removing a member", got, err, MemberRemoved{UserID: cy, Reason: RemovedByOwner, By: ada})
 	s.then(RoleChanged{UserID: bob, Role: RoleOwner, By: ada})
-	got, err = s.state().decideRemove(bob, ada)
+	got, err = s.state().decideRemove(bob, ada, s.now)
 	wantEvents(t, "an owner removing another owner", got, err, MemberRemoved{UserID: ada, Reason: RemovedByOwner, By: bob})
 }
 
@@ -267,21 +318,24 @@ func TestDecideErase(t *testing.T) {
 		then(sent(inv, "h", t0.Add(time.Hour)))
 	o := s.state()
 	o.members[dee] = member{role: RoleMember, joinedAt: t0.Add(time.Hour), since: 2}
-	wantEvents(t, "erasing the last owner", o.decideErase(ada, nil), nil,
-		RoleChanged{UserID: cy, Role: RoleOwner}, MemberRemoved{UserID: ada, Reason: RemovedErased})
-	wantEvents(t, "erasing a member with an invitation", o.decideErase(bob, []uuid.UUID{inv, uuid.New()}), nil,
+	// Ada sent inv: the owner who takes over does not inherit it.
+	wantEvents(t, "erasing the last owner", o.decideErase(ada, nil, s.now), nil,
+		RoleChanged{UserID: cy, Role: RoleOwner},
+		InvitationVoided{InvitationID: inv, Reason: VoidedInviterNotOwner},
+		MemberRemoved{UserID: ada, Reason: RemovedErased})
+	wantEvents(t, "erasing a member with an invitation", o.decideErase(bob, []uuid.UUID{inv, uuid.New()}, s.now), nil,
 		InvitationVoided{InvitationID: inv, Reason: VoidedErased}, MemberRemoved{UserID: bob, Reason: RemovedErased})
-	wantEvents(t, "erasing a stranger", o.decideErase(uuid.New(), nil), nil)
+	wantEvents(t, "erasing a stranger", o.decideErase(uuid.New(), nil, s.now), nil)
 
 	other := uuid.New()
 	alone := newStory(t).then(decideCreate(ada, "Solo")...).then(sent(inv, "h", t0.Add(time.Hour))).then(sent(other, "h2", t0))
-	wantEvents(t, "erasing the last member", alone.state().decideErase(ada, []uuid.UUID{inv}), nil,
+	wantEvents(t, "erasing the last member", alone.state().decideErase(ada, []uuid.UUID{inv}, alone.now), nil,
 		InvitationVoided{InvitationID: inv, Reason: VoidedErased},
 		MemberRemoved{UserID: ada, Reason: RemovedErased},
 		InvitationVoided{InvitationID: other, Reason: VoidedDeleted},
 		Deleted{Reason: DeletedErased})
 	wantEvents(t, "erasing a member of a deleted organization",
-		alone.then(Deleted{By: ada, Reason: DeletedByOwner}).state().decideErase(ada, []uuid.UUID{inv}), nil)
+		alone.then(Deleted{By: ada, Reason: DeletedByOwner}).state().decideErase(ada, []uuid.UUID{inv}, alone.now), nil)
 }
 
 func TestValidName(t *testing.T) {

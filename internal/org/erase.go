@@ -23,11 +23,13 @@ import (
 //     not, are voided (reason "erased"), and their keys forgotten, which
 //     erases the address from the log; the user's erasure deletes their
 //     mail with every other mail to the address.
-//   - u leaves every organization it is in (reason "erased"). Where it
-//     was the last owner, the longest-standing other member becomes
-//     owner first ([RoleChanged] by nobody); where it was the last
-//     member, the organization is deleted (reason "erased"), its other
-//     invitations voided.
+//   - u leaves every organization it is in (reason "erased"), and the
+//     invitations it sent that are still pending are voided (reason
+//     "inviter_not_owner"), their keys forgotten and their mail deleted.
+//     Where it was the last owner, the longest-standing other member
+//     becomes owner first ([RoleChanged] by nobody); where it was the
+//     last member, the organization is deleted (reason "erased"), its
+//     other invitations voided.
 //
 // An append that loses a race fails tx with ErrConcurrency, and the
 // erasure is tried again as a whole.
@@ -59,7 +61,7 @@ func (s *Service) Erased(ctx context.Context, tx uow.Tx, u user.User) error {
 		if err != nil {
 			return fmt.Errorf("org: erase: %w", err)
 		}
-		if _, err := s.apply(ctx, tx, o, o.decideErase(u.ID, invited[id])...); err != nil {
+		if _, err := s.apply(ctx, tx, o, o.decideErase(u.ID, invited[id], tx.Now())...); err != nil {
 			return fmt.Errorf("org: erase: %w", err)
 		}
 	}

@@ -49,6 +49,10 @@ const (
 	VoidedReplaced = "replaced"
 	// VoidedDeleted is the deletion of the organization.
 	VoidedDeleted = "deleted"
+	// VoidedInviterNotOwner is the end of the inviter's ownership: the
+	// owner who sent the invitation was demoted, removed, left, or was
+	// taken out by the erasure of its account.
+	VoidedInviterNotOwner = "inviter_not_owner"
 )
 
 // InvitationVoided records that a pending invitation no longer works, for

@@ -54,7 +54,9 @@ type MemberRemoved struct {
 }
 
 // ChangeRole gives the member the role, on behalf of an owner of the
-// organization id, and returns the member as it is then. It returns an
+// organization id, and returns the member as it is then. A demoted
+// owner's pending invitations are voided: their codes stop working,
+// their keys are forgotten and their mail deleted. It returns an
 // error wrapping [ErrInvalidRole], [ErrNotFound] (for an unknown member
 // too), [ErrNotOwner], and [ErrLastOwner] for the demotion of the last
 // owner.
@@ -76,7 +78,7 @@ func (s *Service) ChangeRole(ctx context.Context, token string, id, member uuid.
 		if err != nil {
 			return err
 		}
-		data, err := o.decideChangeRole(u.ID, member, role)
+		data, err := o.decideChangeRole(u.ID, member, role, tx.Now())
 		if err != nil {
 			return err
 		}
@@ -91,11 +93,13 @@ func (s *Service) ChangeRole(ctx context.Context, token string, id, member uuid.
 
 // RemoveMember takes the member out of the organization id: an owner
 // removes anyone, and any member removes itself, which is leaving. It
-// ends nothing of the member's account. It returns [ErrNotFound] (for an
+// ends nothing of the member's account; the invitations it sent that
+// are still pending are voided, as a demotion voids them
+// ([Service.ChangeRole]). It returns [ErrNotFound] (for an
 // unknown member too), [ErrNotOwner], and [ErrLastOwner] for the last
 // owner, who can neither leave nor be removed.
 func (s *Service) RemoveMember(ctx context.Context, token string, id, member uuid.UUID) error {
-	return s.decideAs(ctx, "org.RemoveMember", token, id, func(o organization, by uuid.UUID, _ time.Time) ([]any, error) {
-		return o.decideRemove(by, member)
+	return s.decideAs(ctx, "org.RemoveMember", token, id, func(o organization, by uuid.UUID, now time.Time) ([]any, error) {
+		return o.decideRemove(by, member, now)
 	})
 }
