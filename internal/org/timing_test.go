@@ -23,8 +23,8 @@ import (
 // member, as to an address that has none, so that an owner, which any
 // account can become by creating an organization, cannot tell from its
 // time whether an address has an account: timingtest finds the two kinds
-// alike, their medians within 5% of each other and no difference that a
-// Mann-Whitney U test finds at the 1% level.
+// alike, the median of the pairs' ratios within 5% of 1 and no
+// difference that a Mann-Whitney U test finds at the 1% level.
 //
 // Every timed invitation goes to a new address, into an organization of
 // its own that its owner has just created, so that each finds what every

@@ -6,14 +6,17 @@
 // A measurement times n calls of each kind in pairs, one of each kind in a
 // random order, after [WarmUp] pairs that are not timed ([Pairs]), so that
 // whatever else the machine does meanwhile slows both kinds alike. Two
-// kinds are alike ([Result.Err] of [Compare]) when their medians are
-// within a factor of [MaxRatio] of each other and a two-sided
+// kinds are alike ([Result.Err] of [Compare]) when the median of the
+// pairs' ratios is within a factor of [MaxRatio] of 1 and a two-sided
 // Mann-Whitney U test ([MannWhitneyP]) finds no difference at the level
-// [Alpha]. A machine
-// busy with other work can still move the medians of one measurement apart
-// by chance, so [Measure] measures again, with calls of its own, up to
-// [Tries] times, and fails the test when no measurement meets both
-// bounds. A timing test runs alone, not in parallel.
+// [Alpha]. The ratio is taken pair by pair, not of the kinds' medians:
+// a load that comes and goes puts each kind's times in two groups, and
+// a median near the middle jumps from one group to the other with a few
+// calls, while the two calls of a pair meet the same load. A machine
+// busy with other work can still move one measurement apart by chance,
+// so [Measure] measures again, with calls of its own, up to [Tries]
+// times, and fails the test when no measurement meets both bounds. A
+// timing test runs alone, not in parallel.
 //
 // What an observer times is the service as it is built to run, without
 // the race detector, which slows every memory access of Go code several

@@ -21,6 +21,10 @@ func TestCompare(t *testing.T) {
 		want []string
 	}{
 		{"alike", seq(1000, 2, 200), seq(1001, 2, 200), nil},
+		// A load that comes and goes slows some pairs, and the two
+		// calls of a pair alike but for a few: the kinds' medians fall
+		// into different groups, and the pairs' ratios stay at 1.
+		{"a load that comes and goes", []float64{1, 1, 1, 1.5, 1.5}, []float64{1, 1, 1.5, 1.5, 1.5}, nil},
 		{"medians apart, too few to tell", []float64{1, 10, 100}, []float64{1.2, 11, 90}, []string{"factor of 1.100"}},
 		{"medians close, told apart", seq(2000, 1, 200), seq(2050, 1, 200), []string{"Mann-Whitney"}},
 		{"both", seq(1000, 1, 200), seq(1200, 1, 200), []string{"factor of 1.182", "Mann-Whitney"}},

@@ -21,9 +21,9 @@ import (
 // A request for a sign-in link takes as long for an address that asked
 // for one a minute ago as for an address that never asked, so that its
 // time does not tell an observer whether the address is in use:
-// timingtest finds the two kinds alike, their medians within 5% of each
-// other and no difference that a Mann-Whitney U test finds at the 1%
-// level.
+// timingtest finds the two kinds alike, the median of the pairs' ratios
+// within 5% of 1 and no difference that a Mann-Whitney U test finds at
+// the 1% level.
 //
 // Each kind commits once, so the commit waits for no disk (PostgreSQL's
 // synchronous_commit off, SQLite's file in memory where the system has a
