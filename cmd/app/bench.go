@@ -211,8 +211,10 @@ func (e *env) benchInvite(ctx context.Context, db backend.Backend, b bench.Bench
 		Concurrency:   o.concurrency,
 		Duration:      o.duration,
 		Organizations: o.orgs,
-		// The policy that env.services gives the organizations.
-		PerOrganization: org.Policy(e.cfg.OrgPolicy).WithDefaults().InvitationLimit,
+		// The policy that env.services gives the organizations: each
+		// organization has an owner of its own, who sends no more than
+		// either limit allows.
+		PerOrganization: min(org.Policy(e.cfg.OrgPolicy).WithDefaults().InvitationLimit, org.Policy(e.cfg.OrgPolicy).WithDefaults().InvitationAccountLimit),
 	})
 }
 

@@ -203,6 +203,7 @@ func testLoadRejectsValuesThatCannotWork(t *testing.T) {
 		{map[string]string{"MAIL_BUDGET": "0"}, "MAIL_BUDGET"},
 		{map[string]string{"MAIL_BUDGET_WINDOW": "-1h"}, "MAIL_BUDGET_WINDOW"},
 		{map[string]string{"INVITATION_LIMIT": "-1"}, "INVITATION_LIMIT"},
+		{map[string]string{"INVITATION_ACCOUNT_LIMIT": "-1"}, "INVITATION_ACCOUNT_LIMIT"},
 		{map[string]string{"INVITATION_WINDOW": "-1h"}, "INVITATION_WINDOW"},
 		{map[string]string{"INVITATION_TTL": "-1s"}, "INVITATION_TTL"},
 		{map[string]string{"INVITATION_TTL": "1s"}, "INVITATION_TTL"},

@@ -21,7 +21,8 @@ type Policy struct {
 // it, as [Policy] is the user domain's: the same fields, so that
 // org.Policy(p) converts it, with no envDefault tags.
 type OrgPolicy struct {
-	InvitationLimit  int           `env:"INVITATION_LIMIT" desc:"Invitations one organization may send within INVITATION_WINDOW, so that its owners cannot flood inboxes through it; each also counts against the invited mailbox's MAIL_BUDGET."`
-	InvitationWindow time.Duration `env:"INVITATION_WINDOW" desc:"The window INVITATION_LIMIT counts in; at least 1m."`
-	InvitationTTL    time.Duration `env:"INVITATION_TTL" desc:"How long an invitation into an organization works, at least 1h; its mail, if buried, keeps its code as long."`
+	InvitationLimit        int           `env:"INVITATION_LIMIT" desc:"Invitations one organization may send within INVITATION_WINDOW, so that its owners cannot flood inboxes through it; each also counts against the invited mailbox's MAIL_BUDGET."`
+	InvitationAccountLimit int           `env:"INVITATION_ACCOUNT_LIMIT" desc:"Invitations one account may send within INVITATION_WINDOW in all its organizations together, deleted ones included, so that it cannot flood inboxes through organizations it makes one after another."`
+	InvitationWindow       time.Duration `env:"INVITATION_WINDOW" desc:"The window INVITATION_LIMIT and INVITATION_ACCOUNT_LIMIT count in; at least 1m."`
+	InvitationTTL          time.Duration `env:"INVITATION_TTL" desc:"How long an invitation into an organization works, at least 1h; its mail, if buried, keeps its code as long."`
 }

@@ -129,12 +129,16 @@ type invite struct {
 	// earlier are the invitations of the organization to the same
 	// address, which the new one replaces.
 	earlier []uuid.UUID
+	// sentByOwner are the times, oldest first, of the invitations the
+	// owner sent within the window, in any organization.
+	sentByOwner []time.Time
 }
 
 // decideInvite sends the invitation in on behalf of the owner by, and
 // voids the earlier ones to its address. It refuses an address whose
-// account is a member, and an organization that sent p.InvitationLimit
-// invitations within p.InvitationWindow before now.
+// account is a member, an organization that sent p.InvitationLimit
+// invitations within p.InvitationWindow before now, and an owner that
+// sent p.InvitationAccountLimit within it, in all its organizations.
 func (o organization) decideInvite(by uuid.UUID, in invite, now time.Time, p Policy) ([]any, error) {
 	if err := o.ownerOf(by); err != nil {
 		return nil, err
@@ -142,7 +146,11 @@ func (o organization) decideInvite(by uuid.UUID, in invite, now time.Time, p Pol
 	if in.member {
 		return nil, fmt.Errorf("%w: the address's account is a member of %s", ErrAlreadyMember, o.id)
 	}
-	if wait := (aggregate.Window{Limit: p.InvitationLimit, Per: p.InvitationWindow}).RetryAfter(o.sent, now); wait > 0 {
+	wait := max(
+		aggregate.Window{Limit: p.InvitationLimit, Per: p.InvitationWindow}.RetryAfter(o.sent, now),
+		aggregate.Window{Limit: p.InvitationAccountLimit, Per: p.InvitationWindow}.RetryAfter(in.sentByOwner, now),
+	)
+	if wait > 0 {
 		return nil, &TooManyInvitationsError{RetryAfter: wait}
 	}
 	var out []any

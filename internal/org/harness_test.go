@@ -288,7 +288,7 @@ func (b *bundle) dump(t *testing.T) string {
 // domainTables are the tables whose rows a refused command must leave as
 // they are: the log, the outbox, the keys and the domain's views. A
 // session's last use, which any command may write, is not among them.
-var domainTables = []string{"event_streams", "events", "outbox_messages", "data_keys", "organizations", "org_members", "org_invitations"}
+var domainTables = []string{"event_streams", "events", "outbox_messages", "data_keys", "organizations", "org_members", "org_invitations", "org_invitations_sent"}
 
 // snapshot returns the rows of domainTables, as [bundle.dump] does.
 func (b *bundle) snapshot(t *testing.T) string {

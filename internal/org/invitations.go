@@ -71,7 +71,12 @@ type InvitationVoided struct {
 // error wrapping [ErrInvalidRole], [ErrNotFound], [ErrNotOwner],
 // [ErrAlreadyMember] for an address whose account is a member, and a
 // [*TooManyInvitationsError] for an organization that sent
-// [Policy.InvitationLimit] within [Policy.InvitationWindow].
+// [Policy.InvitationLimit] within [Policy.InvitationWindow], or an owner
+// that sent [Policy.InvitationAccountLimit] within it in all its
+// organizations, deleted ones included. The owner's count is read from
+// the views without holding anything, so that invitations an owner sends
+// at the same moment into several organizations may pass it by as many;
+// the organization's own limit is exact, kept in its stream.
 //
 // When the address has an account, the command holds that account's
 // stream, as the account's erasure does, so that the invitation is sent
@@ -119,7 +124,11 @@ func (s *Service) Invite(ctx context.Context, token string, id uuid.UUID, addres
 		if err != nil {
 			return err
 		}
-		in := invite{role: role, expiresAt: tx.Now().Add(s.policy.InvitationTTL), member: member}
+		sent, err := s.Views.SentBy(ctx, tx, u.ID, tx.Now().Add(-s.policy.InvitationWindow))
+		if err != nil {
+			return err
+		}
+		in := invite{role: role, expiresAt: tx.Now().Add(s.policy.InvitationTTL), member: member, sentByOwner: sent}
 		for _, r := range earlier {
 			if r.OrgID == id {
 				in.earlier = append(in.earlier, r.ID)

@@ -41,13 +41,14 @@ var (
 	// usable.
 	ErrWrongAddress = errors.New("org: invitation for another address")
 	// ErrTooManyInvitations is an organization that sent
-	// [Policy.InvitationLimit] invitations within the window; the error
-	// is a [*TooManyInvitationsError].
+	// [Policy.InvitationLimit] invitations within the window, or an
+	// owner that sent [Policy.InvitationAccountLimit]; the error is a
+	// [*TooManyInvitationsError].
 	ErrTooManyInvitations = errors.New("org: too many invitations")
 )
 
-// TooManyInvitationsError says how long an organization must wait before
-// it may invite again.
+// TooManyInvitationsError says how long an organization, or an owner,
+// must wait before it may invite again.
 type TooManyInvitationsError struct {
 	RetryAfter time.Duration
 }

@@ -13,17 +13,26 @@ type Policy struct {
 	// within InvitationWindow, so that its owners cannot flood inboxes
 	// through it.
 	InvitationLimit int
-	// InvitationWindow is the window InvitationLimit counts in.
+	// InvitationAccountLimit is how many invitations one account may
+	// send within InvitationWindow, in all its organizations together,
+	// those it has deleted included, so that an account cannot flood
+	// inboxes through organizations it makes one after another.
+	InvitationAccountLimit int
+	// InvitationWindow is the window both limits count in.
 	InvitationWindow time.Duration
 	// InvitationTTL is how long an invitation's code works.
 	InvitationTTL time.Duration
 }
 
 // WithDefaults returns p with each zero field set to its default: 20
-// invitations an hour, each working for 7 days.
+// invitations an hour from an organization and 50 from an account, each
+// working for 7 days.
 func (p Policy) WithDefaults() Policy {
 	if p.InvitationLimit == 0 {
 		p.InvitationLimit = 20
+	}
+	if p.InvitationAccountLimit == 0 {
+		p.InvitationAccountLimit = 50
 	}
 	if p.InvitationWindow == 0 {
 		p.InvitationWindow = time.Hour
@@ -51,6 +60,9 @@ func (p Policy) Validate() error {
 	var errs []error
 	if p.InvitationLimit < 1 {
 		errs = append(errs, fmt.Errorf("INVITATION_LIMIT must be at least 1, got %d", p.InvitationLimit))
+	}
+	if p.InvitationAccountLimit < 1 {
+		errs = append(errs, fmt.Errorf("INVITATION_ACCOUNT_LIMIT must be at least 1, got %d", p.InvitationAccountLimit))
 	}
 	if p.InvitationWindow < MinInvitationWindow {
 		errs = append(errs, fmt.Errorf("INVITATION_WINDOW must be at least %s, got %s", MinInvitationWindow, p.InvitationWindow))

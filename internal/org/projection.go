@@ -88,6 +88,10 @@ var viewsHandlers = func() *projections.Handlers[ViewsProjection] {
 		if err != nil {
 			return err
 		}
+		// The sender's count outlives the invitation and its address.
+		if err := p.Views.PutSent(ctx, tx, d.InvitationID, d.InvitedBy, e.RecordedAt); err != nil {
+			return err
+		}
 		email, ok, err := Address(ctx, tx, p.Keys, d)
 		if err != nil || !ok {
 			return err

@@ -16,6 +16,9 @@ import (
 // many rows and keys it deleted. The app runs it every SWEEP_INTERVAL,
 // beside the user domain's sweeps. An expired invitation stays in its
 // organization's state, where it can no longer be accepted or revoked.
+// It deletes, too, the records of invitations sent longer ago than
+// [Policy.InvitationWindow], which no owner's limit counts any more
+// ([Views.SweepSent]).
 func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	return s.commands.Job(ctx, "org.Sweep", s.sweep)
 }
@@ -33,5 +36,11 @@ func (s *Service) sweep(ctx context.Context) (int64, error) {
 	if err != nil {
 		return rows + keys, fmt.Errorf("org: sweep: %w", err)
 	}
-	return rows + keys, nil
+	sent, err := s.commands.InBatches(ctx, "org.Sweep sent", func(ctx context.Context, tx uow.Tx) (int64, error) {
+		return s.Views.SweepSent(ctx, tx, tx.Now().Add(-s.policy.InvitationWindow-aggregate.SweepMargin), aggregate.SweepBatch)
+	})
+	if err != nil {
+		return rows + keys + sent, fmt.Errorf("org: sweep: %w", err)
+	}
+	return rows + keys + sent, nil
 }

@@ -35,6 +35,14 @@ type Views interface {
 	PutInvitation(ctx context.Context, tx uow.Tx, i InvitationRow) error
 	// DeleteInvitation deletes the invitation with id, if there.
 	DeleteInvitation(ctx context.Context, tx uow.Tx, id uuid.UUID) error
+	// PutSent records that the account invitedBy sent the invitation id
+	// at sentAt, for the limit of invitations an account sends. The
+	// record outlives the invitation and its organization: neither
+	// DeleteInvitation nor DeleteOrganization deletes it.
+	PutSent(ctx context.Context, tx uow.Tx, id, invitedBy uuid.UUID, sentAt time.Time) error
+	// SweepSent deletes up to limit records of invitations sent at or
+	// before before, and returns how many.
+	SweepSent(ctx context.Context, tx uow.Tx, before time.Time, limit int) (int64, error)
 	// Reset empties every table as part of tx, for a rebuild from the
 	// events.
 	Reset(ctx context.Context, tx uow.Tx) error
@@ -60,6 +68,9 @@ type Views interface {
 	Invitations(ctx context.Context, tx uow.Tx, org uuid.UUID) ([]InvitationRow, error)
 	// InvitationByCode returns the invitation whose code has hash.
 	InvitationByCode(ctx context.Context, tx uow.Tx, codeHash string) (InvitationRow, bool, error)
+	// SentBy returns the times, oldest first, of the invitations the
+	// account user sent, in any organization, after since.
+	SentBy(ctx context.Context, tx uow.Tx, user uuid.UUID, since time.Time) ([]time.Time, error)
 	// InvitationsTo returns every invitation to email, in any
 	// organization, expired or not.
 	InvitationsTo(ctx context.Context, tx uow.Tx, email string) ([]InvitationRow, error)

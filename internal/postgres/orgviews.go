@@ -14,8 +14,8 @@ import (
 )
 
 // OrgViews are the tables of the organizations domain's inline read
-// models on PostgreSQL ([org.Views]): organizations, org_members and
-// org_invitations. The domain's views projection decides what each event
+// models on PostgreSQL ([org.Views]): organizations, org_members,
+// org_invitations and org_invitations_sent. The domain's views projection decides what each event
 // does to them. The rows of expired invitations stay until a sweep
 // ([OrgViews.Sweep]) deletes them.
 //
@@ -72,6 +72,40 @@ func (OrgViews) DeleteInvitation(ctx context.Context, t uow.Tx, id uuid.UUID) er
 	return orgWrite(ctx, t, "delete invitation", `DELETE FROM org_invitations WHERE id = $1`, id)
 }
 
+// PutSent records that the account invitedBy sent the invitation id at
+// sentAt.
+func (OrgViews) PutSent(ctx context.Context, t uow.Tx, id, invitedBy uuid.UUID, sentAt time.Time) error {
+	return orgWrite(ctx, t, "put sent", `INSERT INTO org_invitations_sent (id, invited_by, sent_at) VALUES ($1, $2, $3)`,
+		id, invitedBy, sentAt)
+}
+
+// SweepSent deletes up to limit records of invitations sent at or before
+// before, and returns how many it deleted.
+func (OrgViews) SweepSent(ctx context.Context, t uow.Tx, before time.Time, limit int) (int64, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return 0, fmt.Errorf("org views: sweep sent: %w", err)
+	}
+	tag, err := ptx.Exec(ctx, `DELETE FROM org_invitations_sent WHERE id IN
+    (SELECT id FROM org_invitations_sent WHERE sent_at <= $1 LIMIT $2)`, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("org views: sweep sent: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// SentBy returns the times, oldest first, of the invitations the account
+// user sent after since.
+func (OrgViews) SentBy(ctx context.Context, t uow.Tx, user uuid.UUID, since time.Time) ([]time.Time, error) {
+	return orgQuery(ctx, t, "sent by", `
+SELECT sent_at FROM org_invitations_sent WHERE invited_by = $1 AND sent_at > $2 ORDER BY sent_at`,
+		[]any{user, since}, func(row pgx.CollectableRow) (time.Time, error) {
+			var at time.Time
+			err := row.Scan(&at)
+			return at.UTC(), err
+		})
+}
+
 // Reset empties the views as part of t, for a rebuild. TRUNCATE locks the
 // tables until t ends, so commands wait for the rebuild instead of
 // writing into half-built tables.
@@ -80,7 +114,7 @@ func (OrgViews) Reset(ctx context.Context, t uow.Tx) error {
 	if err != nil {
 		return fmt.Errorf("org views: reset: %w", err)
 	}
-	if _, err := ptx.Exec(ctx, `TRUNCATE organizations, org_members, org_invitations`); err != nil {
+	if _, err := ptx.Exec(ctx, `TRUNCATE organizations, org_members, org_invitations, org_invitations_sent`); err != nil {
 		return fmt.Errorf("org views: reset: %w", err)
 	}
 	return nil

@@ -75,6 +75,44 @@ func (OrgViews) DeleteInvitation(ctx context.Context, t uow.Tx, id uuid.UUID) er
 	return orgWrite(ctx, t, "delete invitation", `DELETE FROM org_invitations WHERE id = ?`, id)
 }
 
+// PutSent records that the account invitedBy sent the invitation id at
+// sentAt.
+func (OrgViews) PutSent(ctx context.Context, t uow.Tx, id, invitedBy uuid.UUID, sentAt time.Time) error {
+	return orgWrite(ctx, t, "put sent", `INSERT INTO org_invitations_sent (id, invited_by, sent_at) VALUES (?, ?, ?)`,
+		id, invitedBy, micros(sentAt))
+}
+
+// SweepSent deletes up to limit records of invitations sent at or before
+// before, and returns how many it deleted.
+func (OrgViews) SweepSent(ctx context.Context, t uow.Tx, before time.Time, limit int) (int64, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return 0, fmt.Errorf("org views: sweep sent: %w", err)
+	}
+	res, err := st.ExecContext(ctx, `DELETE FROM org_invitations_sent WHERE id IN
+(SELECT id FROM org_invitations_sent WHERE sent_at <= ? LIMIT ?)`, micros(before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("org views: sweep sent: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("org views: sweep sent: %w", err)
+	}
+	return n, nil
+}
+
+// SentBy returns the times, oldest first, of the invitations the account
+// user sent after since.
+func (OrgViews) SentBy(ctx context.Context, t uow.Tx, user uuid.UUID, since time.Time) ([]time.Time, error) {
+	return orgQuery(ctx, t, "sent by", `
+SELECT sent_at FROM org_invitations_sent WHERE invited_by = ? AND sent_at > ? ORDER BY sent_at`,
+		[]any{user, micros(since)}, func(rows *sql.Rows) (time.Time, error) {
+			var us int64
+			err := rows.Scan(&us)
+			return fromMicros(us), err
+		})
+}
+
 // Reset empties the views as part of t, for a rebuild. The unit of work
 // holds the database's write lock, so commands wait for the rebuild
 // instead of writing into half-built tables.
@@ -83,7 +121,7 @@ func (OrgViews) Reset(ctx context.Context, t uow.Tx) error {
 	if err != nil {
 		return fmt.Errorf("org views: reset: %w", err)
 	}
-	for _, table := range []string{"organizations", "org_members", "org_invitations"} {
+	for _, table := range []string{"organizations", "org_members", "org_invitations", "org_invitations_sent"} {
 		if _, err := st.ExecContext(ctx, `DELETE FROM `+table); err != nil {
 			return fmt.Errorf("org views: reset %s: %w", table, err)
 		}

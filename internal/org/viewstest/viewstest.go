@@ -59,6 +59,7 @@ var cases = []struct {
 	{"DeleteInvitation/OnlyThatOne", testDeleteInvitation},
 	{"DeleteOrganization/OnlyItsOwn", testDeleteOrganization},
 	{"Sweep/ExpiredUpToLimit", testSweep},
+	{"Sent/OutlivesItsOrganization", testSent},
 	{"Put/ExistingKeyFails", testPutExistingKey},
 	{"Reset/EmptiesEveryView", testReset},
 	{"ReadOnly/RefusesWrites", testReadOnly},
