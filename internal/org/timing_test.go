@@ -2,9 +2,6 @@ package org_test
 
 import (
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/uuid"
@@ -12,9 +9,6 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/dbdump"
 	"github.com/eventsourced/accounts/internal/org"
-	"github.com/eventsourced/accounts/internal/postgres"
-	"github.com/eventsourced/accounts/internal/postgres/pgtest"
-	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/timingtest"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -65,30 +59,10 @@ type timingDatabase struct {
 
 var timingDatabases = []timingDatabase{
 	{samples: 800, database: database{name: "postgres", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row) {
-		u, err := url.Parse(pgtest.NewURL(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("synchronous_commit", "off")
-		u.RawQuery = q.Encode()
-		db, err := postgres.Open(t.Context(), u.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		if _, err := db.Migrate(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		return db, nil
+		return timingtest.Postgres(t), nil
 	}}},
 	{samples: 300, database: database{name: "sqlite", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row) {
-		dir := t.TempDir()
-		if memory, err := os.MkdirTemp("/dev/shm", "timing-"); err == nil {
-			dir = memory
-			t.Cleanup(func() { _ = os.RemoveAll(memory) })
-		}
-		return sqlitetest.NewAt(t, filepath.Join(dir, "timing.db")), nil
+		return timingtest.SQLite(t), nil
 	}}},
 }
 

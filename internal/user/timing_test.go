@@ -2,17 +2,12 @@ package user_test
 
 import (
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/postgres"
-	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
-	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/timingtest"
 	"github.com/eventsourced/accounts/internal/user"
@@ -84,29 +79,10 @@ func timingService(t *testing.T, backend string, clock *testclock.Clock) *user.S
 	var d user.Deps
 	switch backend {
 	case "PostgreSQL":
-		u, err := url.Parse(pgtest.NewURL(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("synchronous_commit", "off")
-		u.RawQuery = q.Encode()
-		db, err := postgres.Open(t.Context(), u.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		if _, err := db.Migrate(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		db := timingtest.Postgres(t)
 		d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{}, Keys: keyringtest.New(t, postgres.DataKeys{})}
 	case "SQLite":
-		dir := t.TempDir()
-		if memory, err := os.MkdirTemp("/dev/shm", "timing-"); err == nil {
-			dir = memory
-			t.Cleanup(func() { _ = os.RemoveAll(memory) })
-		}
-		db := sqlitetest.NewAt(t, filepath.Join(dir, "timing.db"))
+		db := timingtest.SQLite(t)
 		d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{}, Keys: keyringtest.New(t, sqlite.DataKeys{})}
 	default:
 		t.Fatalf("no backend %q", backend)
