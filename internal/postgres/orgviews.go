@@ -82,16 +82,8 @@ func (OrgViews) PutSent(ctx context.Context, t uow.Tx, id, invitedBy uuid.UUID, 
 // SweepSent deletes up to limit records of invitations sent at or before
 // before, and returns how many it deleted.
 func (OrgViews) SweepSent(ctx context.Context, t uow.Tx, before time.Time, limit int) (int64, error) {
-	ptx, err := PgxTx(t)
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep sent: %w", err)
-	}
-	tag, err := ptx.Exec(ctx, `DELETE FROM org_invitations_sent WHERE id IN
+	return orgDelete(ctx, t, "sweep sent", `DELETE FROM org_invitations_sent WHERE id IN
     (SELECT id FROM org_invitations_sent WHERE sent_at <= $1 LIMIT $2)`, before, limit)
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep sent: %w", err)
-	}
-	return tag.RowsAffected(), nil
 }
 
 // SentBy returns the times, oldest first, of the invitations the account
@@ -123,16 +115,8 @@ func (OrgViews) Reset(ctx context.Context, t uow.Tx) error {
 // Sweep deletes up to limit invitations that expired at or before now,
 // and returns how many it deleted.
 func (OrgViews) Sweep(ctx context.Context, t uow.Tx, now time.Time, limit int) (int64, error) {
-	ptx, err := PgxTx(t)
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep: %w", err)
-	}
-	tag, err := ptx.Exec(ctx, `DELETE FROM org_invitations WHERE code_hash IN
+	return orgDelete(ctx, t, "sweep", `DELETE FROM org_invitations WHERE code_hash IN
     (SELECT code_hash FROM org_invitations WHERE expires_at <= $1 LIMIT $2)`, now, limit)
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep: %w", err)
-	}
-	return tag.RowsAffected(), nil
 }
 
 // Organization returns the organization with id.
@@ -241,6 +225,20 @@ func orgWrite(ctx context.Context, t uow.Tx, op, sql string, args ...any) error 
 		return fmt.Errorf("org views: %s: %w", op, err)
 	}
 	return pt.later(ctx, sql, args, func(err error) error { return fmt.Errorf("org views: %s: %w", op, err) })
+}
+
+// orgDelete runs the delete q at once and returns how many rows it
+// deleted.
+func orgDelete(ctx context.Context, t uow.Tx, op, q string, args ...any) (int64, error) {
+	ptx, err := PgxTx(t)
+	if err != nil {
+		return 0, fmt.Errorf("org views: %s: %w", op, err)
+	}
+	tag, err := ptx.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("org views: %s: %w", op, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // orgQueryRow scans the one row of q into dest and reports whether there

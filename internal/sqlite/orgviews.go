@@ -85,20 +85,8 @@ func (OrgViews) PutSent(ctx context.Context, t uow.Tx, id, invitedBy uuid.UUID, 
 // SweepSent deletes up to limit records of invitations sent at or before
 // before, and returns how many it deleted.
 func (OrgViews) SweepSent(ctx context.Context, t uow.Tx, before time.Time, limit int) (int64, error) {
-	st, err := asTx(t)
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep sent: %w", err)
-	}
-	res, err := st.ExecContext(ctx, `DELETE FROM org_invitations_sent WHERE id IN
+	return orgDelete(ctx, t, "sweep sent", `DELETE FROM org_invitations_sent WHERE id IN
 (SELECT id FROM org_invitations_sent WHERE sent_at <= ? LIMIT ?)`, micros(before), limit)
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep sent: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep sent: %w", err)
-	}
-	return n, nil
 }
 
 // SentBy returns the times, oldest first, of the invitations the account
@@ -132,20 +120,8 @@ func (OrgViews) Reset(ctx context.Context, t uow.Tx) error {
 // Sweep deletes up to limit invitations that expired at or before now,
 // and returns how many it deleted.
 func (OrgViews) Sweep(ctx context.Context, t uow.Tx, now time.Time, limit int) (int64, error) {
-	st, err := asTx(t)
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep: %w", err)
-	}
-	res, err := st.ExecContext(ctx, `DELETE FROM org_invitations WHERE code_hash IN
+	return orgDelete(ctx, t, "sweep", `DELETE FROM org_invitations WHERE code_hash IN
 (SELECT code_hash FROM org_invitations WHERE expires_at <= ? LIMIT ?)`, micros(now), limit)
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("org views: sweep: %w", err)
-	}
-	return n, nil
 }
 
 // Organization returns the organization with id.
@@ -267,6 +243,23 @@ func orgWrite(ctx context.Context, t uow.Tx, op, q string, args ...any) error {
 		return fmt.Errorf("org views: %s: %w", op, err)
 	}
 	return nil
+}
+
+// orgDelete runs the delete q and returns how many rows it deleted.
+func orgDelete(ctx context.Context, t uow.Tx, op, q string, args ...any) (int64, error) {
+	st, err := asTx(t)
+	if err != nil {
+		return 0, fmt.Errorf("org views: %s: %w", op, err)
+	}
+	res, err := st.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("org views: %s: %w", op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("org views: %s: %w", op, err)
+	}
+	return n, nil
 }
 
 // orgQueryRow scans the one row of q into dest and reports whether there
