@@ -9,6 +9,8 @@ import (
 	"github.com/eventsourced/accounts/internal/backend"
 	"github.com/eventsourced/accounts/internal/dbdump"
 	"github.com/eventsourced/accounts/internal/org"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
+	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/timingtest"
 	"github.com/eventsourced/accounts/internal/user/mail"
 )
@@ -59,10 +61,10 @@ type timingDatabase struct {
 
 var timingDatabases = []timingDatabase{
 	{samples: 800, database: database{name: "postgres", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row) {
-		return timingtest.Postgres(t), nil
+		return pgtest.NewUnflushed(t), nil
 	}}},
 	{samples: 300, database: database{name: "sqlite", open: func(t *testing.T) (backend.Backend, func(t *testing.T) []dbdump.Row) {
-		return timingtest.SQLite(t), nil
+		return sqlitetest.NewInMemory(t), nil
 	}}},
 }
 

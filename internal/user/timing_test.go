@@ -7,7 +7,9 @@ import (
 
 	"github.com/eventsourced/accounts/internal/keyring/keyringtest"
 	"github.com/eventsourced/accounts/internal/postgres"
+	"github.com/eventsourced/accounts/internal/postgres/pgtest"
 	"github.com/eventsourced/accounts/internal/sqlite"
+	"github.com/eventsourced/accounts/internal/sqlite/sqlitetest"
 	"github.com/eventsourced/accounts/internal/testclock"
 	"github.com/eventsourced/accounts/internal/timingtest"
 	"github.com/eventsourced/accounts/internal/user"
@@ -79,10 +81,10 @@ func timingService(t *testing.T, backend string, clock *testclock.Clock) *user.S
 	var d user.Deps
 	switch backend {
 	case "PostgreSQL":
-		db := timingtest.Postgres(t)
+		db := pgtest.NewUnflushed(t)
 		d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: postgres.UserViews{}, Keys: keyringtest.New(t, postgres.DataKeys{})}
 	case "SQLite":
-		db := timingtest.SQLite(t)
+		db := sqlitetest.NewInMemory(t)
 		d = user.Deps{Runner: db.Runner(clock.Now), Events: db.Events(), Outbox: db.Outbox(), Views: sqlite.UserViews{}, Keys: keyringtest.New(t, sqlite.DataKeys{})}
 	default:
 		t.Fatalf("no backend %q", backend)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -18,6 +19,18 @@ import (
 func New(t testing.TB, opts ...sqlite.Option) *sqlite.DB {
 	t.Helper()
 	return NewAt(t, filepath.Join(t.TempDir(), "test.db"), opts...)
+}
+
+// NewInMemory is [New] on a file in memory (/dev/shm) where the machine
+// has one, so that a commit waits for no disk, for the timing tests.
+func NewInMemory(t testing.TB) *sqlite.DB {
+	t.Helper()
+	dir := t.TempDir()
+	if memory, err := os.MkdirTemp("/dev/shm", "sqlitetest-"); err == nil {
+		dir = memory
+		t.Cleanup(func() { _ = os.RemoveAll(memory) })
+	}
+	return NewAt(t, filepath.Join(dir, "test.db"))
 }
 
 // NewAt is [New] on the file at path, for tests that open the file a second
